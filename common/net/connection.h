@@ -1,0 +1,87 @@
+#pragma once
+// One TCP connection carrying dgld frames in both directions.
+// Reads header -> blob table -> payload -> blobs, hands each complete Message
+// to `on_message`, and owns a single write queue. Any framing error (bad magic
+// or version, over-size frame, truncated stream) closes the connection with a
+// specific, logged Status passed to `on_close` exactly once. The process never
+// crashes on bad bytes. TCP_NODELAY is always on.
+// Lifetime: held by shared_ptr; pending async operations keep it alive.
+
+#include <atomic>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "common/net/asio.h"
+
+#include "common/net/message.h"
+
+namespace dgld::net {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  using MessageHandler = std::function<void(const std::shared_ptr<Connection>&, Message&&)>;
+  using CloseHandler = std::function<void(const std::shared_ptr<Connection>&, const Status&)>;
+
+  // `peer` names the other side in every log line and error ("graph-server 1 at 10.0.0.2:30050").
+  Connection(tcp::socket socket, std::string peer, FrameLimits limits);
+  ~Connection();
+
+  // Installs handlers and starts reading. Call once.
+  void start(MessageHandler on_message, CloseHandler on_close);
+  // Queues a frame; thread-safe. Frames are written in the order queued.
+  // Returns false (and drops the frame) when the connection is closed.
+  bool send(OutMessage msg);
+  // Closes with `reason` (logged at warn unless ok). Idempotent, thread-safe.
+  void close(const Status& reason = Status::ok());
+
+  const std::string& peer() const { return peer_; }
+  bool is_open() const { return !closed_.load(); }
+  uint64_t bytes_in() const { return bytes_in_.load(); }
+  uint64_t bytes_out() const { return bytes_out_.load(); }
+  size_t queued_bytes() const { return queued_bytes_.load(); }
+
+ private:
+  void read_header();
+  void read_table();
+  void read_payload();
+  void read_blob(size_t index);
+  void deliver();
+  void fail(const Status& st);
+  void on_read_error(const boost::system::error_code& ec, const char* what);
+  void write_next();
+
+  tcp::socket socket_;
+  asio::strand<asio::any_io_executor> strand_;
+  std::string peer_;
+  FrameLimits limits_;
+  MessageHandler on_message_;
+  CloseHandler on_close_;
+
+  // Read state (touched only on the strand).
+  uint8_t header_buf_[kFrameHeaderSize];
+  std::vector<uint8_t> table_buf_;
+  std::vector<uint64_t> blob_lengths_;
+  Message incoming_;
+
+  // Write state (touched only on the strand).
+  std::deque<OutMessage> write_queue_;
+  std::vector<uint8_t> write_prefix_;
+  bool writing_ = false;
+
+  std::atomic<bool> closed_{false};
+  bool quiet_close_ = false;  // set before close() for an orderly EOF
+  std::atomic<uint64_t> bytes_in_{0};
+  std::atomic<uint64_t> bytes_out_{0};
+  std::atomic<size_t> queued_bytes_{0};
+};
+
+// "1.2.3.4:5678" for an endpoint, "?" when it cannot be read.
+std::string endpoint_string(const tcp::socket& socket);
+
+}  // namespace dgld::net

@@ -1,0 +1,190 @@
+#include "common/net/rpc_client.h"
+
+#include <thread>
+
+#include "common/logging.h"
+
+namespace dgld::net {
+
+namespace {
+std::string fmt_ms(std::chrono::milliseconds d) {
+  return d.count() % 1000 == 0 ? std::to_string(d.count() / 1000) + " s" : std::to_string(d.count()) + " ms";
+}
+}  // namespace
+
+Result<std::shared_ptr<RpcClient>> RpcClient::connect(asio::io_context& io, const std::string& host,
+                                                      uint16_t port, const std::string& peer,
+                                                      const ConnectOptions& opts) {
+  const std::string where = peer + " at " + host + ":" + std::to_string(port);
+  const auto deadline = Clock::now() + opts.timeout;
+  auto backoff = opts.initial_backoff;
+  std::string last_error = "no attempt made";
+  int attempts = 0;
+  for (;;) {
+    ++attempts;
+    auto socket = std::make_shared<tcp::socket>(io);
+    std::promise<boost::system::error_code> done;
+    auto fut = done.get_future();
+    auto resolver = std::make_shared<tcp::resolver>(io);
+    boost::system::error_code rec;
+    auto endpoints = resolver->resolve(host, std::to_string(port), rec);
+    if (rec) {
+      last_error = "cannot resolve '" + host + "': " + rec.message();
+    } else {
+      asio::async_connect(*socket, endpoints,
+                          [&done](const boost::system::error_code& ec, const tcp::endpoint&) { done.set_value(ec); });
+      auto remaining = deadline - Clock::now();
+      if (fut.wait_for(std::max(remaining, Clock::duration(std::chrono::milliseconds(1)))) !=
+          std::future_status::ready) {
+        asio::post(socket->get_executor(), [socket] {
+          boost::system::error_code ignored;
+          socket->close(ignored);
+        });
+        fut.wait();  // the handler runs with operation_aborted
+        last_error = "connect attempt timed out";
+      } else if (auto ec = fut.get(); ec) {
+        last_error = ec.message();
+      } else {
+        auto client = std::shared_ptr<RpcClient>(new RpcClient(peer));
+        client->attach(std::make_shared<Connection>(std::move(*socket), peer, opts.limits));
+        if (attempts > 1) logger("net")->info("connected to {} after {} attempts", where, attempts);
+        return client;
+      }
+    }
+    auto now = Clock::now();
+    if (now + backoff >= deadline) break;
+    logger("net")->debug("connect to {} failed ({}); retrying in {} ms", where, last_error, backoff.count());
+    std::this_thread::sleep_for(backoff);
+    backoff = std::min(backoff * 2, opts.max_backoff);
+  }
+  return timeout_error("cannot connect to " + where + " after " + std::to_string(attempts) + " attempts over " +
+                       fmt_ms(opts.timeout) + ": " + last_error);
+}
+
+RpcClient::~RpcClient() {
+  if (conn_) conn_->close();
+}
+
+void RpcClient::attach(std::shared_ptr<Connection> conn) {
+  conn_ = std::move(conn);
+  std::weak_ptr<RpcClient> weak = shared_from_this();
+  conn_->start(
+      [weak](const std::shared_ptr<Connection>&, Message&& m) {
+        if (auto self = weak.lock()) self->on_message(std::move(m));
+      },
+      [weak](const std::shared_ptr<Connection>&, const Status& st) {
+        if (auto self = weak.lock()) self->on_close(st);
+      });
+}
+
+PendingCall RpcClient::start(OutMessage msg) {
+  PendingCall call;
+  call.kind = msg.kind;
+  std::promise<Result<Message>> p;
+  call.reply = p.get_future();
+  {
+    std::lock_guard lock(mu_);
+    if (!close_reason_.is_ok()) {
+      p.set_value(close_reason_);
+      return call;
+    }
+    call.request_id = next_id_++;
+    pending_.emplace(call.request_id, std::move(p));
+  }
+  msg.request_id = call.request_id;
+  msg.flags &= ~(kFlagResponse | kFlagOneWay);
+  if (!conn_->send(std::move(msg))) {
+    std::lock_guard lock(mu_);
+    auto it = pending_.find(call.request_id);
+    if (it != pending_.end()) {
+      it->second.set_value(closed_error("connection to " + peer_ + " is closed"));
+      pending_.erase(it);
+    }
+  }
+  return call;
+}
+
+Result<Message> RpcClient::wait(PendingCall& call, Clock::time_point deadline) {
+  if (!call.reply.valid()) return internal_error("waited twice on one call to " + peer_);
+  if (call.reply.wait_until(deadline) != std::future_status::ready) {
+    size_t erased;
+    {
+      std::lock_guard lock(mu_);
+      erased = pending_.erase(call.request_id);
+    }
+    // When nothing was erased, a reply (or the close) raced in just before: use it.
+    if (erased) {
+      call.reply = {};
+      return timeout_error(peer_ + " did not answer request " + std::to_string(call.request_id) + " (kind " +
+                           std::to_string(call.kind) + ") before its deadline");
+    }
+  }
+  Result<Message> r = call.reply.get();
+  if (!r.is_ok()) return r;
+  if (r->is_error()) return status_from_error_reply(*r, peer_);
+  return r;
+}
+
+Result<Message> RpcClient::call(OutMessage msg, std::chrono::milliseconds timeout) {
+  PendingCall c = start(std::move(msg));
+  return wait(c, Clock::now() + timeout);
+}
+
+bool RpcClient::send_one_way(OutMessage msg) {
+  msg.flags = (msg.flags & ~kFlagResponse) | kFlagOneWay;
+  msg.request_id = 0;
+  return conn_->send(std::move(msg));
+}
+
+void RpcClient::set_push_handler(PushHandler h) {
+  std::lock_guard lock(mu_);
+  push_ = std::move(h);
+}
+
+void RpcClient::on_message(Message&& m) {
+  if (!(m.header.flags & kFlagResponse)) {
+    PushHandler h;
+    {
+      std::lock_guard lock(mu_);
+      h = push_;
+    }
+    if (h) h(std::move(m));
+    else logger("net")->debug("{}: ignoring unsolicited message kind {}", peer_, m.kind());
+    return;
+  }
+  std::promise<Result<Message>> p;
+  {
+    std::lock_guard lock(mu_);
+    auto it = pending_.find(m.request_id());
+    if (it == pending_.end()) {
+      logger("net")->debug("{}: late or unknown reply to request {} dropped", peer_, m.request_id());
+      return;
+    }
+    p = std::move(it->second);
+    pending_.erase(it);
+  }
+  p.set_value(std::move(m));
+}
+
+void RpcClient::on_close(const Status& st) {
+  std::unordered_map<uint64_t, std::promise<Result<Message>>> failed;
+  {
+    std::lock_guard lock(mu_);
+    close_reason_ = st.is_ok() ? closed_error("connection to " + peer_ + " closed") : st;
+    failed.swap(pending_);
+  }
+  for (auto& [id, p] : failed) p.set_value(close_reason_);
+}
+
+void RpcClient::close() {
+  if (conn_) conn_->close();
+}
+
+bool RpcClient::is_open() const { return conn_ && conn_->is_open(); }
+
+Status RpcClient::close_reason() const {
+  std::lock_guard lock(mu_);
+  return close_reason_;
+}
+
+}  // namespace dgld::net

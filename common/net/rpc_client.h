@@ -1,0 +1,78 @@
+#pragma once
+// The calling side of one connection: requests get fresh request ids, replies
+// are matched by id, and every wait has a deadline. A peer that dies fails all
+// outstanding calls with an error naming it; a peer that goes silent fails
+// each call when its deadline passes. Never a hang.
+
+#include <chrono>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "common/net/connection.h"
+
+namespace dgld::net {
+
+using Clock = std::chrono::steady_clock;
+
+struct ConnectOptions {
+  std::chrono::milliseconds timeout{10000};          // give up after this long
+  std::chrono::milliseconds initial_backoff{50};
+  std::chrono::milliseconds max_backoff{1000};
+  FrameLimits limits;
+};
+
+// A request in flight; wait on it with RpcClient::wait().
+struct PendingCall {
+  uint64_t request_id = 0;
+  uint16_t kind = 0;
+  std::future<Result<Message>> reply;
+};
+
+class RpcClient : public std::enable_shared_from_this<RpcClient> {
+ public:
+  using PushHandler = std::function<void(Message&&)>;
+
+  // Resolves `host`, connects with exponential backoff until opts.timeout,
+  // then fails with a message naming `peer`, the address and the last error.
+  static Result<std::shared_ptr<RpcClient>> connect(asio::io_context& io, const std::string& host,
+                                                    uint16_t port, const std::string& peer,
+                                                    const ConnectOptions& opts = {});
+  ~RpcClient();
+
+  // Sends a request; the reply (or error) arrives through the returned call.
+  PendingCall start(OutMessage msg);
+  // Waits for a reply until `deadline`. Error replies become their Status;
+  // expiry becomes a timeout naming the peer, the message kind and request id.
+  Result<Message> wait(PendingCall& call, Clock::time_point deadline);
+  // start() + wait() with a relative timeout.
+  Result<Message> call(OutMessage msg, std::chrono::milliseconds timeout);
+  // Fire-and-forget: no reply is expected or accepted.
+  bool send_one_way(OutMessage msg);
+  // Receives frames that are not replies (server-initiated notices).
+  void set_push_handler(PushHandler h);
+
+  void close();
+  bool is_open() const;
+  const std::string& peer() const { return peer_; }
+  // Why the connection closed (ok while open).
+  Status close_reason() const;
+
+ private:
+  RpcClient(std::string peer) : peer_(std::move(peer)) {}
+  void attach(std::shared_ptr<Connection> conn);
+  void on_message(Message&& m);
+  void on_close(const Status& st);
+
+  std::string peer_;
+  std::shared_ptr<Connection> conn_;
+  mutable std::mutex mu_;
+  uint64_t next_id_ = 1;
+  std::unordered_map<uint64_t, std::promise<Result<Message>>> pending_;
+  Status close_reason_;
+  PushHandler push_;
+};
+
+}  // namespace dgld::net

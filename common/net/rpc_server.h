@@ -1,0 +1,106 @@
+#pragma once
+// The serving side: accepts connections on one address, verifies every
+// payload against the schema registered for its kind, and runs handlers on a
+// thread pool. Unknown kinds and payloads that fail verification get an error
+// reply; framing errors close only the offending connection.
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "common/net/asio.h"
+
+#include "common/net/connection.h"
+
+namespace dgld::net {
+
+// What a handler gets: the request header and a way to answer it.
+class RequestContext {
+ public:
+  RequestContext(std::shared_ptr<Connection> conn, FrameHeader header)
+      : conn_(std::move(conn)), header_(header) {}
+  // Sends `reply` as the response (no-op for one-way requests).
+  void reply(OutMessage reply) const;
+  void reply_error(const Status& st) const;
+  const FrameHeader& header() const { return header_; }
+  bool one_way() const { return header_.flags & kFlagOneWay; }
+  const std::string& peer() const { return conn_->peer(); }
+  const std::shared_ptr<Connection>& connection() const { return conn_; }
+
+ private:
+  std::shared_ptr<Connection> conn_;
+  FrameHeader header_;
+};
+
+using Handler = std::function<void(const RequestContext&, Message&&)>;
+
+// Handlers registered by message kind, each with the verifier for its schema.
+class Dispatcher {
+ public:
+  template <typename T, typename Kind>
+  void add(Kind kind, const char* type_name, Handler h) {
+    entries_[static_cast<uint16_t>(kind)] = Entry{type_name, &verify_payload<T>, std::move(h)};
+  }
+  // Verifies and runs the handler, or replies with an error.
+  void dispatch(const RequestContext& ctx, Message&& m) const;
+  bool has(uint16_t kind) const { return entries_.count(kind) != 0; }
+
+ private:
+  struct Entry {
+    const char* type_name;
+    Status (*verify)(const Message&, const char*);
+    Handler handler;
+  };
+  std::map<uint16_t, Entry> entries_;
+};
+
+struct ServerOptions {
+  std::string name = "server";  // for log lines
+  int handler_threads = 2;
+  FrameLimits limits;
+  size_t max_connections = 4096;
+};
+
+class RpcServer {
+ public:
+  RpcServer(asio::io_context& io, const Dispatcher& dispatcher, ServerOptions opts);
+  ~RpcServer();
+
+  // Binds and starts accepting. Port 0 picks a free port (see port()).
+  // A port in use is an error naming the address.
+  Status listen(const std::string& host, uint16_t port);
+  uint16_t port() const { return port_; }
+  // Stops accepting, closes every connection and waits for their close
+  // callbacks and for running handlers. Needs the io_context to be running.
+  void stop();
+
+  // Called (on an I/O thread) when a connection closes.
+  void set_close_callback(std::function<void(const std::shared_ptr<Connection>&, const Status&)> cb) {
+    on_close_ = std::move(cb);
+  }
+  size_t num_connections() const;
+  uint64_t requests_served() const { return requests_.load(); }
+
+ private:
+  void accept_next();
+
+  asio::io_context& io_;
+  const Dispatcher& dispatcher_;
+  ServerOptions opts_;
+  tcp::acceptor acceptor_;
+  asio::thread_pool pool_;
+  uint16_t port_ = 0;
+  mutable std::mutex mu_;
+  std::set<std::shared_ptr<Connection>> conns_;
+  std::condition_variable all_closed_;
+  std::function<void(const std::shared_ptr<Connection>&, const Status&)> on_close_;
+  std::atomic<uint64_t> requests_{0};
+  std::atomic<bool> stopped_{false};
+};
+
+}  // namespace dgld::net

@@ -1,0 +1,227 @@
+#include "common/part_config.h"
+
+#include <nlohmann/json.hpp>
+
+#include "common/file_util.h"
+
+namespace dgld {
+using nlohmann::json;
+
+namespace {
+
+// Reads field `key` of object `obj` (named `where` in messages) as T.
+template <typename T>
+Status get_field(const json& obj, const std::string& where, const std::string& key, T* out) {
+  auto it = obj.find(key);
+  if (it == obj.end()) return invalid_argument(where + ": missing field '" + key + "'");
+  try {
+    if constexpr (std::is_same_v<T, std::string>) {
+      if (!it->is_string()) throw std::runtime_error("expected a string");
+    } else if constexpr (std::is_integral_v<T>) {
+      if (!it->is_number_integer()) throw std::runtime_error("expected an integer");
+    }
+    *out = it->get<T>();
+  } catch (const std::exception& e) {
+    return invalid_argument(where + ": field '" + key + "': " + e.what() + ", got " + it->dump());
+  }
+  return Status::ok();
+}
+
+// node_map / edge_map: {"<type>": [[s,e], ...]} with exactly one type.
+Status parse_id_map(const json& root, const std::string& src, const std::string& key, int num_parts,
+                    int64_t total, std::string* type_name, std::vector<IdRange>* out) {
+  const std::string where = src + ": field '" + key + "'";
+  auto it = root.find(key);
+  if (it == root.end()) return invalid_argument(src + ": missing field '" + key + "'");
+  if (!it->is_object()) {
+    return invalid_argument(where + ": expected an object {\"<type>\": [[start, end], ...]}, got " +
+                            std::string(it->type_name()));
+  }
+  if (it->size() != 1) {
+    return invalid_argument(where + ": expected exactly one type (only homogeneous graphs are "
+                            "supported), got " + std::to_string(it->size()));
+  }
+  *type_name = it->begin().key();
+  const json& ranges = it->begin().value();
+  const std::string twhere = where + "[\"" + *type_name + "\"]";
+  if (!ranges.is_array() || static_cast<int>(ranges.size()) != num_parts) {
+    return invalid_argument(twhere + ": expected an array of num_parts=" + std::to_string(num_parts) +
+                            " [start, end] pairs");
+  }
+  out->clear();
+  int64_t expect_start = 0;
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    const json& r = ranges[i];
+    const std::string rw = twhere + "[" + std::to_string(i) + "]";
+    if (!r.is_array() || r.size() != 2 || !r[0].is_number_integer() || !r[1].is_number_integer()) {
+      return invalid_argument(rw + ": expected [start, end] integers, got " + r.dump());
+    }
+    IdRange range{r[0].get<int64_t>(), r[1].get<int64_t>()};
+    if (range.start != expect_start) {
+      return invalid_argument(rw + ": range starts at " + std::to_string(range.start) + ", expected " +
+                              std::to_string(expect_start) + " (ranges must be contiguous from 0)");
+    }
+    if (range.end < range.start) {
+      return invalid_argument(rw + ": end " + std::to_string(range.end) + " is before start " +
+                              std::to_string(range.start));
+    }
+    expect_start = range.end;
+    out->push_back(range);
+  }
+  if (expect_start != total) {
+    return invalid_argument(twhere + ": ranges end at " + std::to_string(expect_start) +
+                            " but the total is " + std::to_string(total));
+  }
+  return Status::ok();
+}
+
+Status parse_type_ids(const json& root, const std::string& src, const std::string& key,
+                      const std::string& expected_type) {
+  auto it = root.find(key);
+  if (it == root.end()) return Status::ok();  // optional in older DGL configs
+  if (!it->is_object() || it->size() != 1 || !it->contains(expected_type) ||
+      !(*it)[expected_type].is_number_integer() || (*it)[expected_type].get<int64_t>() != 0) {
+    return invalid_argument(src + ": field '" + key + "': expected {\"" + expected_type + "\": 0}, got " +
+                            it->dump());
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status validate_part_config(const PartitionConfig& c, const std::string& src) {
+  if (c.graph_name.empty()) return invalid_argument(src + ": field 'graph_name' is empty");
+  if (c.num_parts < 1) {
+    return invalid_argument(src + ": field 'num_parts' must be >= 1, got " + std::to_string(c.num_parts));
+  }
+  if (c.num_nodes < 1) return invalid_argument(src + ": field 'num_nodes' must be >= 1");
+  if (c.num_edges < 0) return invalid_argument(src + ": field 'num_edges' must be >= 0");
+  if (c.part_method != "metis" && c.part_method != "random") {
+    return invalid_argument(src + ": field 'part_method' must be \"metis\" or \"random\", got \"" +
+                            c.part_method + "\"");
+  }
+  if (c.halo_hops < 0) return invalid_argument(src + ": field 'halo_hops' must be >= 0");
+  auto check_map = [&](const std::vector<IdRange>& m, const char* key, int64_t total) -> Status {
+    if (static_cast<int>(m.size()) != c.num_parts) {
+      return invalid_argument(src + ": field '" + key + "' has " + std::to_string(m.size()) +
+                              " ranges, expected num_parts=" + std::to_string(c.num_parts));
+    }
+    int64_t next = 0;
+    for (size_t i = 0; i < m.size(); ++i) {
+      if (m[i].start != next || m[i].end < m[i].start) {
+        return invalid_argument(src + ": field '" + key + "'[" + std::to_string(i) +
+                                "]: ranges must be contiguous and non-decreasing");
+      }
+      next = m[i].end;
+    }
+    if (next != total) {
+      return invalid_argument(src + ": field '" + key + "' ends at " + std::to_string(next) +
+                              ", expected " + std::to_string(total));
+    }
+    return Status::ok();
+  };
+  DGLD_RETURN_IF_ERROR(check_map(c.node_map, "node_map", c.num_nodes));
+  DGLD_RETURN_IF_ERROR(check_map(c.edge_map, "edge_map", c.num_edges));
+  if (static_cast<int>(c.parts.size()) != c.num_parts) {
+    return invalid_argument(src + ": expected part-0 .. part-" + std::to_string(c.num_parts - 1));
+  }
+  for (int i = 0; i < c.num_parts; ++i) {
+    const auto& p = c.parts[i];
+    if (p.part_graph.empty() || p.node_feats.empty() || p.edge_feats.empty()) {
+      return invalid_argument(src + ": field 'part-" + std::to_string(i) +
+                              "' needs non-empty node_feats, edge_feats and part_graph");
+    }
+  }
+  if (c.num_trainers_per_machine < 1) {
+    return invalid_argument(src + ": field 'dgld.num_trainers_per_machine' must be >= 1");
+  }
+  return Status::ok();
+}
+
+Result<PartitionConfig> parse_part_config(const std::string& text, const std::string& src,
+                                          const std::filesystem::path& base_dir) {
+  json root;
+  try {
+    root = json::parse(text);
+  } catch (const json::parse_error& e) {
+    return invalid_argument(src + ": not valid JSON: " + e.what());
+  }
+  if (!root.is_object()) return invalid_argument(src + ": expected a JSON object at the top level");
+
+  PartitionConfig c;
+  c.base_dir = base_dir;
+  DGLD_RETURN_IF_ERROR(get_field(root, src, "graph_name", &c.graph_name));
+  DGLD_RETURN_IF_ERROR(get_field(root, src, "num_nodes", &c.num_nodes));
+  DGLD_RETURN_IF_ERROR(get_field(root, src, "num_edges", &c.num_edges));
+  DGLD_RETURN_IF_ERROR(get_field(root, src, "part_method", &c.part_method));
+  DGLD_RETURN_IF_ERROR(get_field(root, src, "num_parts", &c.num_parts));
+  if (root.contains("halo_hops")) DGLD_RETURN_IF_ERROR(get_field(root, src, "halo_hops", &c.halo_hops));
+  if (c.num_parts < 1 || c.num_parts > 65536) {
+    return invalid_argument(src + ": field 'num_parts' must be in 1..65536, got " +
+                            std::to_string(c.num_parts));
+  }
+  DGLD_RETURN_IF_ERROR(parse_id_map(root, src, "node_map", c.num_parts, c.num_nodes, &c.ntype, &c.node_map));
+  DGLD_RETURN_IF_ERROR(parse_id_map(root, src, "edge_map", c.num_parts, c.num_edges, &c.etype, &c.edge_map));
+  DGLD_RETURN_IF_ERROR(parse_type_ids(root, src, "ntypes", c.ntype));
+  DGLD_RETURN_IF_ERROR(parse_type_ids(root, src, "etypes", c.etype));
+  for (int i = 0; i < c.num_parts; ++i) {
+    const std::string key = "part-" + std::to_string(i);
+    auto it = root.find(key);
+    if (it == root.end()) return invalid_argument(src + ": missing field '" + key + "'");
+    if (!it->is_object()) return invalid_argument(src + ": field '" + key + "': expected an object");
+    PartitionFiles f;
+    const std::string where = src + ": field '" + key + "'";
+    DGLD_RETURN_IF_ERROR(get_field(*it, where, "node_feats", &f.node_feats));
+    DGLD_RETURN_IF_ERROR(get_field(*it, where, "edge_feats", &f.edge_feats));
+    DGLD_RETURN_IF_ERROR(get_field(*it, where, "part_graph", &f.part_graph));
+    c.parts.push_back(std::move(f));
+  }
+  if (auto it = root.find("dgld"); it != root.end()) {
+    if (!it->is_object()) return invalid_argument(src + ": field 'dgld': expected an object");
+    const std::string where = src + ": field 'dgld'";
+    DGLD_RETURN_IF_ERROR(get_field(*it, where, "format_version", &c.format_version));
+    if (c.format_version != 1) {
+      return invalid_argument(where + ": format_version " + std::to_string(c.format_version) +
+                              " is not supported by this dgld (supports 1)");
+    }
+    if (it->contains("num_trainers_per_machine")) {
+      DGLD_RETURN_IF_ERROR(get_field(*it, where, "num_trainers_per_machine", &c.num_trainers_per_machine));
+    }
+  }
+  DGLD_RETURN_IF_ERROR(validate_part_config(c, src));
+  return c;
+}
+
+Result<PartitionConfig> load_part_config(const std::filesystem::path& path) {
+  DGLD_ASSIGN_OR_RETURN(std::string text, read_file(path));
+  return parse_part_config(text, path.string(), path.parent_path());
+}
+
+std::string part_config_to_json(const PartitionConfig& c) {
+  auto ranges = [](const std::vector<IdRange>& m) {
+    json a = json::array();
+    for (const auto& r : m) a.push_back({r.start, r.end});
+    return a;
+  };
+  json root;
+  root["graph_name"] = c.graph_name;
+  root["num_nodes"] = c.num_nodes;
+  root["num_edges"] = c.num_edges;
+  root["part_method"] = c.part_method;
+  root["num_parts"] = c.num_parts;
+  root["halo_hops"] = c.halo_hops;
+  root["node_map"] = {{c.ntype, ranges(c.node_map)}};
+  root["edge_map"] = {{c.etype, ranges(c.edge_map)}};
+  root["ntypes"] = {{c.ntype, 0}};
+  root["etypes"] = {{c.etype, 0}};
+  for (size_t i = 0; i < c.parts.size(); ++i) {
+    root["part-" + std::to_string(i)] = {{"node_feats", c.parts[i].node_feats},
+                                         {"edge_feats", c.parts[i].edge_feats},
+                                         {"part_graph", c.parts[i].part_graph}};
+  }
+  root["dgld"] = {{"format_version", c.format_version},
+                  {"num_trainers_per_machine", c.num_trainers_per_machine}};
+  return root.dump(2) + "\n";
+}
+
+}  // namespace dgld

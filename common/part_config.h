@@ -1,0 +1,67 @@
+#pragma once
+// The partition config `<graph_name>.json` that dgl-partition writes and every
+// process reads. Same keys and meanings as DGL (see docs/formats.md):
+//   graph_name, num_nodes, num_edges, part_method, num_parts, halo_hops,
+//   node_map {"_N": [[start,end),...]}, edge_map {"_N:_E:_N": [...]},
+//   ntypes {"_N":0}, etypes {"_N:_E:_N":0},
+//   part-<i> {node_feats, edge_feats, part_graph}  (paths relative to the JSON).
+// dgld adds one object, "dgld", with its own fields (format version, trainer split);
+// DGL tools ignore unknown keys, so the file stays readable by them.
+// Only homogeneous graphs (one node type, one edge type) are supported for now.
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace dgld {
+
+struct IdRange {
+  int64_t start = 0;  // inclusive
+  int64_t end = 0;    // exclusive
+  int64_t size() const { return end - start; }
+  bool operator==(const IdRange&) const = default;
+};
+
+// Files of one partition. Relative paths as written in the JSON.
+struct PartitionFiles {
+  std::string node_feats;
+  std::string edge_feats;
+  std::string part_graph;
+};
+
+struct PartitionConfig {
+  std::string graph_name;
+  int64_t num_nodes = 0;
+  int64_t num_edges = 0;
+  std::string part_method;  // "metis" or "random"
+  int num_parts = 0;
+  int halo_hops = 1;
+  std::string ntype = "_N";           // the single node type's name
+  std::string etype = "_N:_E:_N";     // the single edge type's canonical name
+  std::vector<IdRange> node_map;      // [num_parts], contiguous, covering [0, num_nodes)
+  std::vector<IdRange> edge_map;      // [num_parts], contiguous, covering [0, num_edges)
+  std::vector<PartitionFiles> parts;  // [num_parts]
+  // dgld extensions (the "dgld" object).
+  int format_version = 1;
+  int num_trainers_per_machine = 1;
+
+  // Directory holding the JSON; relative paths are resolved against it.
+  std::filesystem::path base_dir;
+  std::filesystem::path resolve(const std::string& relative) const { return base_dir / relative; }
+};
+
+// Parses and validates a config. `source` names the text in error messages
+// (normally the file path). Every error names the offending field.
+Result<PartitionConfig> parse_part_config(const std::string& text, const std::string& source,
+                                          const std::filesystem::path& base_dir);
+// Reads `path` and parses it; base_dir is the file's directory.
+Result<PartitionConfig> load_part_config(const std::filesystem::path& path);
+// Serialises to DGL's JSON layout (pretty-printed).
+std::string part_config_to_json(const PartitionConfig& config);
+// Checks the invariants that parse_part_config enforces (used before writing too).
+Status validate_part_config(const PartitionConfig& config, const std::string& source);
+
+}  // namespace dgld

@@ -1,0 +1,98 @@
+#include "common/part_config.h"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+using namespace dgld;
+using nlohmann::json;
+
+namespace {
+json valid_config() {
+  return json::parse(R"({
+    "graph_name": "g", "num_nodes": 10, "num_edges": 30, "part_method": "metis",
+    "num_parts": 2, "halo_hops": 1,
+    "node_map": {"_N": [[0, 6], [6, 10]]},
+    "edge_map": {"_N:_E:_N": [[0, 17], [17, 30]]},
+    "ntypes": {"_N": 0}, "etypes": {"_N:_E:_N": 0},
+    "part-0": {"node_feats": "part0/node_feat.dgld", "edge_feats": "part0/edge_feat.dgld", "part_graph": "part0/graph.dgld"},
+    "part-1": {"node_feats": "part1/node_feat.dgld", "edge_feats": "part1/edge_feat.dgld", "part_graph": "part1/graph.dgld"}
+  })");
+}
+Result<PartitionConfig> parse(const json& j) { return parse_part_config(j.dump(), "g.json", "/data"); }
+}  // namespace
+
+TEST_CASE("part_config: DGL's layout parses") {
+  auto r = parse(valid_config());
+  REQUIRE(r.is_ok());
+  CHECK(r->graph_name == "g");
+  CHECK(r->num_parts == 2);
+  CHECK(r->node_map[1] == IdRange{6, 10});
+  CHECK(r->edge_map[0] == IdRange{0, 17});
+  CHECK(r->etype == "_N:_E:_N");
+  CHECK(r->resolve(r->parts[1].part_graph) == std::filesystem::path("/data/part1/graph.dgld"));
+  CHECK(r->num_trainers_per_machine == 1);
+}
+
+TEST_CASE("part_config: round trip through JSON keeps every field") {
+  auto r = parse(valid_config());
+  REQUIRE(r.is_ok());
+  PartitionConfig c = *r;
+  c.num_trainers_per_machine = 2;
+  auto back = parse_part_config(part_config_to_json(c), "g.json", "/data");
+  REQUIRE(back.is_ok());
+  CHECK(back->node_map == c.node_map);
+  CHECK(back->edge_map == c.edge_map);
+  CHECK(back->num_trainers_per_machine == 2);
+  CHECK(back->parts[0].node_feats == c.parts[0].node_feats);
+  auto j = json::parse(part_config_to_json(c));
+  CHECK(j["node_map"]["_N"][1][0] == 6);
+  CHECK(j["part-1"]["part_graph"] == "part1/graph.dgld");
+}
+
+TEST_CASE("part_config: every broken field is named") {
+  struct Case {
+    std::function<void(json&)> mutate;
+    const char* expect;
+  };
+  const std::vector<Case> cases = {
+      {[](json& j) { j.erase("graph_name"); }, "missing field 'graph_name'"},
+      {[](json& j) { j["num_nodes"] = "ten"; }, "field 'num_nodes': expected an integer"},
+      {[](json& j) { j["num_parts"] = 0; }, "field 'num_parts' must be in 1..65536"},
+      {[](json& j) { j["part_method"] = "spectral"; }, "field 'part_method' must be"},
+      {[](json& j) { j["node_map"] = json::array(); }, "field 'node_map': expected an object"},
+      {[](json& j) { j["node_map"]["_N"] = json::array({json::array({0, 10})}); },
+       "expected an array of num_parts=2"},
+      {[](json& j) { j["node_map"]["_N"][1] = json::array({7, 10}); }, "range starts at 7, expected 6"},
+      {[](json& j) { j["node_map"]["_N"][1] = json::array({6, 11}); }, "ranges end at 11 but the total is 10"},
+      {[](json& j) { j["node_map"]["_N"][0] = json::array({0, "6"}); }, "expected [start, end] integers"},
+      {[](json& j) { j["node_map"]["_N"][0] = json::array({0, -1}); }, "end -1 is before start 0"},
+      {[](json& j) { j["edge_map"]["_N:_E:_N"][1] = json::array({17, 29}); }, "field 'edge_map'"},
+      {[](json& j) { j["node_map"]["other"] = json::array(); }, "only homogeneous graphs"},
+      {[](json& j) { j.erase("part-1"); }, "missing field 'part-1'"},
+      {[](json& j) { j["part-0"].erase("part_graph"); }, "field 'part-0': missing field 'part_graph'"},
+      {[](json& j) { j["part-0"]["node_feats"] = 3; }, "field 'node_feats': expected a string"},
+      {[](json& j) { j["ntypes"] = {{"_N", 1}}; }, "field 'ntypes'"},
+      {[](json& j) { j["dgld"] = {{"format_version", 9}}; }, "format_version 9 is not supported"},
+      {[](json& j) { j["dgld"] = {{"format_version", 1}, {"num_trainers_per_machine", 0}}; },
+       "num_trainers_per_machine"},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    json j = valid_config();
+    cases[i].mutate(j);
+    INFO("case " << i << ": " << j.dump());
+    auto r = parse(j);
+    REQUIRE_FALSE(r.is_ok());
+    CHECK(r.status().code() == StatusCode::invalid_argument);
+    CHECK_THAT(r.status().message(), Catch::Contains(cases[i].expect));
+    CHECK_THAT(r.status().message(), Catch::StartsWith("g.json"));
+  }
+}
+
+TEST_CASE("part_config: not JSON at all") {
+  auto r = parse_part_config("{ \"graph_name\": ", "bad.json", "/");
+  REQUIRE_FALSE(r.is_ok());
+  CHECK_THAT(r.status().message(), Catch::Contains("bad.json: not valid JSON"));
+  auto r2 = parse_part_config("[1,2]", "arr.json", "/");
+  REQUIRE_FALSE(r2.is_ok());
+  CHECK_THAT(r2.status().message(), Catch::Contains("expected a JSON object"));
+}

@@ -1,0 +1,334 @@
+// Wire-layer tests over real loopback sockets: round trips, correlation,
+// corrupt and oversized frames, peers that vanish, deadlines that expire.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <cstring>
+#include <thread>
+
+#include "common/net/io_threads.h"
+#include "common/net/rpc_client.h"
+#include "common/net/rpc_server.h"
+#include "schemas/rpc_generated.h"
+
+using namespace dgld;
+using namespace dgld::net;
+using namespace std::chrono_literals;
+
+namespace {
+
+OutMessage make_echo(const std::string& text, int delay_ms = 0) {
+  flatbuffers::FlatBufferBuilder fbb;
+  auto t = fbb.CreateString(text);
+  fbb.Finish(fbs::CreateEcho(fbb, t, delay_ms));
+  return OutMessage(fbs::MessageKind::Echo, fbb);
+}
+
+// An echo server on 127.0.0.1 with a free port.
+struct EchoServer {
+  IoThreads io{2};
+  Dispatcher dispatcher;
+  std::unique_ptr<RpcServer> server;
+  std::atomic<int> one_way_seen{0};
+
+  explicit EchoServer(FrameLimits limits = {}) {
+    dispatcher.add<fbs::Echo>(fbs::MessageKind::Echo, "Echo", [this](const RequestContext& ctx, Message&& m) {
+      const auto* req = m.as<fbs::Echo>();
+      if (req->delay_ms() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(req->delay_ms()));
+      if (ctx.one_way()) ++one_way_seen;
+      flatbuffers::FlatBufferBuilder fbb;
+      auto t = fbb.CreateString(req->text() ? req->text()->str() : "");
+      fbb.Finish(fbs::CreateEchoReply(fbb, t));
+      OutMessage out(fbs::MessageKind::EchoReply, fbb);
+      for (auto& b : m.blobs) {
+        auto owned = std::make_shared<ByteBuffer>(std::move(b));
+        out.blobs.push_back(OutBlob{owned->data(), owned->size(), owned});
+      }
+      ctx.reply(std::move(out));
+    });
+    ServerOptions opts;
+    opts.name = "echo-server";
+    opts.limits = limits;
+    server = std::make_unique<RpcServer>(io.context(), dispatcher, opts);
+    REQUIRE(server->listen("127.0.0.1", 0).is_ok());
+  }
+  ~EchoServer() {
+    server->stop();
+    io.stop();
+  }
+  uint16_t port() const { return server->port(); }
+};
+
+std::shared_ptr<RpcClient> connect_to(IoThreads& io, uint16_t port, std::chrono::milliseconds timeout = 5s) {
+  ConnectOptions opts;
+  opts.timeout = timeout;
+  auto c = RpcClient::connect(io.context(), "127.0.0.1", port, "echo-server", opts);
+  REQUIRE(c.is_ok());
+  return *c;
+}
+
+std::string reply_text(const Message& m) {
+  REQUIRE(verify_payload<fbs::EchoReply>(m, "EchoReply").is_ok());
+  return m.as<fbs::EchoReply>()->text()->str();
+}
+
+// A raw blocking socket for sending hand-made bytes.
+struct RawPeer {
+  boost::asio::io_context io;
+  tcp::socket sock{io};
+  explicit RawPeer(uint16_t port) { sock.connect({boost::asio::ip::make_address("127.0.0.1"), port}); }
+  void send(const std::vector<uint8_t>& b) { boost::asio::write(sock, boost::asio::buffer(b)); }
+  // True when the server closed the connection (read returns EOF/reset within 5 s).
+  bool closed_by_server() {
+    sock.non_blocking(false);
+    struct timeval tv{5, 0};
+    setsockopt(sock.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    uint8_t buf[256];
+    boost::system::error_code ec;
+    for (;;) {
+      size_t n = sock.read_some(boost::asio::buffer(buf), ec);
+      if (ec) return ec == boost::asio::error::eof || ec == boost::asio::error::connection_reset;
+      if (n == 0) return true;
+    }
+  }
+};
+
+std::vector<uint8_t> raw_echo_frame(const std::string& text) {
+  OutMessage m = make_echo(text);
+  FrameHeader h;
+  h.kind = m.kind;
+  h.request_id = 7;
+  return encode_frame(h, {m.payload.data(), m.payload.size()}, {});
+}
+
+}  // namespace
+
+TEST_CASE("rpc: echo round trip with blobs, including empty and large ones") {
+  EchoServer server;
+  IoThreads io(1);
+  auto client = connect_to(io, server.port());
+  OutMessage req = make_echo("hello");
+  std::vector<uint8_t> big(48 << 20);
+  for (size_t i = 0; i < big.size(); i += 4096) big[i] = static_cast<uint8_t>(i / 4096);
+  req.blobs.push_back(OutBlob::from_vector(big));
+  req.blobs.push_back(OutBlob{});
+  req.blobs.push_back(OutBlob::copy_of("xyz", 3));
+  auto r = client->call(std::move(req), 30s);
+  REQUIRE(r.is_ok());
+  CHECK(reply_text(*r) == "hello");
+  REQUIRE(r->blobs.size() == 3);
+  CHECK(r->blobs[0].size() == big.size());
+  CHECK(std::memcmp(r->blobs[0].data(), big.data(), big.size()) == 0);
+  CHECK(r->blobs[1].size() == 0);
+  CHECK(std::string(reinterpret_cast<const char*>(r->blobs[2].data()), 3) == "xyz");
+}
+
+TEST_CASE("rpc: many concurrent calls are matched to their own replies") {
+  EchoServer server;
+  IoThreads io(2);
+  auto client = connect_to(io, server.port());
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 200; ++i) {
+        std::string text = std::to_string(t) + ":" + std::to_string(i);
+        auto r = client->call(make_echo(text, i % 50 == 0 ? 5 : 0), 10s);
+        if (r.is_ok() && r->as<fbs::EchoReply>()->text()->str() == text) ++ok;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  CHECK(ok == 800);
+}
+
+TEST_CASE("rpc: a reply that misses its deadline is a timeout naming the peer") {
+  EchoServer server;
+  IoThreads io(1);
+  auto client = connect_to(io, server.port());
+  auto start = Clock::now();
+  auto r = client->call(make_echo("slow", 2000), 200ms);
+  auto took = Clock::now() - start;
+  REQUIRE_FALSE(r.is_ok());
+  CHECK(r.status().code() == StatusCode::timeout);
+  CHECK_THAT(r.status().message(), Catch::Contains("echo-server did not answer request"));
+  CHECK(took < 1500ms);
+  // The connection stays usable; the late reply is dropped.
+  auto r2 = client->call(make_echo("after"), 10s);
+  REQUIRE(r2.is_ok());
+  CHECK(reply_text(*r2) == "after");
+}
+
+TEST_CASE("rpc: unknown kinds and unverifiable payloads get error replies") {
+  EchoServer server;
+  IoThreads io(1);
+  auto client = connect_to(io, server.port());
+  flatbuffers::FlatBufferBuilder fbb;
+  fbb.Finish(fbs::CreatePing(fbb, 1));
+  auto r = client->call(OutMessage(fbs::MessageKind::Ping, fbb), 5s);
+  REQUIRE_FALSE(r.is_ok());
+  CHECK(r.status().code() == StatusCode::invalid_argument);
+  CHECK_THAT(r.status().message(), Catch::Contains("echo-server: unknown message kind 2"));
+
+  flatbuffers::FlatBufferBuilder junk;
+  junk.Finish(fbs::CreatePing(junk, 1));
+  OutMessage garbage(fbs::MessageKind::Echo, junk);
+  std::memset(garbage.payload.data(), 0xff, 4);  // root offset points far outside the buffer
+  auto r2 = client->call(std::move(garbage), 5s);
+  REQUIRE_FALSE(r2.is_ok());
+  CHECK(r2.status().code() == StatusCode::protocol_error);
+  CHECK_THAT(r2.status().message(), Catch::Contains("is not a valid Echo FlatBuffer"));
+  // The same connection still works.
+  CHECK(client->call(make_echo("still here"), 5s).is_ok());
+}
+
+TEST_CASE("rpc: one-way requests get no reply") {
+  EchoServer server;
+  IoThreads io(1);
+  auto client = connect_to(io, server.port());
+  for (int i = 0; i < 10; ++i) REQUIRE(client->send_one_way(make_echo("fire")));
+  REQUIRE(client->call(make_echo("sync"), 5s).is_ok());  // ordered after the one-way frames
+  for (int i = 0; i < 100 && server.one_way_seen < 10; ++i) std::this_thread::sleep_for(10ms);
+  CHECK(server.one_way_seen == 10);
+}
+
+TEST_CASE("rpc: corrupt frames close only the offending connection") {
+  EchoServer server;
+  IoThreads io(1);
+  auto good = connect_to(io, server.port());
+
+  SECTION("wrong magic") {
+    RawPeer p(server.port());
+    auto f = raw_echo_frame("x");
+    f[0] = 'Z';
+    p.send(f);
+    CHECK(p.closed_by_server());
+  }
+  SECTION("wrong protocol version") {
+    RawPeer p(server.port());
+    auto f = raw_echo_frame("x");
+    f[4] = 9;
+    p.send(f);
+    CHECK(p.closed_by_server());
+  }
+  SECTION("random garbage") {
+    RawPeer p(server.port());
+    std::vector<uint8_t> g(100, 0xAB);
+    p.send(g);
+    CHECK(p.closed_by_server());
+  }
+  SECTION("truncated stream: peer disconnects mid-frame") {
+    auto f = raw_echo_frame("truncated");
+    {
+      RawPeer p(server.port());
+      p.send(std::vector<uint8_t>(f.begin(), f.begin() + 40));
+    }  // closes with the frame half sent
+    std::this_thread::sleep_for(100ms);
+  }
+  SECTION("a well-formed raw frame is answered") {
+    RawPeer p(server.port());
+    p.send(raw_echo_frame("raw"));
+    uint8_t hdr[kFrameHeaderSize];
+    boost::asio::read(p.sock, boost::asio::buffer(hdr));
+    auto h = decode_header(std::span<const uint8_t, kFrameHeaderSize>(hdr), FrameLimits{});
+    REQUIRE(h.is_ok());
+    CHECK(h->request_id == 7);
+    CHECK((h->flags & kFlagResponse) != 0);
+  }
+  auto r = good->call(make_echo("unaffected"), 5s);
+  REQUIRE(r.is_ok());
+  CHECK(reply_text(*r) == "unaffected");
+}
+
+TEST_CASE("rpc: a frame over the server's size cap closes that connection") {
+  FrameLimits limits;
+  limits.max_frame_bytes = 1 << 20;
+  EchoServer server(limits);
+  IoThreads io(1);
+  auto client = connect_to(io, server.port());
+  OutMessage req = make_echo("too big");
+  req.blobs.push_back(OutBlob::from_vector(std::vector<uint8_t>(2 << 20)));
+  auto r = client->call(std::move(req), 5s);
+  REQUIRE_FALSE(r.is_ok());
+  CHECK(r.status().code() == StatusCode::closed);
+  CHECK_FALSE(client->is_open());
+  auto other = connect_to(io, server.port());
+  CHECK(other->call(make_echo("small"), 5s).is_ok());
+}
+
+TEST_CASE("rpc: a server that dies fails outstanding calls, naming it") {
+  auto server = std::make_unique<EchoServer>();
+  IoThreads io(1);
+  auto client = connect_to(io, server->port());
+  PendingCall c = client->start(make_echo("pending", 1000));
+  std::this_thread::sleep_for(100ms);
+  server.reset();  // closes every connection
+  auto r = client->wait(c, Clock::now() + 5s);
+  REQUIRE_FALSE(r.is_ok());
+  CHECK(r.status().code() == StatusCode::closed);
+  CHECK_THAT(r.status().message(), Catch::Contains("echo-server"));
+  // Later calls fail at once with the same reason.
+  auto r2 = client->call(make_echo("after"), 5s);
+  REQUIRE_FALSE(r2.is_ok());
+  CHECK(r2.status().code() == StatusCode::closed);
+}
+
+TEST_CASE("rpc: connecting to nothing fails after the deadline with a clear message") {
+  uint16_t port;
+  {
+    boost::asio::io_context tmp;
+    tcp::acceptor a(tmp, {boost::asio::ip::make_address("127.0.0.1"), 0});
+    port = a.local_endpoint().port();
+  }  // closed: nothing listens there now
+  IoThreads io(1);
+  ConnectOptions opts;
+  opts.timeout = 600ms;
+  auto start = Clock::now();
+  auto r = RpcClient::connect(io.context(), "127.0.0.1", port, "graph-server 3", opts);
+  auto took = Clock::now() - start;
+  REQUIRE_FALSE(r.is_ok());
+  CHECK(r.status().code() == StatusCode::timeout);
+  CHECK_THAT(r.status().message(), Catch::Contains("cannot connect to graph-server 3 at 127.0.0.1:" +
+                                                   std::to_string(port)));
+  CHECK_THAT(r.status().message(), Catch::Contains("attempts"));
+  CHECK(took >= 300ms);
+  CHECK(took < 3s);
+}
+
+TEST_CASE("rpc: connect retries until a late server comes up") {
+  uint16_t port;
+  {
+    boost::asio::io_context tmp;
+    tcp::acceptor a(tmp, {boost::asio::ip::make_address("127.0.0.1"), 0});
+    port = a.local_endpoint().port();
+  }
+  IoThreads cio(1);
+  std::unique_ptr<IoThreads> sio;
+  Dispatcher d;
+  std::unique_ptr<RpcServer> server;
+  std::thread late([&] {
+    std::this_thread::sleep_for(400ms);
+    sio = std::make_unique<IoThreads>(1);
+    server = std::make_unique<RpcServer>(sio->context(), d, ServerOptions{});
+    REQUIRE(server->listen("127.0.0.1", port).is_ok());
+  });
+  ConnectOptions opts;
+  opts.timeout = 5s;
+  auto r = RpcClient::connect(cio.context(), "127.0.0.1", port, "late-server", opts);
+  late.join();
+  CHECK(r.is_ok());
+  server->stop();
+}
+
+TEST_CASE("rpc: a port already in use is a clear error") {
+  EchoServer first;
+  IoThreads io(1);
+  Dispatcher d;
+  ServerOptions opts;
+  opts.name = "graph-server 0";
+  RpcServer second(io.context(), d, opts);
+  Status st = second.listen("127.0.0.1", first.port());
+  REQUIRE_FALSE(st.is_ok());
+  CHECK_THAT(st.message(), Catch::Contains("graph-server 0: cannot listen on 127.0.0.1:" +
+                                           std::to_string(first.port())));
+}
