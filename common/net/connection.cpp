@@ -159,8 +159,11 @@ void Connection::close(const Status& reason) {
     boost::system::error_code ignored;
     self->socket_.shutdown(tcp::socket::shutdown_both, ignored);
     self->socket_.close(ignored);
-    self->write_queue_.clear();
-    self->queued_bytes_ = 0;
+    // An in-flight write still reads the front message; its completion clears the queue.
+    if (!self->writing_) {
+      self->write_queue_.clear();
+      self->queued_bytes_ = 0;
+    }
     if (self->on_close_) {
       auto cb = std::move(self->on_close_);
       self->on_close_ = nullptr;
@@ -211,8 +214,11 @@ void Connection::write_next() {
   }
   asio::async_write(socket_, bufs, asio::bind_executor(strand_, [self = shared_from_this()](auto ec, size_t n) {
                       self->bytes_out_ += n;
-                      if (ec) {
+                      if (ec || self->closed_) {
                         self->writing_ = false;
+                        self->write_queue_.clear();
+                        self->queued_bytes_ = 0;
+                        if (!ec) return;
                         return self->fail(closed_error(self->peer_ + ": write failed: " + ec.message()));
                       }
                       size_t sent = n >= self->write_prefix_.size() ? n - self->write_prefix_.size() : 0;
