@@ -1,0 +1,73 @@
+#include "common/sampling/block.h"
+
+#include <algorithm>
+#include <string>
+
+#include "common/sampling/id_map.h"
+
+namespace dgld {
+
+Result<Block> build_block(std::span<const int64_t> dst_nodes, const SampledEdges& edges) {
+  const size_t num_edges = edges.eid.size();
+  if (edges.src.size() != num_edges || edges.dst.size() != num_edges) {
+    return invalid_argument("sampled edges have src/dst/eid arrays of lengths " +
+                            std::to_string(edges.src.size()) + "/" +
+                            std::to_string(edges.dst.size()) + "/" + std::to_string(num_edges));
+  }
+  const auto num_dst = static_cast<int64_t>(dst_nodes.size());
+  // Scratch kept per thread: fresh multi-megabyte tables per block cost more
+  // in page faults than the relabelling itself.
+  thread_local IdMap map;
+  thread_local std::vector<int32_t> dst_local;
+  map.clear();
+  map.reserve(dst_nodes.size() + num_edges);
+  for (const int64_t v : dst_nodes) {
+    if (!map.insert_or_find(v).second) {
+      return invalid_argument("dst node " + std::to_string(v) + " appears twice");
+    }
+  }
+
+  // Destination index of each edge; runs of one dst (the usual layout) cost one lookup.
+  Block block;
+  block.indptr.assign(num_dst + 1, 0);
+  dst_local.resize(num_edges);
+  bool grouped = true;
+  int64_t prev_id = 0;
+  int32_t prev = -1;
+  for (size_t i = 0; i < num_edges; ++i) {
+    const int64_t d = edges.dst[i];
+    if (prev < 0 || d != prev_id) {
+      const int32_t local = map.find(d);
+      if (local < 0) {
+        return invalid_argument("edge " + std::to_string(edges.eid[i]) + " has dst " +
+                                std::to_string(d) + ", which is not a dst node");
+      }
+      grouped = grouped && local >= prev;
+      prev = local;
+      prev_id = d;
+    }
+    dst_local[i] = prev;
+    ++block.indptr[prev + 1];
+  }
+  for (int64_t d = 0; d < num_dst; ++d) block.indptr[d + 1] += block.indptr[d];
+
+  // Source relabelling in edge order; new ids extend src_nodes after the dst nodes.
+  block.indices.resize(num_edges);
+  block.eids.resize(num_edges);
+  if (grouped) {
+    for (size_t i = 0; i < num_edges; ++i) block.indices[i] = map.insert_or_find(edges.src[i]).first;
+    std::copy(edges.eid.begin(), edges.eid.end(), block.eids.begin());
+  } else {
+    std::vector<int64_t> cursor(block.indptr.begin(), block.indptr.end() - 1);
+    for (size_t i = 0; i < num_edges; ++i) {
+      const int64_t at = cursor[dst_local[i]]++;
+      block.indices[at] = map.insert_or_find(edges.src[i]).first;
+      block.eids[at] = edges.eid[i];
+    }
+  }
+  block.dst_nodes.assign(dst_nodes.begin(), dst_nodes.end());
+  block.src_nodes = map.release_ids();
+  return block;
+}
+
+}  // namespace dgld

@@ -1,0 +1,38 @@
+#pragma once
+// A block (DGL's message-flow graph) for one GNN layer: a bipartite graph
+// from src_nodes to dst_nodes, relabelled to local indices. src_nodes starts
+// with dst_nodes, in the same order, followed by the other neighbours in order
+// of first appearance, so a layer can read h_dst = h_src[:num_dst]. Edges are
+// stored as CSR over destinations: dst local index d has in-edges
+// indices[indptr[d] .. indptr[d+1]) (local src indices) with global ids eids[...],
+// in the order they were given.
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "common/sampling/neighbor_sampling.h"
+#include "common/status.h"
+
+namespace dgld {
+
+struct Block {
+  std::vector<int64_t> dst_nodes;  // global ids
+  std::vector<int64_t> src_nodes;  // global ids; dst_nodes first
+  std::vector<int64_t> indptr;     // [num_dst + 1]
+  std::vector<int64_t> indices;    // [num_edges] local src index
+  std::vector<int64_t> eids;       // [num_edges] global edge ids
+
+  int64_t num_dst() const { return static_cast<int64_t>(dst_nodes.size()); }
+  int64_t num_src() const { return static_cast<int64_t>(src_nodes.size()); }
+  int64_t num_edges() const { return static_cast<int64_t>(eids.size()); }
+};
+
+// Builds the block for `dst_nodes` (unique global ids) from sampled edges in
+// global ids, whose dst must all be among dst_nodes. invalid_argument on a
+// repeated dst node, an edge whose dst is not a dst node, or arrays of
+// different lengths. Keeps a per-thread scratch table between calls (about
+// 32 bytes per node and edge of the largest block built on that thread).
+Result<Block> build_block(std::span<const int64_t> dst_nodes, const SampledEdges& edges);
+
+}  // namespace dgld

@@ -1,0 +1,75 @@
+#include "common/sampling/id_map.h"
+
+#include <algorithm>
+#include <bit>
+#include <stdexcept>
+
+namespace dgld {
+
+namespace {
+constexpr size_t kMaxIds = 0x7fffffff;
+constexpr size_t kMinSlots = 16;
+}  // namespace
+
+void IdMap::reserve(size_t n) {
+  if (n > kMaxIds) throw std::length_error("IdMap: more than 2^31 - 1 ids");
+  const size_t want = std::bit_ceil(std::max(kMinSlots, n * 2));
+  ids_.reserve(n);
+  if (ids_.empty()) {
+    use_capacity(want);
+  } else {
+    while (mask_ + 1 < want) grow();
+  }
+}
+
+void IdMap::clear() {
+  ids_.clear();
+  if (++stamp_ == 0) {  // wrapped: every old stamp could look live again
+    for (Slot& s : slots_) s.stamp = 0;
+    stamp_ = 1;
+  }
+}
+
+std::vector<int64_t> IdMap::release_ids() {
+  std::vector<int64_t> out = std::move(ids_);
+  ids_ = {};
+  clear();
+  return out;
+}
+
+// Points the table at slots_[0, capacity); the map must be empty.
+void IdMap::use_capacity(size_t capacity) {
+  if (slots_.size() < capacity) {
+    slots_.assign(capacity, Slot{0, 0, 0});
+    stamp_ = 1;
+  }
+  mask_ = capacity - 1;
+  shift_ = 64 - std::countr_zero(capacity);
+}
+
+// Doubles the table (first use: kMinSlots) and re-inserts the ids.
+void IdMap::grow() {
+  const size_t capacity = slots_.empty() ? kMinSlots : (mask_ + 1) * 2;
+  if (capacity / 2 > kMaxIds + 1) throw std::length_error("IdMap: more than 2^31 - 1 ids");
+  std::vector<Slot> old = std::move(slots_);
+  slots_.assign(capacity, Slot{0, 0, 0});
+  stamp_ = 1;
+  mask_ = capacity - 1;
+  shift_ = 64 - std::countr_zero(capacity);
+  for (size_t i = 0; i < ids_.size(); ++i) {
+    size_t s = slot_of(ids_[i]);
+    while (slots_[s].stamp == stamp_) s = (s + 1) & mask_;
+    slots_[s] = Slot{ids_[i], static_cast<int32_t>(i), stamp_};
+  }
+}
+
+UniqueInverse unique_with_inverse(std::span<const int64_t> ids) {
+  UniqueInverse out;
+  IdMap map(ids.size());
+  out.inverse.resize(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) out.inverse[i] = map.insert_or_find(ids[i]).first;
+  out.unique = map.release_ids();
+  return out;
+}
+
+}  // namespace dgld

@@ -1,0 +1,94 @@
+#pragma once
+// Multi-layer neighbour sampling for mini-batch GNN training, as DGL's
+// dataloading.NeighborSampler: start from the batch's seeds at the output
+// layer, sample each layer's neighbours, build its block, and take the
+// block's src_nodes as the next (inner) layer's seeds.
+//
+// Fanout order is DGL's: fanouts[i] is the fanout of blocks[i], and blocks[0]
+// is the input layer. DGL's GraphSAGE example passes `--fan_out 10,25` as
+// NeighborSampler([10, 25]), so the input layer samples 10 neighbours per node
+// and the output layer (the batch's seeds) 25.
+//
+// Where neighbours come from is a NeighborSource: a LocalGraphSource over an
+// in-memory adjacency here, a client that asks the graph servers elsewhere.
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "common/graph/csc.h"
+#include "common/sampling/block.h"
+#include "common/sampling/neighbor_sampling.h"
+#include "common/status.h"
+
+namespace dgld {
+
+// Samples neighbours of seeds given as global ids and returns the edges in
+// global ids (dst = the seed), grouped by seed in seed order where possible.
+// Implementations say whether they may be called from several threads.
+class NeighborSource {
+ public:
+  virtual ~NeighborSource() = default;
+  virtual Result<SampledEdges> sample(std::span<const int64_t> seeds_global,
+                                      const SampleOptions& opt) = 0;
+};
+
+// Samples from an adjacency view held in this process: the whole graph (rows
+// are global ids) or one partition (rows are local ids, mapped through
+// local_to_global). Random streams are keyed by global seed id, so a seed
+// gets the same edges from either, provided its neighbours are listed in the
+// same order. Borrows the view, the table, the weights and the pool: they must
+// outlive the source. Safe to call from several threads.
+struct LocalSourceOptions {
+  std::span<const float> weights;  // per edge of the view; empty: uniform
+  ThreadPool* pool = nullptr;      // null: sample on the calling thread
+};
+
+class LocalGraphSource final : public NeighborSource {
+ public:
+  // Maps a global seed id to its local row, or -1 when the row is not here.
+  using GlobalToLocal = std::function<int64_t(int64_t)>;
+  using Options = LocalSourceOptions;
+
+  explicit LocalGraphSource(const AdjacencyView& adj, Options options = {});
+  LocalGraphSource(const AdjacencyView& adj, std::span<const int64_t> local_to_global,
+                   GlobalToLocal global_to_local, Options options = {});
+
+  Result<SampledEdges> sample(std::span<const int64_t> seeds_global,
+                              const SampleOptions& opt) override;
+
+ private:
+  AdjacencyView adj_;
+  std::span<const int64_t> local_to_global_;  // empty: rows are global
+  GlobalToLocal global_to_local_;
+  Options options_;
+};
+
+struct MiniBatch {
+  std::vector<int64_t> seeds;        // the batch: blocks.back().dst_nodes
+  std::vector<Block> blocks;         // blocks[0] is the input layer
+  std::vector<int64_t> input_nodes;  // blocks[0].src_nodes: whose features to fetch
+};
+
+class MultiLayerNeighborSampler {
+ public:
+  // fanouts[i] >= -1 for block i (input layer first); -1 takes all neighbours.
+  explicit MultiLayerNeighborSampler(std::vector<int64_t> fanouts, bool replace = false);
+
+  // Samples the blocks of one batch of unique global seed ids. Layer i draws
+  // with rng seed derive_seed(rng_seed, i); vary rng_seed per batch and epoch.
+  // invalid_argument for no fanouts, a fanout < -1, or repeated seeds; the
+  // source's errors are passed on with the layer named.
+  Result<MiniBatch> sample(NeighborSource& source, std::span<const int64_t> seeds,
+                           uint64_t rng_seed) const;
+
+  const std::vector<int64_t>& fanouts() const { return fanouts_; }
+  bool replace() const { return replace_; }
+
+ private:
+  std::vector<int64_t> fanouts_;
+  bool replace_;
+};
+
+}  // namespace dgld

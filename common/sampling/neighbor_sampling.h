@@ -1,0 +1,59 @@
+#pragma once
+// Neighbour sampling on one adjacency view, with DGL's sample_neighbors
+// semantics. For each seed row: degree 0 gives nothing; fanout -1 gives every
+// neighbour; without replacement a fanout >= degree gives every neighbour and
+// otherwise `fanout` distinct edges; with replacement exactly `fanout` draws.
+// With edge weights, picks are proportional to weight, zero-weight edges are
+// never picked and "every neighbour" means every positive-weight one.
+//
+// Reproducible: each seed draws from its own random stream, derived from
+// (rng_seed, the seed's stream key), so the output does not depend on the
+// thread count, on the other seeds, or (with global ids as keys) on the
+// partition the row lives in. Output is grouped by seed, in seed order.
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "common/graph/csc.h"
+#include "common/status.h"
+
+namespace dgld {
+
+class ThreadPool;
+
+struct SampleOptions {
+  int64_t fanout = -1;  // -1: all neighbours; otherwise >= 0
+  bool replace = false;
+  uint64_t rng_seed = 0;
+};
+
+// Sampled edges as parallel arrays, ready to send: edge i goes from src[i]
+// (the neighbour) to dst[i] (the seed) and has global edge id eid[i].
+struct SampledEdges {
+  std::vector<int64_t> src, dst, eid;
+
+  size_t size() const { return eid.size(); }
+  void reserve(size_t n);
+  void append(const SampledEdges& other);
+};
+
+struct SampleExtras {
+  std::span<const float> weights;        // parallel to adj.indices; empty: uniform
+  std::span<const int64_t> stream_keys;  // parallel to seeds; empty: the seed rows
+  ThreadPool* pool = nullptr;            // null: run on the calling thread
+};
+
+// Samples in-neighbours (for CSC) of each row in `seed_rows`. src/dst are in
+// the view's id space (src = adj.indices[...], dst = the seed row). Errors:
+// invalid_argument for a seed outside [0, num_rows), fanout < -1, a weights or
+// stream_keys array of the wrong length, or a negative / non-finite weight on
+// a seed's edges; resource_exhausted past 2^31 - 1 edges in one call.
+Result<SampledEdges> sample_neighbors(const AdjacencyView& adj, std::span<const int64_t> seed_rows,
+                                      const SampleOptions& opt, const SampleExtras& extras = {});
+
+// ids[i] = local_to_global[ids[i]] in place; invalid_argument if an id is out
+// of the table's range (ids are then left partly mapped).
+Status map_to_global(std::span<int64_t> ids, std::span<const int64_t> local_to_global);
+
+}  // namespace dgld
