@@ -1,0 +1,144 @@
+#include "common/partition/partition.h"
+
+namespace dgld {
+namespace {
+
+std::vector<TensorView> tensors_of(const MappedArrayFile& f) {
+  std::vector<TensorView> out;
+  for (const auto& e : f.arrays()) out.push_back({e.name, e.dtype, e.shape, e.data, e.length});
+  return out;
+}
+
+const TensorView* find_tensor(const std::vector<TensorView>& ts, std::string_view name) {
+  for (const auto& t : ts) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+
+// indptr starts at 0, never decreases, ends at nnz.
+Status check_indptr(std::span<const int64_t> indptr, int64_t nnz, const std::string& where) {
+  if (indptr.empty() || indptr[0] != 0 || indptr.back() != nnz) {
+    return corruption(where + ": indptr must start at 0 and end at " + std::to_string(nnz));
+  }
+  for (size_t i = 1; i < indptr.size(); ++i) {
+    if (indptr[i] < indptr[i - 1]) return corruption(where + ": indptr decreases at row " + std::to_string(i - 1));
+  }
+  return Status::ok();
+}
+
+Status check_indices(std::span<const int64_t> indices, int64_t bound, const std::string& where) {
+  for (size_t i = 0; i < indices.size(); ++i) {
+    if (indices[i] < 0 || indices[i] >= bound) {
+      return corruption(where + ": index " + std::to_string(indices[i]) + " at position " + std::to_string(i) +
+                        " is outside [0, " + std::to_string(bound) + ")");
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+int64_t TensorView::row_size() const {
+  int64_t n = 1;
+  for (size_t i = 1; i < shape.size(); ++i) n *= shape[i];
+  return n;
+}
+
+const TensorView* MappedPartition::node_tensor(std::string_view name) const {
+  return find_tensor(node_tensors_, name);
+}
+const TensorView* MappedPartition::edge_tensor(std::string_view name) const {
+  return find_tensor(edge_tensors_, name);
+}
+
+Result<std::unique_ptr<MappedPartition>> open_partition(const PartitionConfig& config, int part_id,
+                                                        bool verify_checksums) {
+  namespace pa = part_arrays;
+  if (part_id < 0 || part_id >= config.num_parts || static_cast<int>(config.parts.size()) != config.num_parts) {
+    return invalid_argument("partition " + std::to_string(part_id) + " does not exist (num_parts=" +
+                            std::to_string(config.num_parts) + ")");
+  }
+  const PartitionFiles& files = config.parts[part_id];
+  std::unique_ptr<MappedPartition> p(new MappedPartition());
+  DGLD_ASSIGN_OR_RETURN(p->graph_, MappedArrayFile::open(config.resolve(files.part_graph),
+                                                         ArrayFileKind::partition_graph, verify_checksums));
+  DGLD_ASSIGN_OR_RETURN(p->node_feats_, MappedArrayFile::open(config.resolve(files.node_feats),
+                                                              ArrayFileKind::node_features, verify_checksums));
+  DGLD_ASSIGN_OR_RETURN(p->edge_feats_, MappedArrayFile::open(config.resolve(files.edge_feats),
+                                                              ArrayFileKind::edge_features, verify_checksums));
+  const MappedArrayFile& g = *p->graph_;
+  const std::string where = g.path().string();
+
+  DGLD_ASSIGN_OR_RETURN(auto meta, g.get<int64_t>(pa::kMeta, pa::kMetaSize));
+  const int64_t n_inner = meta[pa::kMetaNumInnerNodes], n_local = meta[pa::kMetaNumLocalNodes];
+  const int64_t e_inner = meta[pa::kMetaNumInnerEdges], e_local = meta[pa::kMetaNumLocalEdges];
+  const int64_t e_out = meta[pa::kMetaNumOutEdges];
+  if (meta[pa::kMetaPartId] != part_id || meta[pa::kMetaNumParts] != config.num_parts) {
+    return corruption(where + ": file is partition " + std::to_string(meta[pa::kMetaPartId]) + " of " +
+                      std::to_string(meta[pa::kMetaNumParts]) + ", expected " + std::to_string(part_id) + " of " +
+                      std::to_string(config.num_parts));
+  }
+  if (n_inner != config.node_map[part_id].size() || e_inner != config.edge_map[part_id].size()) {
+    return corruption(where + ": inner node/edge counts " + std::to_string(n_inner) + "/" + std::to_string(e_inner) +
+                      " do not match the config's node_map/edge_map ranges");
+  }
+  if (n_local < n_inner || e_local < e_inner || e_out < 0) {
+    return corruption(where + ": meta counts are inconsistent");
+  }
+  p->part_id_ = part_id;
+  p->num_parts_ = config.num_parts;
+  p->halo_hops_ = static_cast<int>(meta[pa::kMetaHaloHops]);
+  p->num_inner_nodes_ = n_inner;
+  p->num_inner_edges_ = e_inner;
+  DGLD_ASSIGN_OR_RETURN(p->node_global_id_, g.get<int64_t>(pa::kNodeGlobalId, n_local));
+  DGLD_ASSIGN_OR_RETURN(p->node_inner_, g.get<uint8_t>(pa::kNodeInner, n_local));
+  DGLD_ASSIGN_OR_RETURN(p->node_owner_, g.get<int32_t>(pa::kNodeOwner, n_local));
+  DGLD_ASSIGN_OR_RETURN(p->orig_node_id_, g.get<int64_t>(pa::kNodeOrigId, n_inner));
+  DGLD_ASSIGN_OR_RETURN(p->in_.indptr, g.get<int64_t>(pa::kInIndptr, n_local + 1));
+  DGLD_ASSIGN_OR_RETURN(p->in_.indices, g.get<int64_t>(pa::kInIndices, e_local));
+  DGLD_ASSIGN_OR_RETURN(p->in_.eids, g.get<int64_t>(pa::kInEids, e_local));
+  DGLD_ASSIGN_OR_RETURN(p->edge_inner_, g.get<uint8_t>(pa::kEdgeInner, e_local));
+  DGLD_ASSIGN_OR_RETURN(p->orig_edge_id_, g.get<int64_t>(pa::kEdgeOrigId, e_inner));
+  DGLD_ASSIGN_OR_RETURN(p->out_.indptr, g.get<int64_t>(pa::kOutIndptr, n_inner + 1));
+  DGLD_ASSIGN_OR_RETURN(p->out_.indices, g.get<int64_t>(pa::kOutIndices, e_out));
+  DGLD_ASSIGN_OR_RETURN(p->out_.eids, g.get<int64_t>(pa::kOutEids, e_out));
+  DGLD_RETURN_IF_ERROR(check_indptr(p->in_.indptr, e_local, where + ": " + pa::kInIndptr));
+  DGLD_RETURN_IF_ERROR(check_indptr(p->out_.indptr, e_out, where + ": " + pa::kOutIndptr));
+  if (p->in_.indptr[n_inner] != e_inner) {
+    return corruption(where + ": the in-edges of inner nodes number " + std::to_string(p->in_.indptr[n_inner]) +
+                      ", expected " + std::to_string(e_inner));
+  }
+  if (verify_checksums) {
+    DGLD_RETURN_IF_ERROR(check_indices(p->in_.indices, n_local, where + ": " + pa::kInIndices));
+    DGLD_RETURN_IF_ERROR(check_indices(p->out_.indices, n_local, where + ": " + pa::kOutIndices));
+    DGLD_RETURN_IF_ERROR(check_indices(p->in_.eids, config.num_edges, where + ": " + pa::kInEids));
+    DGLD_RETURN_IF_ERROR(check_indices(p->out_.eids, config.num_edges, where + ": " + pa::kOutEids));
+  }
+
+  p->node_tensors_ = tensors_of(*p->node_feats_);
+  p->edge_tensors_ = tensors_of(*p->edge_feats_);
+  for (const auto& t : p->node_tensors_) {
+    if (t.num_rows() != n_inner) {
+      return corruption(p->node_feats_->path().string() + ": tensor '" + t.name + "' has " +
+                        std::to_string(t.num_rows()) + " rows, expected " + std::to_string(n_inner) + " inner nodes");
+    }
+  }
+  for (const auto& t : p->edge_tensors_) {
+    if (t.num_rows() != e_inner) {
+      return corruption(p->edge_feats_->path().string() + ": tensor '" + t.name + "' has " +
+                        std::to_string(t.num_rows()) + " rows, expected " + std::to_string(e_inner) + " inner edges");
+    }
+  }
+  const std::string trainer_name = config.ntype + "/trainer_id";
+  if (const TensorView* t = p->node_tensor(trainer_name)) {
+    p->trainer_id_ = t->as<int64_t>();
+    if (p->trainer_id_.size() != static_cast<size_t>(n_inner)) {
+      return corruption(p->node_feats_->path().string() + ": '" + trainer_name + "' must be int64 [" +
+                        std::to_string(n_inner) + "]");
+    }
+  }
+  return p;
+}
+
+}  // namespace dgld

@@ -1,0 +1,46 @@
+#pragma once
+// RangePartitionBook: which partition owns a global node or edge id, DGL's
+// RangePartitionBook. Every partition owns one contiguous range of node ids and one
+// of edge ids (node_map / edge_map of the partition config); ownership is a binary
+// search over the range ends and the local id is the offset into the range.
+
+#include <cstdint>
+#include <vector>
+
+#include "common/part_config.h"
+#include "common/status.h"
+
+namespace dgld {
+
+class RangePartitionBook {
+ public:
+  // Ranges must be contiguous from 0 (as validate_part_config checks).
+  RangePartitionBook(std::vector<IdRange> node_ranges, std::vector<IdRange> edge_ranges);
+  static Result<RangePartitionBook> from_config(const PartitionConfig& config);
+
+  int num_partitions() const { return static_cast<int>(node_ranges_.size()); }
+  int64_t num_nodes() const { return node_ranges_.empty() ? 0 : node_ranges_.back().end; }
+  int64_t num_edges() const { return edge_ranges_.empty() ? 0 : edge_ranges_.back().end; }
+
+  // Owner of a global id, or -1 when the id is outside [0, num).
+  int node_partition(int64_t nid) const { return find(node_ends_, nid); }
+  int edge_partition(int64_t eid) const { return find(edge_ends_, eid); }
+  // Global id -> id local to its owner (offset into the owner's range); -1 if out of range.
+  int64_t node_local_id(int64_t nid) const;
+  int64_t edge_local_id(int64_t eid) const;
+  // Local id of partition `part` -> global id.
+  int64_t node_global_id(int part, int64_t local) const { return node_ranges_[part].start + local; }
+
+  const IdRange& node_range(int part) const { return node_ranges_[part]; }
+  const IdRange& edge_range(int part) const { return edge_ranges_[part]; }
+  const std::vector<IdRange>& node_ranges() const { return node_ranges_; }
+  const std::vector<IdRange>& edge_ranges() const { return edge_ranges_; }
+
+ private:
+  static int find(const std::vector<int64_t>& ends, int64_t id);
+
+  std::vector<IdRange> node_ranges_, edge_ranges_;
+  std::vector<int64_t> node_ends_, edge_ends_;
+};
+
+}  // namespace dgld

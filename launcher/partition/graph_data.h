@@ -1,0 +1,54 @@
+#pragma once
+// The whole input graph in memory, as dgl-partition holds it while partitioning:
+// in-edge CSC over original node ids plus node data. Node ids are int32 (METIS's
+// idx_t is 32-bit), edge positions int64.
+//
+// GraphSource loads a graph in two steps so features (usually the largest part) are
+// read only after METIS has run and freed its memory.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace dgld {
+
+struct GraphData {
+  int64_t num_nodes = 0;
+  // In-edges: the sources of node v are src[indptr[v] .. indptr[v+1]).
+  std::vector<int64_t> indptr;
+  std::vector<int32_t> src;
+  // Original id of each CSC entry; empty means the original id is the CSC position.
+  std::vector<int64_t> orig_eid;
+  // True when the CSC is symmetric with no self loops or duplicates, so it is also
+  // the out-edge CSR and METIS's adjacency as it is.
+  bool symmetric_simple = false;
+
+  std::vector<int64_t> labels;                        // [num_nodes] or empty
+  std::vector<uint8_t> train_mask, val_mask, test_mask;  // [num_nodes] each, or empty
+  int64_t feat_dim = 0;
+  std::vector<float> features;                        // [num_nodes * feat_dim], loaded last
+
+  int64_t num_edges() const { return static_cast<int64_t>(src.size()); }
+  int64_t orig_edge_id(int64_t pos) const { return orig_eid.empty() ? pos : orig_eid[pos]; }
+};
+
+class GraphSource {
+ public:
+  virtual ~GraphSource() = default;
+  // "ogb:DIR", "generate:sbm", ... for messages.
+  virtual std::string describe() const = 0;
+  // Edges, labels and masks; sets feat_dim when features will follow.
+  virtual Status load_structure(GraphData* g) = 0;
+  // Fills g->features (called after load_structure).
+  virtual Status load_features(GraphData* g) = 0;
+};
+
+// Builds the CSC from an edge list (edge i is src[i] -> dst[i], original id i).
+// Ids must already be checked to lie in [0, num_nodes).
+void build_csc(int64_t num_nodes, const std::vector<int32_t>& src, const std::vector<int32_t>& dst,
+               GraphData* g);
+
+}  // namespace dgld

@@ -1,0 +1,121 @@
+#include "launcher/partition/tool.h"
+
+#include <iostream>
+
+#include "common/cli.h"
+#include "common/file_util.h"
+#include "common/logging.h"
+#include "launcher/partition/file_input.h"
+#include "launcher/partition/generator.h"
+#include "launcher/partition/partitioner.h"
+#include "launcher/partition/verify.h"
+
+namespace dgld {
+namespace po = boost::program_options;
+
+namespace {
+
+constexpr const char* kProgram = "dgl-partition";
+constexpr const char* kUsage =
+    "(--input ogb:DIR | --input edges:FILE | --generate sbm:key=value,...) --output DIR [options]\n"
+    "       dgl-partition --verify DIR/<graph_name>.json\n\n"
+    "Partitions a graph for dgld (DGL's partition_graph): writes DIR/<graph_name>.json and\n"
+    "DIR/part<i>/{graph,node_feat,edge_feat}.dgld (docs/partition-format.md).\n\n"
+    "Inputs:\n"
+    "  ogb:DIR     OGB raw layout: DIR/raw/{edge,node-feat,node-label,num-node-list}.csv[.gz],\n"
+    "              DIR/split/<split>/{train,valid,test}.csv[.gz]; each undirected edge once,\n"
+    "              the reverse is added (edge E+i reverses edge i).\n"
+    "  edges:FILE  'src,dst' per line (directed, edge i = line i), with optional\n"
+    "              --node-feats (one row of floats per node), --labels (one int per line),\n"
+    "              --train-ids/--val-ids/--test-ids (one node id per line). The node count is\n"
+    "              --num-nodes, else the number of labels, else the largest id + 1.\n"
+    "  sbm:...     degree-corrected stochastic block model; keys nodes, avg_degree, classes,\n"
+    "              feat_dim, p_in, gamma, centroid_scale, train, val, test, seed\n"
+    "              (e.g. sbm:nodes=200000,avg_degree=20,classes=47,feat_dim=100,p_in=0.8)";
+
+Status run_verify(const std::string& json) {
+  VerifyReport r;
+  DGLD_RETURN_IF_ERROR(verify_partitions(json, &r));
+  std::cout << json << ": OK (" << r.num_parts << " partitions, " << r.num_nodes << " nodes, " << r.num_edges
+            << " edges, " << r.halo_nodes << " halo nodes, " << r.halo_edges << " halo edges)\n";
+  return Status::ok();
+}
+
+}  // namespace
+
+int run_partition_tool(int argc, const char* const argv[]) {
+  PartitionOptions opts;
+  FileInputOptions in;
+  LogOptions log_opts;
+  log_opts.program = kProgram;
+  std::string generate, verify, stats_json;
+  po::options_description desc("Options");
+  desc.add_options()
+      ("input", po::value(&in.spec), "ogb:DIR or edges:FILE")
+      ("generate", po::value(&generate), "built-in generator, e.g. sbm:nodes=100000,avg_degree=20")
+      ("split", po::value(&in.split), "OGB split name (default: the only one under DIR/split)")
+      ("node-feats", po::value(&in.node_feats), "edges input: node feature CSV")
+      ("labels", po::value(&in.labels), "edges input: node label file")
+      ("train-ids", po::value(&in.train_ids), "edges input: training node ids")
+      ("val-ids", po::value(&in.val_ids), "edges input: validation node ids")
+      ("test-ids", po::value(&in.test_ids), "edges input: test node ids")
+      ("num-nodes", po::value(&in.num_nodes), "edges input: number of nodes")
+      ("num-parts", po::value(&opts.num_parts)->default_value(1), "number of partitions (machines)")
+      ("part-method", po::value(&opts.part_method)->default_value("metis"), "metis or random")
+      ("balance-train", po::bool_switch(&opts.balance_train), "balance training nodes across partitions")
+      ("balance-edges", po::bool_switch(&opts.balance_edges), "balance in-edges across partitions")
+      ("num-hops", po::value(&opts.num_hops)->default_value(1), "halo depth")
+      ("num-trainers-per-machine", po::value(&opts.num_trainers_per_machine)->default_value(1),
+       "METIS into parts*T pieces and store a trainer_id per node")
+      ("graph-name", po::value(&opts.graph_name)->default_value("graph"), "name of the graph (and the JSON file)")
+      ("output", po::value<std::string>(), "output directory")
+      ("overwrite", po::bool_switch(&opts.overwrite), "replace an existing non-empty output directory")
+      ("seed", po::value(&opts.seed)->default_value(0), "seed for METIS and random partitioning")
+      ("stats-json", po::value(&stats_json), "also write the summary as JSON to this file")
+      ("verify", po::value(&verify), "check a partitioned graph (its JSON) and exit");
+  add_log_options(desc, log_opts);
+  po::variables_map vm;
+  switch (parse_command_line(argc, argv, kProgram, kUsage, desc, vm)) {
+    case CliOutcome::exit_ok: return 0;
+    case CliOutcome::exit_error: return 2;
+    case CliOutcome::run: break;
+  }
+  if (Status st = setup_logging(log_opts); !st.is_ok()) {
+    std::cerr << kProgram << ": " << st.to_string() << "\n";
+    return 2;
+  }
+  auto fail = [](const Status& st) {
+    std::cerr << kProgram << ": " << st.to_string() << "\n";
+    return 1;
+  };
+  if (!verify.empty()) {
+    Status st = run_verify(verify);
+    return st.is_ok() ? 0 : fail(st);
+  }
+  if (vm.count("output")) opts.output = vm["output"].as<std::string>();
+  if (in.spec.empty() == generate.empty()) {
+    std::cerr << kProgram << ": give exactly one of --input and --generate (try --help)\n";
+    return 2;
+  }
+  if (Status st = check_partition_options(opts); !st.is_ok()) return fail(st);
+
+  std::unique_ptr<GraphSource> source;
+  if (!generate.empty()) {
+    auto params = parse_generator_spec(generate);
+    if (!params.is_ok()) return fail(params.status());
+    source = make_sbm_source(*params);
+  } else {
+    auto s = make_file_source(in);
+    if (!s.is_ok()) return fail(s.status());
+    source = std::move(s).value();
+  }
+  PartitionStats stats;
+  if (Status st = partition_graph(*source, opts, &stats); !st.is_ok()) return fail(st);
+  std::cout << format_stats(stats);
+  if (!stats_json.empty()) {
+    if (Status st = write_file_atomic(stats_json, stats_to_json(stats)); !st.is_ok()) return fail(st);
+  }
+  return 0;
+}
+
+}  // namespace dgld

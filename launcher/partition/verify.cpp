@@ -1,0 +1,221 @@
+#include "launcher/partition/verify.h"
+
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "common/part_config.h"
+#include "common/partition/partition.h"
+#include "common/partition/partition_book.h"
+
+namespace dgld {
+namespace {
+
+std::string S(int64_t v) { return std::to_string(v); }
+
+class Verifier {
+ public:
+  Verifier(const PartitionConfig& c, const RangePartitionBook& book,
+           const std::vector<std::unique_ptr<MappedPartition>>& parts)
+      : c_(c), book_(book), parts_(parts) {}
+
+  Status run(VerifyReport* report) {
+    std::vector<uint8_t> seen_node(c_.num_nodes, 0), seen_edge(c_.num_edges, 0);
+    std::vector<int32_t> out_degree(c_.num_nodes, 0);
+    for (const auto& p : parts_) {
+      DGLD_RETURN_IF_ERROR(check_nodes(*p, &seen_node));
+      DGLD_RETURN_IF_ERROR(check_in_edges(*p, &seen_edge, &out_degree));
+      DGLD_RETURN_IF_ERROR(check_node_data(*p));
+      report->halo_nodes += p->num_local_nodes() - p->num_inner_nodes();
+      report->halo_edges += p->num_local_edges() - p->num_inner_edges();
+    }
+    for (int64_t v = 0; v < c_.num_nodes; ++v) {
+      if (!seen_node[v]) return corruption("orig node ids are not a permutation: " + S(v) + " is missing");
+    }
+    for (int64_t e = 0; e < c_.num_edges; ++e) {
+      if (!seen_edge[e]) return corruption("orig edge ids are not a permutation: " + S(e) + " is missing");
+    }
+    std::vector<uint8_t> seen_out(c_.num_edges, 0);
+    for (const auto& p : parts_) DGLD_RETURN_IF_ERROR(check_out_edges(*p, out_degree, &seen_out));
+    report->num_parts = c_.num_parts;
+    report->num_nodes = c_.num_nodes;
+    report->num_edges = c_.num_edges;
+    return Status::ok();
+  }
+
+ private:
+  static std::string where(const MappedPartition& p) { return "partition " + S(p.part_id()); }
+
+  Status check_nodes(const MappedPartition& p, std::vector<uint8_t>* seen) {
+    const std::string w = where(p);
+    const IdRange r = c_.node_map[p.part_id()];
+    auto gid = p.node_global_ids();
+    if (p.halo_hops() != c_.halo_hops) {
+      return corruption(w + ": halo_hops " + S(p.halo_hops()) + " differs from the config's " + S(c_.halo_hops));
+    }
+    for (int64_t i = 0; i < p.num_local_nodes(); ++i) {
+      const bool inner = i < p.num_inner_nodes();
+      if (inner && gid[i] != r.start + i) {
+        return corruption(w + ": inner node " + S(i) + " has global id " + S(gid[i]) + ", expected " + S(r.start + i));
+      }
+      if (!inner) {
+        if (gid[i] < 0 || gid[i] >= c_.num_nodes || (gid[i] >= r.start && gid[i] < r.end)) {
+          return corruption(w + ": halo node " + S(i) + " has global id " + S(gid[i]) + ", outside [0, num_nodes) or owned");
+        }
+        if (i > p.num_inner_nodes() && gid[i] <= gid[i - 1]) {
+          return corruption(w + ": halo nodes are not sorted unique at local id " + S(i));
+        }
+      }
+      if (p.inner_node()[i] != (inner ? 1 : 0)) return corruption(w + ": inner_node flag of local node " + S(i) + " is wrong");
+      if (p.node_owner()[i] != book_.node_partition(gid[i])) {
+        return corruption(w + ": local node " + S(i) + " (global " + S(gid[i]) + ") has owner " + S(p.node_owner()[i]) +
+                          ", the partition book says " + S(book_.node_partition(gid[i])));
+      }
+    }
+    for (int64_t orig : p.orig_node_ids()) {
+      if (orig < 0 || orig >= c_.num_nodes || (*seen)[orig]) {
+        return corruption(w + ": orig node id " + S(orig) + " is out of range or repeated (not a permutation)");
+      }
+      (*seen)[orig] = 1;
+    }
+    return Status::ok();
+  }
+
+  // Finds the inner edge `eid` at its owner: (global dst, global src).
+  Status lookup_edge(int64_t eid, int64_t* dst, int64_t* src) const {
+    const int q = book_.edge_partition(eid);
+    if (q < 0) return corruption("edge id " + S(eid) + " is outside [0, num_edges)");
+    const MappedPartition& o = *parts_[q];
+    const int64_t j = eid - c_.edge_map[q].start;
+    const auto& in = o.in_edges();
+    const auto row = std::upper_bound(in.indptr.begin(), in.indptr.begin() + o.num_inner_nodes() + 1, j) -
+                     in.indptr.begin() - 1;
+    *dst = o.node_global_ids()[row];
+    *src = o.node_global_ids()[in.indices[j]];
+    return Status::ok();
+  }
+
+  Status check_in_edges(const MappedPartition& p, std::vector<uint8_t>* seen, std::vector<int32_t>* out_degree) {
+    const std::string w = where(p);
+    const IdRange er = c_.edge_map[p.part_id()];
+    const auto& in = p.in_edges();
+    auto gid = p.node_global_ids();
+    std::vector<uint8_t> used(p.num_local_nodes(), 0);
+    int64_t halo_rows_inner_src = 0;
+    for (int64_t r = 0; r < p.num_local_nodes(); ++r) {
+      const bool inner_row = r < p.num_inner_nodes();
+      if (!inner_row && in.degree(r) > 0) used[r] = 1;
+      for (int64_t k = in.indptr[r]; k < in.indptr[r + 1]; ++k) {
+        const int64_t s = in.indices[k], e = in.eids[k];
+        used[s] = 1;
+        if (p.inner_edge()[k] != (inner_row ? 1 : 0)) return corruption(w + ": inner_edge flag of local edge " + S(k) + " is wrong");
+        if (inner_row) {
+          if (e != er.start + k) {
+            return corruption(w + ": inner edge " + S(k) + " has global id " + S(e) + ", expected " + S(er.start + k));
+          }
+          ++(*out_degree)[gid[s]];
+          continue;
+        }
+        if (s < p.num_inner_nodes()) ++halo_rows_inner_src;
+        if (book_.edge_partition(e) != p.node_owner()[r]) {
+          return corruption(w + ": halo edge " + S(k) + " (global " + S(e) + ") is not owned by its destination's partition " +
+                            S(p.node_owner()[r]));
+        }
+        int64_t dst = 0, src = 0;
+        DGLD_RETURN_IF_ERROR(lookup_edge(e, &dst, &src));
+        if (dst != gid[r] || src != gid[s]) {
+          return corruption(w + ": halo edge " + S(k) + " (global " + S(e) + ") is " + S(gid[s]) + "->" + S(gid[r]) +
+                            " but its owner has " + S(src) + "->" + S(dst));
+        }
+        const MappedPartition& owner = *parts_[p.node_owner()[r]];
+        const int64_t owner_local = gid[r] - c_.node_map[owner.part_id()].start;
+        if (in.degree(r) > owner.in_edges().degree(owner_local)) {
+          return corruption(w + ": halo node " + S(gid[r]) + " has more in-edges than at its owner");
+        }
+      }
+    }
+    // Out-edges of inner nodes to halo nodes also appear in the halo rows.
+    int64_t out_to_halo = 0;
+    for (int64_t dst : p.out_edges().indices) {
+      used[dst] = 1;
+      out_to_halo += dst >= p.num_inner_nodes();
+    }
+    if (out_to_halo != halo_rows_inner_src) {
+      return corruption(w + ": " + S(out_to_halo) + " out-edges of inner nodes go to halo nodes, but halo rows hold " +
+                        S(halo_rows_inner_src) + " in-edges from inner nodes");
+    }
+    for (int64_t h = p.num_inner_nodes(); h < p.num_local_nodes(); ++h) {
+      if (!used[h]) return corruption(w + ": halo node " + S(gid[h]) + " is not an end of any local edge");
+    }
+    for (int64_t orig : p.orig_edge_ids()) {
+      if (orig < 0 || orig >= c_.num_edges || (*seen)[orig]) {
+        return corruption(w + ": orig edge id " + S(orig) + " is out of range or repeated (not a permutation)");
+      }
+      (*seen)[orig] = 1;
+    }
+    return Status::ok();
+  }
+
+  Status check_out_edges(const MappedPartition& p, const std::vector<int32_t>& out_degree, std::vector<uint8_t>* seen) {
+    const std::string w = where(p);
+    const auto& out = p.out_edges();
+    auto gid = p.node_global_ids();
+    for (int64_t v = 0; v < p.num_inner_nodes(); ++v) {
+      if (out.degree(v) != out_degree[gid[v]]) {
+        return corruption(w + ": inner node " + S(gid[v]) + " has " + S(out.degree(v)) + " out-edges, the graph has " +
+                          S(out_degree[gid[v]]));
+      }
+      for (int64_t k = out.indptr[v]; k < out.indptr[v + 1]; ++k) {
+        const int64_t e = out.eids[k];
+        if ((*seen)[e]) return corruption(w + ": out-edge " + S(e) + " appears twice");
+        (*seen)[e] = 1;
+        int64_t dst = 0, src = 0;
+        DGLD_RETURN_IF_ERROR(lookup_edge(e, &dst, &src));
+        if (src != gid[v] || dst != gid[out.indices[k]]) {
+          return corruption(w + ": out-edge " + S(e) + " is " + S(gid[v]) + "->" + S(gid[out.indices[k]]) +
+                            " but its owner has " + S(src) + "->" + S(dst));
+        }
+      }
+    }
+    return Status::ok();
+  }
+
+  Status check_node_data(const MappedPartition& p) {
+    const std::string w = where(p);
+    const int64_t T = c_.num_trainers_per_machine;
+    for (int64_t t : p.trainer_ids()) {
+      if (t < p.part_id() * T || t >= (p.part_id() + 1) * T) {
+        return corruption(w + ": trainer id " + S(t) + " does not belong to machine " + S(p.part_id()));
+      }
+    }
+    for (const char* m : {"train_mask", "val_mask", "test_mask"}) {
+      const TensorView* t = p.node_tensor(c_.ntype + "/" + m);
+      if (t == nullptr) continue;
+      for (uint8_t x : t->as<uint8_t>()) {
+        if (x > 1) return corruption(w + ": " + t->name + " holds a value other than 0/1");
+      }
+    }
+    return Status::ok();
+  }
+
+  const PartitionConfig& c_;
+  const RangePartitionBook& book_;
+  const std::vector<std::unique_ptr<MappedPartition>>& parts_;
+};
+
+}  // namespace
+
+Status verify_partitions(const std::filesystem::path& config_json, VerifyReport* report) {
+  DGLD_ASSIGN_OR_RETURN(PartitionConfig c, load_part_config(config_json));
+  DGLD_ASSIGN_OR_RETURN(RangePartitionBook book, RangePartitionBook::from_config(c));
+  std::vector<std::unique_ptr<MappedPartition>> parts;
+  for (int i = 0; i < c.num_parts; ++i) {
+    DGLD_ASSIGN_OR_RETURN(auto p, open_partition(c, i, /*verify_checksums=*/true));
+    parts.push_back(std::move(p));
+  }
+  *report = {};
+  Status st = Verifier(c, book, parts).run(report);
+  return st.is_ok() ? st : st.with_context(config_json.string());
+}
+
+}  // namespace dgld
