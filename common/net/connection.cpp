@@ -1,5 +1,7 @@
 #include "common/net/connection.h"
 
+#include <cstring>
+
 #include "common/logging.h"
 #include "schemas/rpc_generated.h"
 
@@ -52,93 +54,147 @@ Connection::Connection(tcp::socket socket, std::string peer, FrameLimits limits)
 
 Connection::~Connection() = default;
 
-void Connection::start(MessageHandler on_message, CloseHandler on_close) {
+void Connection::start(MessageHandler on_message, CloseHandler on_close, BlobTarget blob_target) {
   on_message_ = std::move(on_message);
   on_close_ = std::move(on_close);
+  blob_target_ = std::move(blob_target);
   boost::system::error_code ec;
   socket_.set_option(tcp::no_delay(true), ec);
   if (ec) net_log()->warn("{}: cannot set TCP_NODELAY: {}", peer_, ec.message());
-  asio::dispatch(strand_, [self = shared_from_this()] { self->read_header(); });
+  asio::dispatch(strand_, [self = shared_from_this()] { self->pump(); });
 }
 
-void Connection::read_header() {
-  asio::async_read(socket_, asio::buffer(header_buf_, kFrameHeaderSize),
-                   asio::bind_executor(strand_, [self = shared_from_this()](auto ec, size_t n) {
-                     if (ec) return self->on_read_error(ec, n == 0 ? nullptr : "frame header");
-                     self->bytes_in_ += n;
-                     auto h = decode_header(std::span<const uint8_t, kFrameHeaderSize>(self->header_buf_),
-                                            self->limits_);
-                     if (!h) return self->fail(h.status());
-                     self->incoming_ = Message{};
-                     self->incoming_.header = *h;
-                     self->read_table();
-                   }));
+// Reading: bytes arrive in a 256 KiB buffer with read_some (one syscall can
+// bring many small frames); each part of a frame (header, blob table,
+// payload, blobs) is a "fill" that copies from the buffer. What a large fill
+// still lacks once the buffer is drained is read straight into its
+// destination, so big tensors are not copied twice.
+namespace {
+constexpr size_t kReadBufferBytes = 256 * 1024;
+constexpr size_t kDirectReadBytes = 64 * 1024;
+}  // namespace
+
+void Connection::start_fill(uint8_t* dst, size_t n) {
+  fill_dst_ = dst;
+  fill_left_ = n;
 }
 
-void Connection::read_table() {
-  if (incoming_.header.blob_count == 0) {
-    blob_lengths_.clear();
-    return read_payload();
+void Connection::pump() {
+  for (;;) {
+    if (closed_) return;
+    if (fill_left_ > 0) {
+      const size_t n = std::min(fill_left_, rend_ - rpos_);
+      if (n) std::memcpy(fill_dst_, rbuf_.data() + rpos_, n);
+      rpos_ += n;
+      fill_dst_ += n;
+      fill_left_ -= n;
+      if (fill_left_ > 0) {
+        rpos_ = rend_ = 0;  // the buffer is drained
+        if (fill_left_ >= kDirectReadBytes) return read_direct();
+        return refill();
+      }
+    }
+    if (!advance()) return;
   }
-  table_buf_.resize(8ull * incoming_.header.blob_count);
-  asio::async_read(socket_, asio::buffer(table_buf_),
+}
+
+void Connection::refill() {
+  if (rbuf_.size() < kReadBufferBytes) rbuf_.resize(kReadBufferBytes);
+  socket_.async_read_some(asio::buffer(rbuf_.data() + rend_, rbuf_.size() - rend_),
+                          asio::bind_executor(strand_, [self = shared_from_this()](auto ec, size_t n) {
+                            if (ec) return self->on_read_error(ec);
+                            self->bytes_in_ += n;
+                            self->rend_ += n;
+                            self->pump();
+                          }));
+}
+
+void Connection::read_direct() {
+  asio::async_read(socket_, asio::buffer(fill_dst_, fill_left_),
                    asio::bind_executor(strand_, [self = shared_from_this()](auto ec, size_t n) {
-                     if (ec) return self->on_read_error(ec, "blob table");
+                     if (ec) return self->on_read_error(ec);
                      self->bytes_in_ += n;
-                     auto lengths = decode_blob_table(self->table_buf_, self->incoming_.header, self->limits_);
-                     if (!lengths) return self->fail(lengths.status());
-                     self->blob_lengths_ = std::move(*lengths);
-                     self->read_payload();
+                     self->fill_dst_ += n;
+                     self->fill_left_ = 0;
+                     self->pump();
                    }));
 }
 
-void Connection::read_payload() {
-  incoming_.payload = ByteBuffer(incoming_.header.payload_len);
-  incoming_.blobs.clear();
-  incoming_.blobs.reserve(blob_lengths_.size());
-  if (incoming_.header.payload_len == 0) return read_blob(0);
-  asio::async_read(socket_, asio::buffer(incoming_.payload.data(), incoming_.payload.size()),
-                   asio::bind_executor(strand_, [self = shared_from_this()](auto ec, size_t n) {
-                     if (ec) return self->on_read_error(ec, "frame payload");
-                     self->bytes_in_ += n;
-                     self->read_blob(0);
-                   }));
-}
-
-void Connection::read_blob(size_t index) {
-  // Zero-length blobs are present but need no read.
-  while (index < blob_lengths_.size() && blob_lengths_[index] == 0) {
-    incoming_.blobs.emplace_back();
-    ++index;
+// Called when the current fill is complete: moves to the next part of the
+// frame. Returns false when reading must stop (connection failed).
+bool Connection::advance() {
+  switch (read_state_) {
+    case ReadState::idle:
+      read_state_ = ReadState::header;
+      start_fill(header_buf_, kFrameHeaderSize);
+      return true;
+    case ReadState::header: {
+      auto h = decode_header(std::span<const uint8_t, kFrameHeaderSize>(header_buf_), limits_);
+      if (!h) {
+        fail(h.status());
+        return false;
+      }
+      incoming_ = Message{};
+      incoming_.header = *h;
+      read_state_ = ReadState::table;
+      table_buf_.resize(8ull * h->blob_count);
+      start_fill(table_buf_.data(), table_buf_.size());
+      return true;
+    }
+    case ReadState::table: {
+      auto lengths = decode_blob_table(table_buf_, incoming_.header, limits_);
+      if (!lengths) {
+        fail(lengths.status());
+        return false;
+      }
+      blob_lengths_ = std::move(*lengths);
+      incoming_.payload = ByteBuffer(incoming_.header.payload_len);
+      incoming_.blobs.reserve(blob_lengths_.size());
+      read_state_ = ReadState::payload;
+      start_fill(incoming_.payload.data(), incoming_.payload.size());
+      return true;
+    }
+    case ReadState::payload:
+    case ReadState::blob:
+      read_state_ = ReadState::blob;
+      if (incoming_.blobs.size() < blob_lengths_.size()) {
+        const size_t index = incoming_.blobs.size();
+        const uint64_t len = blob_lengths_[index];
+        uint8_t* target = (blob_target_ && len > 0) ? blob_target_(incoming_.header, index, len) : nullptr;
+        if (target) incoming_.blobs.push_back(ByteBuffer::borrowed(target, len));
+        else incoming_.blobs.emplace_back(len);
+        start_fill(incoming_.blobs.back().data(), incoming_.blobs.back().size());
+        return true;
+      }
+      deliver();
+      read_state_ = ReadState::idle;
+      return !closed_;
   }
-  if (index == blob_lengths_.size()) return deliver();
-  incoming_.blobs.emplace_back(blob_lengths_[index]);
-  ByteBuffer& b = incoming_.blobs.back();
-  asio::async_read(socket_, asio::buffer(b.data(), b.size()),
-                   asio::bind_executor(strand_, [self = shared_from_this(), index](auto ec, size_t n) {
-                     if (ec) return self->on_read_error(ec, "frame blob");
-                     self->bytes_in_ += n;
-                     self->read_blob(index + 1);
-                   }));
+  return false;
 }
 
 void Connection::deliver() {
   Message m = std::move(incoming_);
   incoming_ = Message{};
   if (on_message_) on_message_(shared_from_this(), std::move(m));
-  if (!closed_) read_header();
 }
 
-void Connection::on_read_error(const boost::system::error_code& ec, const char* what) {
+void Connection::on_read_error(const boost::system::error_code& ec) {
   if (closed_) return;
-  if (ec == asio::error::eof && what == nullptr) {
+  // Between frames means: waiting for a header with none of it received.
+  const bool between_frames = (read_state_ == ReadState::header && fill_left_ == kFrameHeaderSize) ||
+                              read_state_ == ReadState::idle;
+  if (ec == asio::error::eof && between_frames) {
     // A clean close between frames: normal, not worth a warning.
     quiet_close_ = true;
     return close(closed_error(peer_ + " closed the connection"));
   }
+  const char* part = read_state_ == ReadState::header  ? "frame header"
+                     : read_state_ == ReadState::table ? "blob table"
+                     : read_state_ == ReadState::payload ? "frame payload"
+                                                         : "frame blob";
   if (ec == asio::error::eof || ec == asio::error::connection_reset) {
-    return fail(closed_error(peer_ + " disconnected in the middle of a frame (" + std::string(what ? what : "header") +
-                             " truncated)"));
+    return fail(closed_error(peer_ + " disconnected in the middle of a frame (" + part + " truncated)"));
   }
   fail(closed_error(peer_ + ": read failed: " + ec.message()));
 }
@@ -170,6 +226,7 @@ void Connection::close(const Status& reason) {
       cb(self, reason.is_ok() ? closed_error("connection to " + self->peer_ + " closed") : reason);
     }
     self->on_message_ = nullptr;
+    self->blob_target_ = nullptr;
   });
 }
 
@@ -186,33 +243,49 @@ bool Connection::send(OutMessage msg) {
   return true;
 }
 
+// Writing: up to kMaxCoalesced queued frames go out in one gathered write.
+namespace {
+constexpr size_t kMaxCoalesced = 32;
+constexpr size_t kMaxCoalescedBytes = 4 << 20;
+}  // namespace
+
 void Connection::write_next() {
   if (write_queue_.empty() || closed_) {
     writing_ = false;
     return;
   }
   writing_ = true;
-  OutMessage& m = write_queue_.front();
-  FrameHeader h;
-  h.kind = m.kind;
-  h.flags = m.flags;
-  h.request_id = m.request_id;
-  h.payload_len = static_cast<uint32_t>(m.payload.size());
-  h.blob_count = static_cast<uint32_t>(m.blobs.size());
-  write_prefix_.resize(kFrameHeaderSize);
-  encode_header(h, write_prefix_.data());
-  std::vector<uint64_t> lengths;
-  lengths.reserve(m.blobs.size());
-  for (const auto& b : m.blobs) lengths.push_back(b.size);
-  encode_blob_table(lengths, write_prefix_);
-  std::vector<asio::const_buffer> bufs;
-  bufs.reserve(2 + m.blobs.size());
-  bufs.emplace_back(write_prefix_.data(), write_prefix_.size());
-  if (m.payload.size()) bufs.emplace_back(m.payload.data(), m.payload.size());
-  for (const auto& b : m.blobs) {
-    if (b.size) bufs.emplace_back(b.data, b.size);
+  write_prefixes_.clear();
+  write_bufs_.clear();
+  size_t bytes = 0;
+  in_flight_ = 0;
+  while (in_flight_ < write_queue_.size() && in_flight_ < kMaxCoalesced &&
+         (in_flight_ == 0 || bytes < kMaxCoalescedBytes)) {
+    OutMessage& m = write_queue_[in_flight_++];
+    FrameHeader h;
+    h.kind = m.kind;
+    h.flags = m.flags;
+    h.request_id = m.request_id;
+    h.payload_len = static_cast<uint32_t>(m.payload.size());
+    h.blob_count = static_cast<uint32_t>(m.blobs.size());
+    auto& prefix = write_prefixes_.emplace_back(kFrameHeaderSize);
+    encode_header(h, prefix.data());
+    std::vector<uint64_t> lengths;
+    lengths.reserve(m.blobs.size());
+    for (const auto& b : m.blobs) lengths.push_back(b.size);
+    encode_blob_table(lengths, prefix);
+    bytes += prefix.size() + m.payload.size();
   }
-  asio::async_write(socket_, bufs, asio::bind_executor(strand_, [self = shared_from_this()](auto ec, size_t n) {
+  // Buffers point into write_prefixes_ (a deque: stable addresses) and the messages.
+  for (size_t i = 0; i < in_flight_; ++i) {
+    const OutMessage& m = write_queue_[i];
+    write_bufs_.emplace_back(write_prefixes_[i].data(), write_prefixes_[i].size());
+    if (m.payload.size()) write_bufs_.emplace_back(m.payload.data(), m.payload.size());
+    for (const auto& b : m.blobs) {
+      if (b.size) write_bufs_.emplace_back(b.data, b.size);
+    }
+  }
+  asio::async_write(socket_, write_bufs_, asio::bind_executor(strand_, [self = shared_from_this()](auto ec, size_t n) {
                       self->bytes_out_ += n;
                       if (ec || self->closed_) {
                         self->writing_ = false;
@@ -221,9 +294,14 @@ void Connection::write_next() {
                         if (!ec) return;
                         return self->fail(closed_error(self->peer_ + ": write failed: " + ec.message()));
                       }
-                      size_t sent = n >= self->write_prefix_.size() ? n - self->write_prefix_.size() : 0;
-                      self->queued_bytes_ -= std::min(sent, self->queued_bytes_.load());
-                      self->write_queue_.pop_front();
+                      size_t done = 0;
+                      for (size_t i = 0; i < self->in_flight_; ++i) {
+                        const OutMessage& m = self->write_queue_.front();
+                        done += m.payload.size();
+                        for (const auto& b : m.blobs) done += b.size;
+                        self->write_queue_.pop_front();
+                      }
+                      self->queued_bytes_ -= std::min(done, self->queued_bytes_.load());
                       self->write_next();
                     }));
 }

@@ -27,13 +27,18 @@ class Connection : public std::enable_shared_from_this<Connection> {
  public:
   using MessageHandler = std::function<void(const std::shared_ptr<Connection>&, Message&&)>;
   using CloseHandler = std::function<void(const std::shared_ptr<Connection>&, const Status&)>;
+  // Where blob `index` of an incoming frame should be read to: a buffer of at
+  // least `length` bytes that stays valid until the frame is delivered or the
+  // connection closes, or nullptr for a fresh allocation. Runs on the
+  // connection's strand; must not block.
+  using BlobTarget = std::function<uint8_t*(const FrameHeader&, size_t index, uint64_t length)>;
 
   // `peer` names the other side in every log line and error ("graph-server 1 at 10.0.0.2:30050").
   Connection(tcp::socket socket, std::string peer, FrameLimits limits);
   ~Connection();
 
   // Installs handlers and starts reading. Call once.
-  void start(MessageHandler on_message, CloseHandler on_close);
+  void start(MessageHandler on_message, CloseHandler on_close, BlobTarget blob_target = nullptr);
   // Queues a frame; thread-safe. Frames are written in the order queued.
   // Returns false (and drops the frame) when the connection is closed.
   bool send(OutMessage msg);
@@ -47,13 +52,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
   size_t queued_bytes() const { return queued_bytes_.load(); }
 
  private:
-  void read_header();
-  void read_table();
-  void read_payload();
-  void read_blob(size_t index);
+  enum class ReadState { idle, header, table, payload, blob };
+  void pump();
+  void refill();
+  void read_direct();
+  bool advance();
+  void start_fill(uint8_t* dst, size_t n);
   void deliver();
   void fail(const Status& st);
-  void on_read_error(const boost::system::error_code& ec, const char* what);
+  void on_read_error(const boost::system::error_code& ec);
   void write_next();
 
   tcp::socket socket_;
@@ -62,8 +69,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
   FrameLimits limits_;
   MessageHandler on_message_;
   CloseHandler on_close_;
+  BlobTarget blob_target_;
 
   // Read state (touched only on the strand).
+  std::vector<uint8_t> rbuf_;
+  size_t rpos_ = 0, rend_ = 0;  // unread bytes are rbuf_[rpos_, rend_)
+  ReadState read_state_ = ReadState::idle;
+  uint8_t* fill_dst_ = nullptr;
+  size_t fill_left_ = 0;
   uint8_t header_buf_[kFrameHeaderSize];
   std::vector<uint8_t> table_buf_;
   std::vector<uint64_t> blob_lengths_;
@@ -71,7 +84,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   // Write state (touched only on the strand).
   std::deque<OutMessage> write_queue_;
-  std::vector<uint8_t> write_prefix_;
+  std::deque<std::vector<uint8_t>> write_prefixes_;  // header + blob table per frame in flight
+  std::vector<asio::const_buffer> write_bufs_;
+  size_t in_flight_ = 0;  // frames at the front of write_queue_ being written
   bool writing_ = false;
 
   std::atomic<bool> closed_{false};

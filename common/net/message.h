@@ -16,23 +16,30 @@
 
 namespace dgld::net {
 
-// An uninitialised, owned byte array (no zero-fill for large tensors).
+// An uninitialised, owned byte array (no zero-fill for large tensors), or a
+// borrowed view of memory someone else owns (a blob received straight into a
+// caller's buffer).
 class ByteBuffer {
  public:
   ByteBuffer() = default;
-  explicit ByteBuffer(size_t size) : data_(size ? new uint8_t[size] : nullptr), size_(size) {}
+  explicit ByteBuffer(size_t size) : data_(size ? new uint8_t[size] : nullptr, &free_array), size_(size) {}
+  static ByteBuffer borrowed(uint8_t* data, size_t size) {
+    ByteBuffer b;
+    b.data_ = Ptr(data, &no_free);
+    b.size_ = size;
+    return b;
+  }
   uint8_t* data() { return data_.get(); }
   const uint8_t* data() const { return data_.get(); }
   size_t size() const { return size_; }
+  bool is_borrowed() const { return data_.get_deleter() == &no_free; }
   std::span<const uint8_t> span() const { return {data_.get(), size_}; }
-  // Hands over the allocation (delete[] it).
-  uint8_t* release() {
-    size_ = 0;
-    return data_.release();
-  }
 
  private:
-  std::unique_ptr<uint8_t[]> data_;
+  static void free_array(uint8_t* p) { delete[] p; }
+  static void no_free(uint8_t*) {}
+  using Ptr = std::unique_ptr<uint8_t[], void (*)(uint8_t*)>;
+  Ptr data_{nullptr, &free_array};
   size_t size_ = 0;
 };
 

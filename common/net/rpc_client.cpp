@@ -74,18 +74,33 @@ void RpcClient::attach(std::shared_ptr<Connection> conn) {
       },
       [weak](const std::shared_ptr<Connection>&, const Status& st) {
         if (auto self = weak.lock()) self->on_close(st);
+      },
+      [weak](const FrameHeader& h, size_t index, uint64_t length) -> uint8_t* {
+        auto self = weak.lock();
+        return self ? self->blob_target(h, index, length) : nullptr;
       });
 }
 
-PendingCall RpcClient::start(OutMessage msg) {
+uint8_t* RpcClient::blob_target(const FrameHeader& h, size_t index, uint64_t length) {
+  if (index != 0 || !(h.flags & kFlagResponse) || (h.flags & kFlagError)) return nullptr;
+  std::lock_guard lock(mu_);
+  auto it = pending_.find(h.request_id);
+  if (it == pending_.end() || !it->second.blob0 || it->second.blob0_size != length) return nullptr;
+  it->second.claimed = true;
+  return it->second.blob0;
+}
+
+PendingCall RpcClient::start(OutMessage msg, uint8_t* blob0, size_t blob0_size) {
   PendingCall call;
   call.kind = msg.kind;
-  std::promise<Result<Message>> p;
-  call.reply = p.get_future();
+  Pending p;
+  p.blob0 = blob0;
+  p.blob0_size = blob0_size;
+  call.reply = p.promise.get_future();
   {
     std::lock_guard lock(mu_);
     if (!close_reason_.is_ok()) {
-      p.set_value(close_reason_);
+      p.promise.set_value(close_reason_);
       return call;
     }
     call.request_id = next_id_++;
@@ -97,7 +112,7 @@ PendingCall RpcClient::start(OutMessage msg) {
     std::lock_guard lock(mu_);
     auto it = pending_.find(call.request_id);
     if (it != pending_.end()) {
-      it->second.set_value(closed_error("connection to " + peer_ + " is closed"));
+      it->second.promise.set_value(closed_error("connection to " + peer_ + " is closed"));
       pending_.erase(it);
     }
   }
@@ -107,16 +122,33 @@ PendingCall RpcClient::start(OutMessage msg) {
 Result<Message> RpcClient::wait(PendingCall& call, Clock::time_point deadline) {
   if (!call.reply.valid()) return internal_error("waited twice on one call to " + peer_);
   if (call.reply.wait_until(deadline) != std::future_status::ready) {
-    size_t erased;
+    Status expired = timeout_error(peer_ + " did not answer request " + std::to_string(call.request_id) +
+                                   " (kind " + std::to_string(call.kind) + ") before its deadline");
+    bool erased = false, claimed = false;
     {
       std::lock_guard lock(mu_);
-      erased = pending_.erase(call.request_id);
+      auto it = pending_.find(call.request_id);
+      if (it != pending_.end()) {
+        claimed = it->second.claimed;
+        if (!claimed) {
+          pending_.erase(it);
+          erased = true;
+        }
+      }
+    }
+    if (claimed) {
+      // The reply is being read into the caller's buffer: stop the connection and
+      // wait for its close (local, quick) so nothing writes there afterwards.
+      conn_->close(expired.with_context("reply cut off"));
+      Result<Message> late = call.reply.get();
+      if (!late.is_ok()) return expired;
+      if (late->is_error()) return status_from_error_reply(*late, peer_);
+      return late;  // it completed just before the close
     }
     // When nothing was erased, a reply (or the close) raced in just before: use it.
     if (erased) {
       call.reply = {};
-      return timeout_error(peer_ + " did not answer request " + std::to_string(call.request_id) + " (kind " +
-                           std::to_string(call.kind) + ") before its deadline");
+      return expired;
     }
   }
   Result<Message> r = call.reply.get();
@@ -160,20 +192,22 @@ void RpcClient::on_message(Message&& m) {
       logger("net")->debug("{}: late or unknown reply to request {} dropped", peer_, m.request_id());
       return;
     }
-    p = std::move(it->second);
+    p = std::move(it->second.promise);
     pending_.erase(it);
   }
   p.set_value(std::move(m));
 }
 
 void RpcClient::on_close(const Status& st) {
-  std::unordered_map<uint64_t, std::promise<Result<Message>>> failed;
+  std::unordered_map<uint64_t, Pending> failed;
+  Status reason;
   {
     std::lock_guard lock(mu_);
     close_reason_ = st.is_ok() ? closed_error("connection to " + peer_ + " closed") : st;
+    reason = close_reason_;
     failed.swap(pending_);
   }
-  for (auto& [id, p] : failed) p.set_value(close_reason_);
+  for (auto& [id, p] : failed) p.promise.set_value(reason);
 }
 
 void RpcClient::close() {

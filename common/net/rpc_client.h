@@ -43,7 +43,11 @@ class RpcClient : public std::enable_shared_from_this<RpcClient> {
   ~RpcClient();
 
   // Sends a request; the reply (or error) arrives through the returned call.
-  PendingCall start(OutMessage msg);
+  // With `blob0`, a reply whose blob 0 has exactly blob0_size bytes is read
+  // straight into it (no copy); the memory must stay valid until wait()
+  // returns. A wait that times out while such a reply is arriving closes the
+  // connection, so nothing writes into the buffer after wait() returns.
+  PendingCall start(OutMessage msg, uint8_t* blob0 = nullptr, size_t blob0_size = 0);
   // Waits for a reply until `deadline`. Error replies become their Status;
   // expiry becomes a timeout naming the peer, the message kind and request id.
   Result<Message> wait(PendingCall& call, Clock::time_point deadline);
@@ -70,7 +74,14 @@ class RpcClient : public std::enable_shared_from_this<RpcClient> {
   std::shared_ptr<Connection> conn_;
   mutable std::mutex mu_;
   uint64_t next_id_ = 1;
-  std::unordered_map<uint64_t, std::promise<Result<Message>>> pending_;
+  struct Pending {
+    std::promise<Result<Message>> promise;
+    uint8_t* blob0 = nullptr;
+    size_t blob0_size = 0;
+    bool claimed = false;  // a reply is being read into blob0
+  };
+  uint8_t* blob_target(const FrameHeader& h, size_t index, uint64_t length);
+  std::unordered_map<uint64_t, Pending> pending_;
   Status close_reason_;
   PushHandler push_;
 };
