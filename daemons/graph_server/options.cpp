@@ -1,0 +1,101 @@
+#include "daemons/graph_server/options.h"
+
+#include <cstdlib>
+#include <iostream>
+
+#include "common/cli.h"
+
+namespace dgld::graph_server {
+namespace po = boost::program_options;
+
+namespace {
+// Fills `value` from environment variable `env` unless the flag was given.
+template <typename T>
+bool from_env(const po::variables_map& vm, const char* flag, const char* env, T& value, std::string& error) {
+  if (vm.count(flag) && !vm[flag].defaulted()) return true;
+  const char* v = std::getenv(env);
+  if (!v || !*v) return true;
+  try {
+    if constexpr (std::is_same_v<T, std::string> || std::is_same_v<T, std::filesystem::path>) {
+      value = v;
+    } else {
+      size_t used = 0;
+      long long x = std::stoll(v, &used);
+      if (used != std::string(v).size()) throw std::invalid_argument(v);
+      value = static_cast<T>(x);
+    }
+  } catch (const std::exception&) {
+    error = std::string("environment variable ") + env + "='" + v + "' is not a valid value for --" + flag;
+    return false;
+  }
+  return true;
+}
+}  // namespace
+
+ParsedOptions parse_graph_server_options(int argc, const char* const argv[]) {
+  ParsedOptions out;
+  GraphServerOptions& o = out.options;
+  o.log.program = "graph-server";
+  std::string part_config, ip_config;
+  int hb_interval = 1000, hb_timeout = 10000, attach_timeout = 120000;
+  uint64_t max_frame = o.limits.max_frame_bytes;
+  bool no_verify = false;
+  po::options_description desc("graph-server options");
+  desc.add_options()
+      ("part-config", po::value(&part_config), "partition config JSON (env DGL_CONF_PATH)")
+      ("ip-config", po::value(&ip_config), "ip_config.txt (env DGL_IP_CONFIG)")
+      ("server-id", po::value(&o.server_id), "global server id: machine * num_servers + j (env DGL_SERVER_ID)")
+      ("num-servers", po::value(&o.num_servers)->default_value(1), "servers per machine (env DGL_NUM_SERVER)")
+      ("num-clients", po::value(&o.num_clients)->default_value(0),
+       "trainers + samplers in the job, 0 = unknown (env DGL_NUM_CLIENT)")
+      ("num-samplers", po::value(&o.num_samplers)->default_value(0), "samplers per trainer (env DGL_NUM_SAMPLER)")
+      ("num-server-threads", po::value(&o.num_threads)->default_value(2), "request handler threads")
+      ("listen-any", po::bool_switch(&o.listen_any), "listen on 0.0.0.0 instead of the ip_config address")
+      ("job-id", po::value(&o.job_id), "names shared-memory segments (default: graph name and port)")
+      ("no-verify", po::bool_switch(&no_verify), "skip the partition checksum check at start")
+      ("heartbeat-interval-ms", po::value(&hb_interval)->default_value(hb_interval), "client heartbeat interval")
+      ("heartbeat-timeout-ms", po::value(&hb_timeout)->default_value(hb_timeout),
+       "drop a client silent for this long")
+      ("attach-timeout-ms", po::value(&attach_timeout)->default_value(attach_timeout),
+       "how long a backup server waits for its main server's shared memory")
+      ("max-frame-bytes", po::value(&max_frame)->default_value(max_frame), "largest frame accepted");
+  add_log_options(desc, o.log);
+  po::variables_map vm;
+  switch (parse_command_line(argc, argv, "graph-server", "[options]", desc, vm)) {
+    case CliOutcome::exit_ok: out.exit_code = 0; return out;
+    case CliOutcome::exit_error: out.exit_code = 2; return out;
+    case CliOutcome::run: break;
+  }
+  std::string err;
+  bool ok = from_env(vm, "part-config", "DGL_CONF_PATH", part_config, err) &&
+            from_env(vm, "ip-config", "DGL_IP_CONFIG", ip_config, err) &&
+            from_env(vm, "server-id", "DGL_SERVER_ID", o.server_id, err) &&
+            from_env(vm, "num-servers", "DGL_NUM_SERVER", o.num_servers, err) &&
+            from_env(vm, "num-clients", "DGL_NUM_CLIENT", o.num_clients, err) &&
+            from_env(vm, "num-samplers", "DGL_NUM_SAMPLER", o.num_samplers, err);
+  if (ok && part_config.empty()) err = "--part-config (or DGL_CONF_PATH) is required", ok = false;
+  if (ok && ip_config.empty()) err = "--ip-config (or DGL_IP_CONFIG) is required", ok = false;
+  if (ok && o.server_id < 0) err = "--server-id (or DGL_SERVER_ID) is required and must be >= 0", ok = false;
+  if (ok && o.num_servers < 1) err = "--num-servers must be >= 1", ok = false;
+  if (ok && o.num_threads < 1) err = "--num-server-threads must be >= 1", ok = false;
+  if (ok && (o.num_clients < 0 || o.num_samplers < 0)) err = "--num-clients and --num-samplers must be >= 0", ok = false;
+  if (ok && (hb_interval < 1 || hb_timeout <= hb_interval)) {
+    err = "--heartbeat-timeout-ms must be larger than --heartbeat-interval-ms (both > 0)", ok = false;
+  }
+  if (!ok) {
+    std::cerr << "graph-server: " << err << "\n";
+    out.exit_code = 2;
+    return out;
+  }
+  o.part_config = part_config;
+  o.ip_config = ip_config;
+  o.verify_checksums = !no_verify;
+  o.heartbeat_interval = std::chrono::milliseconds(hb_interval);
+  o.heartbeat_timeout = std::chrono::milliseconds(hb_timeout);
+  o.attach_timeout = std::chrono::milliseconds(attach_timeout);
+  o.limits.max_frame_bytes = max_frame;
+  o.log.role = "server/" + std::to_string(o.server_id);
+  return out;
+}
+
+}  // namespace dgld::graph_server

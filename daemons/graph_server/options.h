@@ -1,0 +1,47 @@
+#pragma once
+// graph-server's configuration, from flags or from DGL's environment variables
+// (DGL_SERVER_ID, DGL_NUM_SERVER, DGL_CONF_PATH, DGL_IP_CONFIG, DGL_NUM_CLIENT,
+// DGL_NUM_SAMPLER) when the flags are absent, so DGL launch scripts keep working.
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+
+#include "common/logging.h"
+#include "common/net/frame.h"
+#include "common/status.h"
+
+namespace dgld::graph_server {
+
+struct GraphServerOptions {
+  std::filesystem::path part_config;
+  std::filesystem::path ip_config;
+  int server_id = -1;        // global: machine * num_servers + local index (DGL's numbering)
+  int num_servers = 1;       // servers per machine
+  int num_clients = 0;       // trainers + samplers in the whole job (0 = unknown)
+  int num_samplers = 0;      // samplers per trainer
+  int num_threads = 2;       // request handler threads
+  bool listen_any = false;   // bind 0.0.0.0 instead of the ip_config address
+  std::string job_id;        // names shared-memory segments; default from graph and port
+  bool verify_checksums = true;
+  std::chrono::milliseconds heartbeat_interval{1000};
+  std::chrono::milliseconds heartbeat_timeout{10000};
+  std::chrono::milliseconds attach_timeout{120000};  // backup waiting for the main server
+  net::FrameLimits limits;
+  LogOptions log;
+
+  int machine_id() const { return server_id / num_servers; }
+  int local_server() const { return server_id % num_servers; }
+  bool is_main() const { return local_server() == 0; }
+  bool is_coordinator() const { return server_id == 0; }
+};
+
+// Parses argv (and the DGL environment); exit_code is set when the program
+// should exit right away (--help, --version, or a usage error already printed).
+struct ParsedOptions {
+  GraphServerOptions options;
+  int exit_code = -1;
+};
+ParsedOptions parse_graph_server_options(int argc, const char* const argv[]);
+
+}  // namespace dgld::graph_server

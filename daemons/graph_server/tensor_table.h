@@ -1,0 +1,74 @@
+#pragma once
+// The named tensors one machine serves (DGL's KVStore on a server): node and
+// edge data from the partition plus DistTensors created at run time. Rows are
+// the machine's owned nodes (or edges) in local order. Every tensor lives in
+// POSIX shared memory: the main server creates it, backup servers and
+// co-located clients attach to the same segment by its deterministic name.
+// Creation, deletion and listing happen on the main server (it owns the
+// segments); backups attach by name on first use (node tensors first, then
+// edge tensors: the policy is part of the segment name). Thread-safe for lookups, creation and deletion; row
+// reads and writes are unsynchronised, as in DGL.
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/client/server_api.h"
+#include "common/dtype.h"
+#include "common/shm/shared_tensor.h"
+#include "common/status.h"
+
+namespace dgld::graph_server {
+
+// The same description a client sends (shape is global: dim 0 = the graph's
+// number of nodes or edges).
+using TensorSpec = client::CreateTensor;
+using PartPolicy = client::Policy;
+using InitKind = client::Init;
+
+struct ServedTensor {
+  std::string name;
+  PartPolicy policy = PartPolicy::node;
+  bool persistent = false;
+  int64_t first_global_row = 0;  // global id of local row 0
+  std::unique_ptr<shm::SharedTensor> storage;
+
+  DType dtype() const { return storage->dtype(); }
+  int64_t num_rows() const { return storage->num_rows(); }
+  size_t row_bytes() const { return storage->row_bytes(); }
+  std::vector<int64_t> shape() const { return {storage->shape().begin(), storage->shape().end()}; }
+};
+
+class TensorTable {
+ public:
+  // `owner` creates segments; otherwise tensors are attached on first use.
+  TensorTable(std::string job_id, int machine_id, bool owner, int64_t node_start, int64_t num_owned_nodes,
+              int64_t edge_start, int64_t num_owned_edges);
+  ~TensorTable();
+
+  // Creates a tensor with its rows copied from `rows` (num_rows * row bytes), or
+  // initialised per spec.init when `rows` is null. Owner only.
+  Status add(const TensorSpec& spec, const void* rows);
+  // Collective DistTensor creation: ok(true) when created, ok(false) when it
+  // already exists with the same dtype and shape, an error when it differs.
+  Result<bool> create(const TensorSpec& spec);
+  // Looks a tensor up; a non-owner attaches to the main server's segment first.
+  Result<ServedTensor*> find(const std::string& name);
+  Status remove(const std::string& name);
+  std::vector<const ServedTensor*> list();
+  std::string segment_for(const std::string& name, PartPolicy policy) const;
+
+ private:
+  Result<bool> create_locked(const TensorSpec& spec, const void* rows);
+
+  std::string job_id_;
+  int machine_id_;
+  bool owner_;
+  int64_t node_start_, num_nodes_, edge_start_, num_edges_;
+  std::mutex mu_;
+  std::map<std::string, std::unique_ptr<ServedTensor>> tensors_;
+};
+
+}  // namespace dgld::graph_server
