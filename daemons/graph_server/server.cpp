@@ -668,6 +668,8 @@ void GraphServer::Impl::on_sample(const RequestContext& ctx, Message&& m) {
   Status st = map_to_global(edges->src, globals);
   if (st.is_ok()) st = map_to_global(edges->dst, globals);
   if (!st.is_ok()) return ctx.reply_error(st);
+  // The kernel reports (neighbour, seed); an out-edge goes from the seed.
+  if (req->out_edges()) std::swap(edges->src, edges->dst);
   flatbuffers::FlatBufferBuilder fbb;
   OutMessage reply = finish(fbs::MessageKind::SampleNeighborsReply, fbb,
                             [](auto& b) { return fbs::CreateSampleNeighborsReply(b); });

@@ -563,3 +563,54 @@ TEST_CASE("graph-server: co-located clients read shared memory with no request")
   CHECK(st.code() == StatusCode::invalid_argument);
   CHECK_FALSE((*lp)->tensor("missing").is_ok());
 }
+
+TEST_CASE("graph-server: weighted and out-edge sampling") {
+  Job job;
+  Trainer t(job);
+  auto& s = t.main(0);
+  const IdRange er = dataset().config.edge_map[0];
+  client::CreateTensor w{"w", DType::float32, {dataset().config.num_edges, 1}};
+  w.policy = client::Policy::edge;
+  REQUIRE(s.create_tensor(w).is_ok());
+  // Weight 1 on every third owned edge, 0 elsewhere: only those may be sampled.
+  std::vector<int64_t> eids;
+  std::vector<float> ones;
+  for (int64_t e = er.start; e < er.end; e += 3) {
+    eids.push_back(e);
+    ones.push_back(1.0f);
+  }
+  REQUIRE(s.push("w", eids, DType::float32, ones.data(), 4).is_ok());
+  auto seeds = owned_sample(0, 200, 5);
+  std::sort(seeds.begin(), seeds.end());
+  seeds.erase(std::unique(seeds.begin(), seeds.end()), seeds.end());
+  client::SampleRequest req;
+  req.fanout = 2;
+  req.prob = "w";
+  auto r = s.sample_neighbors(seeds, req);
+  REQUIRE(r.is_ok());
+  CHECK_FALSE(r->eid.empty());
+  for (int64_t e : r->eid) CHECK((e - er.start) % 3 == 0);
+  req.prob = "_N/features";
+  auto bad = s.sample_neighbors(seeds, req);
+  REQUIRE_FALSE(bad.is_ok());
+  CHECK_THAT(bad.status().message(), Catch::Contains("must be a float32 edge tensor"));
+
+  // Out-edges: every sampled edge leaves a seed.
+  client::SampleRequest out;
+  out.fanout = -1;
+  out.out_edges = true;
+  auto o = s.sample_neighbors(seeds, out);
+  REQUIRE(o.is_ok());
+  auto odeg = s.degrees(seeds, true);
+  REQUIRE(odeg.is_ok());
+  std::set<int64_t> seed_set(seeds.begin(), seeds.end());
+  int64_t total = 0;
+  for (int64_t d : *odeg) total += d;
+  CHECK(static_cast<int64_t>(o->eid.size()) == total);
+  for (size_t i = 0; i < o->eid.size(); ++i) {
+    CHECK(seed_set.count(o->src[i]) == 1);
+    auto e = dataset().edges.find(o->eid[i]);
+    REQUIRE(e != dataset().edges.end());
+    CHECK(e->second == std::make_pair(o->src[i], o->dst[i]));
+  }
+}
