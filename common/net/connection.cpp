@@ -1,5 +1,8 @@
 #include "common/net/connection.h"
 
+#include <sys/uio.h>
+
+#include <cerrno>
 #include <cstring>
 
 #include "common/logging.h"
@@ -60,6 +63,7 @@ void Connection::start(MessageHandler on_message, CloseHandler on_close, BlobTar
   blob_target_ = std::move(blob_target);
   boost::system::error_code ec;
   socket_.set_option(tcp::no_delay(true), ec);
+  if (!ec) socket_.non_blocking(true, ec);  // writes go through writev (write_some)
   if (ec) net_log()->warn("{}: cannot set TCP_NODELAY: {}", peer_, ec.message());
   asio::dispatch(strand_, [self = shared_from_this()] { self->pump(); });
 }
@@ -282,28 +286,79 @@ void Connection::write_next() {
     write_bufs_.emplace_back(write_prefixes_[i].data(), write_prefixes_[i].size());
     if (m.payload.size()) write_bufs_.emplace_back(m.payload.data(), m.payload.size());
     for (const auto& b : m.blobs) {
-      if (b.size) write_bufs_.emplace_back(b.data, b.size);
+      if (b.pieces) {
+        for (const auto& p : *b.pieces) write_bufs_.emplace_back(p.data, p.size);
+      } else if (b.size) {
+        write_bufs_.emplace_back(b.data, b.size);
+      }
     }
   }
-  asio::async_write(socket_, write_bufs_, asio::bind_executor(strand_, [self = shared_from_this()](auto ec, size_t n) {
-                      self->bytes_out_ += n;
-                      if (ec || self->closed_) {
-                        self->writing_ = false;
-                        self->write_queue_.clear();
-                        self->queued_bytes_ = 0;
-                        if (!ec) return;
-                        return self->fail(closed_error(self->peer_ + ": write failed: " + ec.message()));
-                      }
-                      size_t done = 0;
-                      for (size_t i = 0; i < self->in_flight_; ++i) {
-                        const OutMessage& m = self->write_queue_.front();
-                        done += m.payload.size();
-                        for (const auto& b : m.blobs) done += b.size;
-                        self->write_queue_.pop_front();
-                      }
-                      self->queued_bytes_ -= std::min(done, self->queued_bytes_.load());
-                      self->write_next();
-                    }));
+  write_pos_ = 0;
+  write_offset_ = 0;
+  write_some();
+}
+
+// Writes the gathered buffers with writev (up to IOV_MAX pieces per call; a
+// reply of many small rows needs few syscalls) until the socket would block,
+// then waits for it to be writable. Runs on the strand.
+void Connection::write_some() {
+  constexpr size_t kMaxIov = 1024;
+  iovec iov[kMaxIov];
+  const int fd = socket_.native_handle();
+  while (write_pos_ < write_bufs_.size()) {
+    size_t cnt = 0;
+    for (size_t i = write_pos_; i < write_bufs_.size() && cnt < kMaxIov; ++i, ++cnt) {
+      const size_t skip = i == write_pos_ ? write_offset_ : 0;
+      iov[cnt].iov_base = const_cast<uint8_t*>(static_cast<const uint8_t*>(write_bufs_[i].data())) + skip;
+      iov[cnt].iov_len = write_bufs_[i].size() - skip;
+    }
+    const ssize_t n = ::writev(fd, iov, static_cast<int>(cnt));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        socket_.async_wait(tcp::socket::wait_write,
+                           asio::bind_executor(strand_, [self = shared_from_this()](auto ec) {
+                             if (ec || self->closed_) return self->write_done(ec ? ec : asio::error::operation_aborted);
+                             self->write_some();
+                           }));
+        return;
+      }
+      return write_done(boost::system::error_code(errno, boost::system::system_category()));
+    }
+    bytes_out_ += static_cast<uint64_t>(n);
+    size_t left = static_cast<size_t>(n);
+    while (left > 0) {
+      const size_t avail = write_bufs_[write_pos_].size() - write_offset_;
+      if (left >= avail) {
+        left -= avail;
+        ++write_pos_;
+        write_offset_ = 0;
+      } else {
+        write_offset_ += left;
+        left = 0;
+      }
+    }
+  }
+  write_done({});
+}
+
+void Connection::write_done(const boost::system::error_code& ec) {
+  if (ec || closed_) {
+    writing_ = false;
+    write_queue_.clear();
+    queued_bytes_ = 0;
+    if (!ec || ec == asio::error::operation_aborted) return;
+    return fail(closed_error(peer_ + ": write failed: " + ec.message()));
+  }
+  size_t done = 0;
+  for (size_t i = 0; i < in_flight_; ++i) {
+    const OutMessage& m = write_queue_.front();
+    done += m.payload.size();
+    for (const auto& b : m.blobs) done += b.size;
+    write_queue_.pop_front();
+  }
+  queued_bytes_ -= std::min(done, queued_bytes_.load());
+  write_next();
 }
 
 }  // namespace dgld::net

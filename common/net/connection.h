@@ -62,6 +62,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void fail(const Status& st);
   void on_read_error(const boost::system::error_code& ec);
   void write_next();
+  void write_some();
+  void write_done(const boost::system::error_code& ec);
 
   tcp::socket socket_;
   asio::strand<asio::any_io_executor> strand_;
@@ -87,6 +89,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::deque<std::vector<uint8_t>> write_prefixes_;  // header + blob table per frame in flight
   std::vector<asio::const_buffer> write_bufs_;
   size_t in_flight_ = 0;  // frames at the front of write_queue_ being written
+  size_t write_pos_ = 0, write_offset_ = 0;  // progress through write_bufs_
   bool writing_ = false;
 
   std::atomic<bool> closed_{false};

@@ -58,11 +58,18 @@ struct Message {
   }
 };
 
-// A blob to send. `keep_alive` owns whatever `data` points into.
+// A blob to send: `size` bytes at `data`, or, when `pieces` is set, the
+// concatenation of those pieces (rows sent straight from where they live,
+// with no gather copy). `keep_alive` owns whatever they point into.
+struct OutPiece {
+  const void* data;
+  size_t size;
+};
 struct OutBlob {
   const void* data = nullptr;
   size_t size = 0;
   std::shared_ptr<const void> keep_alive;
+  std::shared_ptr<const std::vector<OutPiece>> pieces;
 
   static OutBlob copy_of(const void* p, size_t n);
   template <typename T>

@@ -102,9 +102,9 @@ Result<bool> TensorTable::create_locked(const TensorSpec& spec, const void* rows
   return true;
 }
 
-Result<ServedTensor*> TensorTable::find(const std::string& name) {
+Result<std::shared_ptr<ServedTensor>> TensorTable::find(const std::string& name) {
   std::lock_guard lock(mu_);
-  if (auto it = tensors_.find(name); it != tensors_.end()) return it->second.get();
+  if (auto it = tensors_.find(name); it != tensors_.end()) return it->second;
   if (owner_) return not_found("no tensor named '" + name + "' on machine " + std::to_string(machine_id_));
   // A backup server attaches to the main server's segment on first use.
   for (PartPolicy p : {PartPolicy::node, PartPolicy::edge}) {
@@ -115,9 +115,9 @@ Result<ServedTensor*> TensorTable::find(const std::string& name) {
     t->policy = p;
     t->first_global_row = p == PartPolicy::node ? node_start_ : edge_start_;
     t->storage = std::make_unique<shm::SharedTensor>(std::move(*st));
-    ServedTensor* raw = t.get();
-    tensors_[name] = std::move(t);
-    return raw;
+    std::shared_ptr<ServedTensor> shared = std::move(t);
+    tensors_[name] = shared;
+    return shared;
   }
   return not_found("no tensor named '" + name + "' on machine " + std::to_string(machine_id_));
 }
@@ -130,10 +130,10 @@ Status TensorTable::remove(const std::string& name) {
   return Status::ok();
 }
 
-std::vector<const ServedTensor*> TensorTable::list() {
+std::vector<std::shared_ptr<const ServedTensor>> TensorTable::list() {
   std::lock_guard lock(mu_);
-  std::vector<const ServedTensor*> out;
-  for (const auto& [n, t] : tensors_) out.push_back(t.get());
+  std::vector<std::shared_ptr<const ServedTensor>> out;
+  for (const auto& [n, t] : tensors_) out.push_back(t);
   return out;
 }
 

@@ -55,9 +55,10 @@ class TensorTable {
   // already exists with the same dtype and shape, an error when it differs.
   Result<bool> create(const TensorSpec& spec);
   // Looks a tensor up; a non-owner attaches to the main server's segment first.
-  Result<ServedTensor*> find(const std::string& name);
+  // Shared ownership: a reply still being written keeps a deleted tensor alive.
+  Result<std::shared_ptr<ServedTensor>> find(const std::string& name);
   Status remove(const std::string& name);
-  std::vector<const ServedTensor*> list();
+  std::vector<std::shared_ptr<const ServedTensor>> list();
   std::string segment_for(const std::string& name, PartPolicy policy) const;
 
  private:
@@ -68,7 +69,7 @@ class TensorTable {
   bool owner_;
   int64_t node_start_, num_nodes_, edge_start_, num_edges_;
   std::mutex mu_;
-  std::map<std::string, std::unique_ptr<ServedTensor>> tensors_;
+  std::map<std::string, std::shared_ptr<ServedTensor>> tensors_;
 };
 
 }  // namespace dgld::graph_server
