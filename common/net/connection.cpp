@@ -1,5 +1,6 @@
 #include "common/net/connection.h"
 
+#include <sys/socket.h>
 #include <sys/uio.h>
 
 #include <cerrno>
@@ -298,7 +299,7 @@ void Connection::write_next() {
   write_some();
 }
 
-// Writes the gathered buffers with writev (up to IOV_MAX pieces per call; a
+// Writes the gathered buffers with sendmsg (up to IOV_MAX pieces per call; a
 // reply of many small rows needs few syscalls) until the socket would block,
 // then waits for it to be writable. Runs on the strand.
 void Connection::write_some() {
@@ -312,7 +313,11 @@ void Connection::write_some() {
       iov[cnt].iov_base = const_cast<uint8_t*>(static_cast<const uint8_t*>(write_bufs_[i].data())) + skip;
       iov[cnt].iov_len = write_bufs_[i].size() - skip;
     }
-    const ssize_t n = ::writev(fd, iov, static_cast<int>(cnt));
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = cnt;
+    // MSG_NOSIGNAL: a peer that went away is an error here, not a SIGPIPE.
+    const ssize_t n = ::sendmsg(fd, &msg, MSG_NOSIGNAL);
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) {

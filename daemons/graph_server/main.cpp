@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   shm::install_shm_cleanup_handlers(false);
+  std::signal(SIGPIPE, SIG_IGN);  // a vanished peer is an error on that connection only
 
   auto server = graph_server::GraphServer::create(parsed.options);
   if (!server.is_ok()) {
