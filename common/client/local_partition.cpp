@@ -1,5 +1,6 @@
 #include "common/client/local_partition.h"
 
+#include <atomic>
 #include <vector>
 
 #include "common/shm/shared_segment.h"
@@ -12,6 +13,32 @@ std::string default_job_id(const PartitionConfig& config, const MachineAddress& 
 
 std::string tensor_segment(const std::string& job_id, int machine_id, const std::string& name, bool edge) {
   return shm::segment_name(job_id, machine_id, (edge ? "e." : "n.") + name);
+}
+
+namespace {
+std::string generation_segment(const std::string& job_id, int machine_id) {
+  return shm::segment_name(job_id, machine_id, "generation");
+}
+}  // namespace
+
+Result<TensorGeneration> TensorGeneration::create(const std::string& job_id, int machine_id) {
+  DGLD_ASSIGN_OR_RETURN(auto seg, shm::SharedSegment::create(generation_segment(job_id, machine_id), 64));
+  DGLD_RETURN_IF_ERROR(seg.mark_ready());
+  return TensorGeneration(std::move(seg));
+}
+
+Result<TensorGeneration> TensorGeneration::attach(const std::string& job_id, int machine_id, shm::Deadline deadline) {
+  DGLD_ASSIGN_OR_RETURN(auto seg, shm::SharedSegment::attach(generation_segment(job_id, machine_id), false, deadline));
+  return TensorGeneration(std::move(seg));
+}
+
+uint64_t TensorGeneration::load() const {
+  return std::atomic_ref<uint64_t>(*static_cast<uint64_t*>(const_cast<void*>(seg_.data())))
+      .load(std::memory_order_acquire);
+}
+
+void TensorGeneration::bump() {
+  std::atomic_ref<uint64_t>(*static_cast<uint64_t*>(seg_.mutable_data())).fetch_add(1, std::memory_order_acq_rel);
 }
 
 Result<std::unique_ptr<LocalPartition>> LocalPartition::open(const PartitionConfig& config, int machine_id,
@@ -33,6 +60,17 @@ Result<std::unique_ptr<LocalPartition>> LocalPartition::open(const PartitionConf
 
 Result<LocalPartition::Attached*> LocalPartition::find(const std::string& name) {
   std::lock_guard lock(mu_);
+  if (!generation_) {
+    auto g = TensorGeneration::attach(job_id_, machine_id_, shm::Deadline::clock::now() + attach_timeout_);
+    if (!g.is_ok()) return g.status().with_context("machine " + std::to_string(machine_id_) + " tensors");
+    generation_ = std::make_unique<TensorGeneration>(std::move(*g));
+    cached_generation_ = generation_->load();
+  }
+  // A tensor was deleted since: every attachment may be stale.
+  if (uint64_t now = generation_->load(); now != cached_generation_) {
+    tensors_.clear();
+    cached_generation_ = now;
+  }
   if (auto it = tensors_.find(name); it != tensors_.end()) return &it->second;
   // A tensor from the partition files is published at server start: wait for it.
   // A DistTensor created at run time exists already or not at all: node, then edge.

@@ -15,6 +15,7 @@
 #include "common/ip_config.h"
 #include "common/part_config.h"
 #include "common/partition/partition.h"
+#include "common/shm/shared_segment.h"
 #include "common/shm/shared_tensor.h"
 #include "common/status.h"
 
@@ -26,6 +27,24 @@ namespace dgld::client {
 std::string default_job_id(const PartitionConfig& config, const MachineAddress& machine);
 // Segment of tensor `name` of machine `machine_id` ("n." node / "e." edge).
 std::string tensor_segment(const std::string& job_id, int machine_id, const std::string& name, bool edge);
+
+// The tensor generation of a machine: a counter in its own small segment that
+// the main server bumps whenever it deletes a tensor. Backup servers and
+// co-located clients compare it with the value they cached and drop their
+// attachments when it moved, so a tensor deleted and created again under the
+// same name is never served from the old segment.
+class TensorGeneration {
+ public:
+  // Main server: creates the counter (0). Others: attach, waiting until `deadline`.
+  static Result<TensorGeneration> create(const std::string& job_id, int machine_id);
+  static Result<TensorGeneration> attach(const std::string& job_id, int machine_id, shm::Deadline deadline);
+  uint64_t load() const;
+  void bump();
+
+ private:
+  explicit TensorGeneration(shm::SharedSegment seg) : seg_(std::move(seg)) {}
+  shm::SharedSegment seg_;
+};
 
 class LocalPartition {
  public:
@@ -59,6 +78,8 @@ class LocalPartition {
     int64_t first_row = 0;
   };
   std::map<std::string, Attached> tensors_;
+  std::unique_ptr<TensorGeneration> generation_;
+  uint64_t cached_generation_ = 0;
   Result<Attached*> find(const std::string& name);
 };
 

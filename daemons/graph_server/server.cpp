@@ -218,7 +218,8 @@ Status GraphServer::Impl::init() {
   inner_in.eids = part->in_edges().eids.first(ne);
 
   tensors = std::make_unique<TensorTable>(opts.job_id, m, opts.is_main(), node_range.start, node_range.size(),
-                                          edge_range.start, edge_range.size());
+                                          edge_range.start, edge_range.size(), opts.attach_timeout);
+  DGLD_RETURN_IF_ERROR(tensors->init());
   if (opts.is_main()) {
     for (const auto& t : part->node_tensors()) {
       TensorSpec spec{t.name, t.dtype, t.shape, PartPolicy::node};

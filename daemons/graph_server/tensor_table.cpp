@@ -24,9 +24,25 @@ double init_value(const TensorSpec& s, int64_t row, int64_t e, int64_t row_elems
 }  // namespace
 
 TensorTable::TensorTable(std::string job_id, int machine_id, bool owner, int64_t node_start,
-                         int64_t num_owned_nodes, int64_t edge_start, int64_t num_owned_edges)
+                         int64_t num_owned_nodes, int64_t edge_start, int64_t num_owned_edges,
+                         std::chrono::milliseconds attach_timeout)
     : job_id_(std::move(job_id)), machine_id_(machine_id), owner_(owner), node_start_(node_start),
-      num_nodes_(num_owned_nodes), edge_start_(edge_start), num_edges_(num_owned_edges) {}
+      num_nodes_(num_owned_nodes), edge_start_(edge_start), num_edges_(num_owned_edges),
+      attach_timeout_(attach_timeout) {}
+
+Status TensorTable::init() {
+  std::lock_guard lock(mu_);
+  if (owner_) {
+    DGLD_ASSIGN_OR_RETURN(auto g, client::TensorGeneration::create(job_id_, machine_id_));
+    generation_ = std::make_unique<client::TensorGeneration>(std::move(g));
+  } else {
+    DGLD_ASSIGN_OR_RETURN(auto g, client::TensorGeneration::attach(job_id_, machine_id_,
+                                                                   shm::Deadline::clock::now() + attach_timeout_));
+    generation_ = std::make_unique<client::TensorGeneration>(std::move(g));
+    cached_generation_ = generation_->load();
+  }
+  return Status::ok();
+}
 
 TensorTable::~TensorTable() = default;
 
@@ -104,6 +120,13 @@ Result<bool> TensorTable::create_locked(const TensorSpec& spec, const void* rows
 
 Result<std::shared_ptr<ServedTensor>> TensorTable::find(const std::string& name) {
   std::lock_guard lock(mu_);
+  if (!owner_ && generation_) {
+    // The main server deleted a tensor since: attachments may be stale.
+    if (uint64_t now = generation_->load(); now != cached_generation_) {
+      tensors_.clear();  // replies in flight keep their tensors alive
+      cached_generation_ = now;
+    }
+  }
   if (auto it = tensors_.find(name); it != tensors_.end()) return it->second;
   if (owner_) return not_found("no tensor named '" + name + "' on machine " + std::to_string(machine_id_));
   // A backup server attaches to the main server's segment on first use.
@@ -126,7 +149,8 @@ Status TensorTable::remove(const std::string& name) {
   std::lock_guard lock(mu_);
   auto it = tensors_.find(name);
   if (it == tensors_.end()) return not_found("no tensor named '" + name + "' to delete");
-  tensors_.erase(it);  // the owner's SharedTensor unlinks the segment
+  tensors_.erase(it);  // the owner's SharedTensor unlinks the segment (when no reply holds it)
+  if (generation_) generation_->bump();
   return Status::ok();
 }
 

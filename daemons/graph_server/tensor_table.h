@@ -9,12 +9,14 @@
 // edge tensors: the policy is part of the segment name). Thread-safe for lookups, creation and deletion; row
 // reads and writes are unsynchronised, as in DGL.
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include "common/client/local_partition.h"
 #include "common/client/server_api.h"
 #include "common/dtype.h"
 #include "common/shm/shared_tensor.h"
@@ -45,7 +47,10 @@ class TensorTable {
  public:
   // `owner` creates segments; otherwise tensors are attached on first use.
   TensorTable(std::string job_id, int machine_id, bool owner, int64_t node_start, int64_t num_owned_nodes,
-              int64_t edge_start, int64_t num_owned_edges);
+              int64_t edge_start, int64_t num_owned_edges,
+              std::chrono::milliseconds attach_timeout = std::chrono::milliseconds(120000));
+  // Owner: publishes the generation counter. Call once before serving.
+  Status init();
   ~TensorTable();
 
   // Creates a tensor with its rows copied from `rows` (num_rows * row bytes), or
@@ -70,6 +75,11 @@ class TensorTable {
   int64_t node_start_, num_nodes_, edge_start_, num_edges_;
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<ServedTensor>> tensors_;
+  // Owner: bumped on every delete. Others: compared with the cached value to
+  // drop attachments to deleted segments.
+  std::unique_ptr<client::TensorGeneration> generation_;
+  uint64_t cached_generation_ = 0;
+  std::chrono::milliseconds attach_timeout_;
 };
 
 }  // namespace dgld::graph_server

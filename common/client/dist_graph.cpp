@@ -1,0 +1,299 @@
+#include "common/client/dist_graph.h"
+
+#include <algorithm>
+#include <functional>
+#include <numeric>
+
+#include "common/client/cluster.h"
+#include "common/client/local_partition.h"
+#include "common/shm/shared_tensor.h"
+
+namespace dgld::client {
+
+namespace {
+
+// Positions of `ids` grouped by owner machine; -1 owner is an error naming the id.
+struct Groups {
+  std::vector<std::vector<int64_t>> ids;   // [machine] ids in input order
+  std::vector<std::vector<size_t>> where;  // [machine] their positions in the input
+  std::vector<int> remote;                 // machines other than the caller's with ids
+};
+
+// Groups node (or edge) ids by the machine that owns them.
+Result<Groups> group_by_owner(const Cluster& c, std::span<const int64_t> ids, bool edge,
+                              const char* what) {
+  const auto& book = c.partition_book();
+  const int me = c.machine_id();
+  Groups g;
+  g.ids.resize(c.num_machines());
+  g.where.resize(c.num_machines());
+  for (size_t k = 0; k < ids.size(); ++k) {
+    const int m = edge ? book.edge_partition(ids[k]) : book.node_partition(ids[k]);
+    if (m < 0) {
+      return invalid_argument(std::string(what) + " id " + std::to_string(ids[k]) +
+                              " is not in [0, " +
+                              std::to_string(edge ? book.num_edges() : book.num_nodes()) + ")");
+    }
+    g.ids[m].push_back(ids[k]);
+    g.where[m].push_back(k);
+  }
+  for (int m = 0; m < c.num_machines(); ++m) {
+    if (m != me && !g.ids[m].empty()) g.remote.push_back(m);
+  }
+  return g;
+}
+
+// Runs fn(m) for every machine with ids, all at once (the caller's machine on this thread).
+Status for_each_group(Cluster& c, const Groups& g, const std::function<Status(int)>& fn) {
+  std::vector<int> todo = g.remote;
+  if (!g.ids[c.machine_id()].empty()) todo.push_back(c.machine_id());
+  return c.for_each_machine(todo, fn);
+}
+
+// The in-edges of the partition's inner nodes (rows = inner local ids), as the server samples them.
+AdjacencyView inner_in_edges(const MappedPartition& p) {
+  AdjacencyView v;
+  const auto ni = static_cast<size_t>(p.num_inner_nodes());
+  v.indptr = p.in_edges().indptr.first(ni + 1);
+  const auto ne = static_cast<size_t>(v.indptr[ni]);
+  v.indices = p.in_edges().indices.first(ne);
+  v.eids = p.in_edges().eids.first(ne);
+  return v;
+}
+
+}  // namespace
+
+const std::string& DistGraph::graph_name() const { return cluster_->config().graph_name; }
+int64_t DistGraph::num_nodes() const { return cluster_->config().num_nodes; }
+int64_t DistGraph::num_edges() const { return cluster_->config().num_edges; }
+const RangePartitionBook& DistGraph::partition_book() const { return cluster_->partition_book(); }
+int DistGraph::rank() const { return cluster_->rank(); }
+Status DistGraph::barrier(const std::string& name, std::chrono::milliseconds timeout) {
+  return cluster_->barrier(name, timeout);
+}
+
+std::string DistGraph::full_name(const std::string& name, bool edge) const {
+  if (name.find('/') != std::string::npos) return name;
+  return (edge ? cluster_->config().etype : cluster_->config().ntype) + "/" + name;
+}
+
+Result<DistTensor> DistGraph::ndata(const std::string& name) const {
+  return DistTensor::open(*cluster_, full_name(name, false));
+}
+Result<DistTensor> DistGraph::edata(const std::string& name) const {
+  return DistTensor::open(*cluster_, full_name(name, true));
+}
+
+Result<std::vector<int64_t>> DistGraph::degrees(std::span<const int64_t> ids, bool out) const {
+  Cluster& c = *cluster_;
+  const int me = c.machine_id();
+  const auto& book = c.partition_book();
+  DGLD_ASSIGN_OR_RETURN(Groups g, group_by_owner(c, ids, false, "node"));
+  std::vector<int64_t> deg(ids.size());
+  DGLD_RETURN_IF_ERROR(for_each_group(c, g, [&](int m) -> Status {
+    if (m == me) {
+      const MappedPartition& p = c.local().graph();
+      const AdjacencyView& adj = out ? p.out_edges() : p.in_edges();
+      const int64_t first = book.node_range(me).start;
+      for (size_t i = 0; i < g.ids[m].size(); ++i)
+        deg[g.where[m][i]] = adj.degree(g.ids[m][i] - first);
+      return Status::ok();
+    }
+    auto r = c.server_for(m).degrees(g.ids[m], out);
+    if (!r.is_ok())
+      return r.status().with_context((out ? "out_degrees" : "in_degrees") +
+                                     std::string(" on machine ") + std::to_string(m));
+    if (r->size() != g.ids[m].size()) {
+      return protocol_error(c.server_for(m).peer() + ": " + std::to_string(r->size()) +
+                            " degrees for " + std::to_string(g.ids[m].size()) + " nodes");
+    }
+    for (size_t i = 0; i < r->size(); ++i) deg[g.where[m][i]] = (*r)[i];
+    return Status::ok();
+  }));
+  return deg;
+}
+
+Result<std::vector<int64_t>> DistGraph::in_degrees(std::span<const int64_t> ids) const {
+  return degrees(ids, false);
+}
+Result<std::vector<int64_t>> DistGraph::out_degrees(std::span<const int64_t> ids) const {
+  return degrees(ids, true);
+}
+
+Result<Edges> DistGraph::find_edges(std::span<const int64_t> eids) const {
+  Cluster& c = *cluster_;
+  const int me = c.machine_id();
+  const auto& book = c.partition_book();
+  DGLD_ASSIGN_OR_RETURN(Groups g, group_by_owner(c, eids, true, "edge"));
+  Edges out;
+  out.src.resize(eids.size());
+  out.dst.resize(eids.size());
+  DGLD_RETURN_IF_ERROR(for_each_group(c, g, [&](int m) -> Status {
+    if (m == me) {
+      // Inner edges are positions [0, num_inner_edges) of the in-CSC, in global id order.
+      const MappedPartition& p = c.local().graph();
+      const AdjacencyView adj = inner_in_edges(p);
+      const auto globals = p.node_global_ids();
+      const int64_t first = book.edge_range(me).start;
+      for (size_t i = 0; i < g.ids[m].size(); ++i) {
+        const int64_t pos = g.ids[m][i] - first;
+        const auto row =
+            std::upper_bound(adj.indptr.begin(), adj.indptr.end(), pos) - adj.indptr.begin() - 1;
+        out.src[g.where[m][i]] = globals[adj.indices[pos]];
+        out.dst[g.where[m][i]] = globals[row];
+      }
+      return Status::ok();
+    }
+    auto r = c.server_for(m).find_edges(g.ids[m]);
+    if (!r.is_ok()) return r.status().with_context("find_edges on machine " + std::to_string(m));
+    if (r->src.size() != g.ids[m].size() || r->dst.size() != g.ids[m].size()) {
+      return protocol_error(c.server_for(m).peer() + ": find_edges answered " +
+                            std::to_string(r->src.size()) + " edges for " +
+                            std::to_string(g.ids[m].size()));
+    }
+    for (size_t i = 0; i < r->src.size(); ++i) {
+      out.src[g.where[m][i]] = r->src[i];
+      out.dst[g.where[m][i]] = r->dst[i];
+    }
+    return Status::ok();
+  }));
+  return out;
+}
+
+Result<std::vector<int64_t>> DistGraph::node_split(const std::string& mask_name, bool force_even,
+                                                   bool use_trainer_ids) const {
+  Cluster& c = *cluster_;
+  std::vector<int64_t> all(static_cast<size_t>(num_nodes()));
+  std::iota(all.begin(), all.end(), 0);
+  DGLD_ASSIGN_OR_RETURN(DistTensor mask, ndata(mask_name));
+  if (mask.dtype() != DType::uint8 || mask.row_bytes() != 1) {
+    return invalid_argument("node_split: mask '" + mask.name() +
+                            "' must be a uint8 node tensor with one value per node");
+  }
+  DGLD_ASSIGN_OR_RETURN(std::vector<uint8_t> bits, mask.pull(all));
+  std::vector<int64_t> trainer_ids;
+  if (use_trainer_ids) {
+    DGLD_ASSIGN_OR_RETURN(DistTensor tid, ndata("trainer_id"));
+    DGLD_ASSIGN_OR_RETURN(trainer_ids, tid.pull_as<int64_t>(all));
+  }
+  const int per_machine = std::max(1, c.num_trainers() / c.num_machines());
+  if (c.rank() / per_machine != c.machine_id()) {
+    return invalid_argument("node_split: trainer rank " + std::to_string(c.rank()) +
+                            " on machine " + std::to_string(c.machine_id()) +
+                            " breaks DGL's layout (machine m runs ranks m*" +
+                            std::to_string(per_machine) + " .. m*" + std::to_string(per_machine) +
+                            "+" + std::to_string(per_machine - 1) + "); request ranks accordingly");
+  }
+  SplitRank who{c.machine_id(), c.rank(), c.num_trainers()};
+  return client::node_split(std::span<const uint8_t>(bits), partition_book(), who,
+                            SplitOptions{force_even, trainer_ids});
+}
+
+// ---- DistNeighborSource ----------------------------------------------------
+
+DistNeighborSource::DistNeighborSource(Cluster& cluster, DistSampleOptions options)
+    : cluster_(&cluster), options_(std::move(options)) {}
+
+Result<std::span<const float>> DistNeighborSource::local_weights() {
+  if (options_.prob.empty()) return std::span<const float>();
+  DGLD_ASSIGN_OR_RETURN(shm::SharedTensor * t, cluster_->local().tensor(options_.prob));
+  if (t->dtype() != DType::float32 || t->row_bytes() != sizeof(float)) {
+    return invalid_argument("sample_neighbors prob '" + options_.prob +
+                            "' must be a float32 edge tensor with one value per edge");
+  }
+  return std::span<const float>(static_cast<const float*>(t->data()),
+                                static_cast<size_t>(t->num_rows()));
+}
+
+Result<SampledEdges> DistNeighborSource::sample(std::span<const int64_t> seeds,
+                                                const SampleOptions& opt) {
+  Cluster& c = *cluster_;
+  const int me = c.machine_id();
+  const auto& book = c.partition_book();
+  if (opt.fanout < -1 || opt.fanout > INT32_MAX) {
+    return invalid_argument("sample_neighbors: fanout " + std::to_string(opt.fanout) +
+                            " is out of range");
+  }
+  if (options_.out_edges && !options_.prob.empty()) {
+    return invalid_argument("weighted sampling of out-edges is not supported");
+  }
+  DGLD_ASSIGN_OR_RETURN(Groups g, group_by_owner(c, seeds, false, "seed"));
+  // Remote groups first, so they are in flight while the local seeds are sampled.
+  SampleRequest req;
+  req.fanout = static_cast<int>(opt.fanout);
+  req.out_edges = options_.out_edges;
+  req.replace = opt.replace;
+  req.prob = options_.prob;
+  req.seed = opt.rng_seed;
+  std::vector<net::PendingCall> calls;
+  for (int m : g.remote) calls.push_back(c.server_for(m).start_sample(g.ids[m], req));
+
+  std::vector<Edges> parts(c.num_machines());
+  Status first;
+  if (!g.ids[me].empty()) {
+    const MappedPartition& p = c.local().graph();
+    const AdjacencyView adj = options_.out_edges ? p.out_edges() : inner_in_edges(p);
+    std::vector<int64_t> rows(g.ids[me]);
+    for (auto& r : rows) r -= book.node_range(me).start;
+    auto weights = local_weights();
+    if (!weights.is_ok()) {
+      first = weights.status();
+    } else {
+      SampleExtras extras{.weights = *weights, .stream_keys = g.ids[me], .pool = options_.pool};
+      auto e = sample_neighbors(adj, rows, opt, extras);
+      if (e.is_ok()) {
+        first = map_to_global(e->src, p.node_global_ids());
+        if (first.is_ok()) first = map_to_global(e->dst, p.node_global_ids());
+        if (options_.out_edges) std::swap(e->src, e->dst);
+        parts[me] = Edges{std::move(e->src), std::move(e->dst), std::move(e->eid)};
+      } else {
+        first = e.status();
+      }
+      first = first.with_context("sample_neighbors on machine " + std::to_string(me) + " (local)");
+    }
+  }
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const int m = g.remote[i];
+    auto r = c.server_for(m).finish_sample(calls[i]);  // every call is waited for
+    if (!first.is_ok()) continue;
+    if (!r.is_ok()) {
+      first = r.status().with_context("sample_neighbors on machine " + std::to_string(m));
+    } else {
+      parts[m] = std::move(*r);
+    }
+  }
+  DGLD_RETURN_IF_ERROR(first);
+
+  // Each part is grouped by seed in its group's order; emit in seed order.
+  std::vector<size_t> cursor(c.num_machines(), 0);
+  SampledEdges out;
+  size_t total = 0;
+  for (const auto& e : parts) total += e.eid.size();
+  out.reserve(total);
+  std::vector<int> owner_of(seeds.size());
+  for (int m = 0; m < c.num_machines(); ++m) {
+    for (size_t w : g.where[m]) owner_of[w] = m;
+  }
+  for (size_t k = 0; k < seeds.size(); ++k) {
+    const int m = owner_of[k];
+    const Edges& e = parts[m];
+    const std::vector<int64_t>& key = options_.out_edges ? e.src : e.dst;
+    size_t& at = cursor[m];
+    while (at < key.size() && key[at] == seeds[k]) {
+      out.src.push_back(e.src[at]);
+      out.dst.push_back(e.dst[at]);
+      out.eid.push_back(e.eid[at]);
+      ++at;
+    }
+  }
+  for (int m = 0; m < c.num_machines(); ++m) {
+    if (cursor[m] != parts[m].eid.size()) {
+      return protocol_error("sample_neighbors: machine " + std::to_string(m) + " returned " +
+                            std::to_string(parts[m].eid.size() - cursor[m]) +
+                            " edges whose seed is out of order or not asked for");
+    }
+  }
+  return out;
+}
+
+}  // namespace dgld::client

@@ -1,0 +1,465 @@
+// The client library against real graph-server processes: two machines on
+// loopback (each line of ip_config one simulated machine), trainers as
+// Cluster objects with explicit machine ids in this process.
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <future>
+#include <map>
+#include <random>
+#include <set>
+#include <thread>
+#include <unordered_map>
+
+#include "common/client/cluster.h"
+#include "common/client/dist_graph.h"
+#include "common/client/dist_tensor.h"
+#include "common/client/local_partition.h"
+#include "common/net/io_threads.h"
+#include "common/partition/partition.h"
+#include "common/sampling/multi_layer_sampler.h"
+#include "tests/support/process.h"
+
+using namespace dgld;
+using namespace dgld::client;
+using namespace dgld::testing;
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path graph_server_bin() { return build_root() / "daemons/graph_server/graph-server"; }
+fs::path partition_bin() { return build_root() / "launcher/partition/dgl-partition"; }
+
+// One generated graph in 2 partitions, and the whole graph rebuilt from them
+// (rows = global ids, neighbours in the partitions' order).
+struct Dataset {
+  TempDir dir{"dgld-client-data"};
+  fs::path json;
+  PartitionConfig config;
+  std::vector<std::unique_ptr<MappedPartition>> parts;
+  std::unordered_map<int64_t, std::pair<int64_t, int64_t>> edges;  // eid -> (src, dst)
+  std::vector<int64_t> in_indptr{0}, in_indices, in_eids, out_indptr{0}, out_indices, out_eids;
+  AdjacencyView in_view() const { return {in_indptr, in_indices, in_eids}; }
+  AdjacencyView out_view() const { return {out_indptr, out_indices, out_eids}; }
+
+  Dataset() {
+    json = dir.path() / "parts/g.json";
+    auto p = Process::start(
+        {partition_bin(), "--generate", "sbm:nodes=4000,avg_degree=8,classes=4,feat_dim=8,seed=5",
+         "--num-parts", "2", "--graph-name", "g", "--output", (dir.path() / "parts").string()},
+        dir.path() / "partition.log");
+    if (p.wait(120s) != 0) FAIL("dgl-partition failed: " << p.log());
+    config = *load_part_config(json);
+    for (int i = 0; i < 2; ++i) {
+      auto mp = open_partition(config, i, true);
+      REQUIRE(mp.is_ok());
+      parts.push_back(std::move(*mp));
+      const auto& P = *parts.back();
+      const auto g = P.node_global_ids();
+      for (int64_t v = 0; v < P.num_inner_nodes(); ++v) {
+        const auto& in = P.in_edges();
+        for (int64_t k = in.indptr[v]; k < in.indptr[v + 1]; ++k) {
+          edges[in.eids[k]] = {g[in.indices[k]], g[v]};
+          in_indices.push_back(g[in.indices[k]]);
+          in_eids.push_back(in.eids[k]);
+        }
+        in_indptr.push_back(static_cast<int64_t>(in_indices.size()));
+        const auto& out = P.out_edges();
+        for (int64_t k = out.indptr[v]; k < out.indptr[v + 1]; ++k) {
+          out_indices.push_back(g[out.indices[k]]);
+          out_eids.push_back(out.eids[k]);
+        }
+        out_indptr.push_back(static_cast<int64_t>(out_indices.size()));
+      }
+    }
+  }
+  int owner(int64_t v) const { return v < config.node_map[0].end ? 0 : 1; }
+  const void* feature_row(int64_t v) const {
+    const int m = owner(v);
+    const TensorView* f = parts[m]->node_tensor("_N/features");
+    return f->data + (v - config.node_map[m].start) * f->row_size() * sizeof(float);
+  }
+};
+
+Dataset& dataset() {
+  static Dataset d;
+  return d;
+}
+
+// graph-server processes for the dataset on fresh ports.
+struct Job {
+  TempDir dir{"dgld-client-job"};
+  uint16_t base;
+  int per_machine;
+  fs::path ip_config;
+  std::deque<Process> servers;
+
+  explicit Job(int servers_per_machine = 1)
+      : base(free_port_range(24)), per_machine(servers_per_machine) {
+    ip_config = dir.path() / "ip_config.txt";
+    std::ofstream(ip_config) << "127.0.0.1 " << base << "\n127.0.0.1 " << base + 10 << "\n";
+    for (int id = 0; id < 2 * per_machine; ++id) {
+      servers.push_back(
+          Process::start({graph_server_bin(), "--part-config", dataset().json.string(),
+                          "--ip-config", ip_config.string(), "--server-id", std::to_string(id),
+                          "--num-servers", std::to_string(per_machine), "--heartbeat-interval-ms",
+                          "200", "--heartbeat-timeout-ms", "1000"},
+                         dir.path() / ("server" + std::to_string(id) + ".log")));
+    }
+    for (auto& s : servers) REQUIRE(s.wait_for_log("listening on", 60s));
+  }
+  ~Job() {
+    for (auto& s : servers) s.signal(SIGTERM);
+    for (auto& s : servers) s.wait(10s);
+  }
+  ClusterOptions options(int machine, int rank = -1) const {
+    ClusterOptions o;
+    o.ip_config = ip_config;
+    o.part_config = dataset().json;
+    o.machine_id = machine;
+    o.num_servers = per_machine;
+    o.requested_rank = rank;
+    o.connect_timeout = 20s;
+    o.call_timeout = 20s;
+    o.attach_timeout = 20s;
+    return o;
+  }
+  std::unique_ptr<Cluster> trainer(int machine, int rank) const {
+    auto c = Cluster::connect(options(machine, rank));
+    if (!c.is_ok()) FAIL(c.status().to_string());
+    return std::move(*c);
+  }
+};
+
+// Mixed ids of both machines, with repeats.
+std::vector<int64_t> mixed_ids(int count, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<int64_t> ids;
+  for (int i = 0; i < count; ++i)
+    ids.push_back(static_cast<int64_t>(rng() % dataset().config.num_nodes));
+  ids.push_back(ids[0]);
+  ids.push_back(ids[1]);
+  ids.push_back(dataset().config.num_nodes - 1);
+  ids.push_back(0);
+  return ids;
+}
+
+std::vector<int64_t> unique_ids(std::vector<int64_t> ids) {
+  std::vector<int64_t> out;
+  std::set<int64_t> seen;
+  for (int64_t v : ids) {
+    if (seen.insert(v).second) out.push_back(v);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("client: machine id detection refuses to guess") {
+  std::vector<MachineAddress> two_on_one_box = {{"127.0.0.1", 30050, 1}, {"127.0.0.1", 30060, 2}};
+  auto r = detect_machine_id(two_on_one_box, {"127.0.0.1", "10.1.2.3"}, "ip_config.txt");
+  REQUIRE_FALSE(r.is_ok());
+  CHECK(r.status().code() == StatusCode::invalid_argument);
+  CHECK(r.status().message().find("--machine-id") != std::string::npos);
+  CHECK(r.status().message().find("line 2") != std::string::npos);
+  auto none = detect_machine_id({{"10.255.255.1", 30050, 1}}, {"127.0.0.1"}, "ip_config.txt");
+  REQUIRE_FALSE(none.is_ok());
+  CHECK(none.status().message().find("--machine-id") != std::string::npos);
+  auto one =
+      detect_machine_id({{"10.255.255.1", 30050, 1}, {"127.0.0.1", 30050, 2}}, {"127.0.0.1"}, "x");
+  REQUIRE(one.is_ok());
+  CHECK(*one == 1);
+  auto local = local_ipv4_addresses();
+  REQUIRE(local.is_ok());
+  CHECK(std::count(local->begin(), local->end(), "127.0.0.1") == 1);
+
+  Job job;
+  auto opts = job.options(-1);
+  auto c = Cluster::connect(opts);
+  REQUIRE_FALSE(c.is_ok());
+  CHECK(c.status().message().find("several machines") != std::string::npos);
+}
+
+TEST_CASE("client: a cluster registers, barriers, reports health and leaves") {
+  Job job(2);
+  auto t0 = job.trainer(0, 0);
+  auto t1 = job.trainer(1, 1);
+  CHECK(t0->rank() == 0);
+  CHECK(t1->rank() == 1);
+  CHECK(t0->num_trainers() == 2);
+  CHECK(t1->machine_id() == 1);
+  auto b = std::async(std::launch::async, [&] { return t1->barrier("b1", 10s); });
+  CHECK(t0->barrier("b1", 10s).is_ok());
+  CHECK(b.get().is_ok());
+  std::this_thread::sleep_for(600ms);  // a few heartbeats
+  CHECK(t0->health().is_ok());
+
+  // A trainer that registers and then falls silent is dropped; health says so.
+  net::IoThreads io(1);
+  auto raw = ServerConnection::connect(io.context(), "127.0.0.1", job.base, 0, 10s, 10s);
+  REQUIRE(raw.is_ok());
+  auto reg = (*raw)->register_client(Role::trainer, 1, -1, 7);
+  REQUIRE(reg.is_ok());
+  Status h;
+  for (int i = 0; i < 50 && h.is_ok(); ++i) {
+    std::this_thread::sleep_for(100ms);
+    h = t0->health();
+  }
+  REQUIRE_FALSE(h.is_ok());
+  CHECK(h.message().find("trainer 7") != std::string::npos);
+  CHECK_FALSE(t0->barrier("b2", 5s).is_ok());
+  CHECK(t0->leave().is_ok());
+  CHECK(t0->leave().is_ok());  // idempotent
+}
+
+TEST_CASE("client: DistTensor pulls mixed local and remote ids with duplicates") {
+  Job job(2);
+  auto t0 = job.trainer(0, 0);
+  auto t1 = job.trainer(1, 1);
+  for (Cluster* c : {t0.get(), t1.get()}) {
+    DistGraph g(*c);
+    auto feat = g.ndata("features");
+    REQUIRE(feat.is_ok());
+    CHECK(feat->shape() == std::vector<int64_t>{dataset().config.num_nodes, 8});
+    CHECK(feat->dtype() == DType::float32);
+    auto ids = mixed_ids(3000, 17 + c->machine_id());
+    auto rows = feat->pull_as<float>(ids);
+    REQUIRE(rows.is_ok());
+    for (size_t k = 0; k < ids.size(); ++k) {
+      INFO("id " << ids[k]);
+      REQUIRE(std::memcmp(rows->data() + k * 8, dataset().feature_row(ids[k]), 32) == 0);
+    }
+    // Only local ids (no request), only remote ids, and nothing.
+    const IdRange mine = dataset().config.node_map[c->machine_id()];
+    std::vector<int64_t> local = {mine.start, mine.end - 1, mine.start + 3};
+    auto lr = feat->pull_as<float>(local);
+    REQUIRE(lr.is_ok());
+    CHECK(std::memcmp(lr->data() + 8, dataset().feature_row(mine.end - 1), 32) == 0);
+    auto empty = feat->pull(std::vector<int64_t>{});
+    REQUIRE(empty.is_ok());
+    CHECK(empty->empty());
+    auto bad = feat->pull(std::vector<int64_t>{1, dataset().config.num_nodes});
+    CHECK(bad.status().code() == StatusCode::invalid_argument);
+    auto labels = g.ndata("labels");
+    REQUIRE(labels.is_ok());
+    CHECK(labels->pull_as<int64_t>(ids).is_ok());
+    CHECK(g.ndata("nope").status().code() == StatusCode::not_found);
+  }
+}
+
+TEST_CASE("client: DistTensor create, push then pull, destroy (collective)") {
+  Job job(2);
+  auto t0 = job.trainer(0, 0);
+  auto t1 = job.trainer(1, 1);
+  const int64_t N = dataset().config.num_nodes;
+  CreateTensor spec{"emb", DType::float32, {N, 4}};
+  auto f1 = std::async(std::launch::async, [&] { return DistTensor::create(*t1, spec, 20s); });
+  auto e0 = DistTensor::create(*t0, spec, 20s);
+  auto e1 = f1.get();
+  REQUIRE(e0.is_ok());
+  REQUIRE(e1.is_ok());
+  auto ids = unique_ids(mixed_ids(500, 3));
+  std::vector<float> rows(ids.size() * 4);
+  for (size_t k = 0; k < rows.size(); ++k) rows[k] = static_cast<float>(k) * 0.5f;
+  auto zero = e1->pull_as<float>(ids);
+  REQUIRE(zero.is_ok());
+  CHECK(std::all_of(zero->begin(), zero->end(), [](float x) { return x == 0; }));
+  REQUIRE(e0->push(ids, rows.data()).is_ok());
+  // Both machines see the pushed rows, through shared memory or a server.
+  for (auto* e : {&*e0, &*e1}) {
+    auto back = e->pull_as<float>(ids);
+    REQUIRE(back.is_ok());
+    CHECK(*back == rows);
+  }
+  // Destroy: gone everywhere; create again with another shape is then possible.
+  auto d1 = std::async(std::launch::async, [&] { return e1->destroy(20s); });
+  CHECK(e0->destroy(20s).is_ok());
+  CHECK(d1.get().is_ok());
+  CHECK(DistTensor::open(*t0, "emb").status().code() == StatusCode::not_found);
+  CHECK(DistTensor::open(*t1, "emb").status().code() == StatusCode::not_found);
+  CHECK(e0->pull(ids).status().code() == StatusCode::invalid_argument);
+}
+
+namespace {
+
+// Creates, destroys and creates again "emb" with another dtype; returns the second.
+Result<DistTensor> recreate(Cluster& t0, Cluster& t1) {
+  const int64_t N = dataset().config.num_nodes;
+  for (CreateTensor spec :
+       {CreateTensor{"emb", DType::float32, {N, 4}}, CreateTensor{"emb", DType::int64, {N, 2}}}) {
+    auto f1 = std::async(std::launch::async, [&] { return DistTensor::create(t1, spec, 20s); });
+    auto e0 = DistTensor::create(t0, spec, 20s);
+    auto e1 = f1.get();
+    if (!e0.is_ok()) return e0.status();
+    if (!e1.is_ok()) return e1.status();
+    if (spec.dtype == DType::int64) return e0;
+    std::vector<int64_t> all = {0, 1, N - 1};
+    std::vector<float> ones(12, 1.0f);
+    if (Status st = e1->push(all, ones.data()); !st.is_ok()) return st;
+    for (int m = 0; m < 2; ++m) {  // every server has seen it
+      for (int j = 0; j < t0.num_servers(); ++j) {
+        auto r = t0.server(m, j).pull("emb", std::vector<int64_t>{m == 0 ? 0 : N - 1});
+        if (!r.is_ok()) return r.status();
+      }
+    }
+    auto d1 = std::async(std::launch::async, [&] { return e1->destroy(20s); });
+    if (Status st = e0->destroy(20s); !st.is_ok()) return st;
+    if (Status st = d1.get(); !st.is_ok()) return st;
+  }
+  return internal_error("unreachable");
+}
+
+}  // namespace
+
+TEST_CASE("client: a destroyed DistTensor can be created again with another dtype") {
+  Job job;
+  auto t0 = job.trainer(0, 0);
+  auto t1 = job.trainer(1, 1);
+  auto again = recreate(*t0, *t1);
+  REQUIRE(again.is_ok());
+  CHECK(again->row_bytes() == 16);
+  auto z = again->pull_as<int64_t>(unique_ids(mixed_ids(300, 8)));
+  REQUIRE(z.is_ok());
+  CHECK(std::all_of(z->begin(), z->end(), [](int64_t x) { return x == 0; }));
+}
+
+// Known server limitation: a backup server keeps its attachment to a tensor
+// that the main server deleted, so it serves the old rows after a re-create.
+// DistTensor refuses such rows (dtype check) rather than returning them.
+TEST_CASE("client: backup servers see a re-created DistTensor") {
+  Job job(2);
+  auto t0 = job.trainer(0, 0);
+  auto t1 = job.trainer(1, 1);
+  REQUIRE(recreate(*t0, *t1).is_ok());
+  auto rows = t0->server(1, 1).pull("emb", std::vector<int64_t>{dataset().config.num_nodes - 1});
+  REQUIRE(rows.is_ok());
+  CHECK(rows->dtype == DType::int64);
+}
+
+TEST_CASE("client: DistGraph degrees and find_edges across partitions") {
+  Job job;
+  auto t0 = job.trainer(0, 0);
+  DistGraph g(*t0);
+  const auto& d = dataset();
+  CHECK(g.num_nodes() == d.config.num_nodes);
+  CHECK(g.num_edges() == d.config.num_edges);
+  CHECK(g.partition_book().num_partitions() == 2);
+  auto ids = mixed_ids(800, 9);
+  auto in = g.in_degrees(ids);
+  auto out = g.out_degrees(ids);
+  REQUIRE(in.is_ok());
+  REQUIRE(out.is_ok());
+  for (size_t k = 0; k < ids.size(); ++k) {
+    CHECK((*in)[k] == d.in_view().degree(ids[k]));
+    CHECK((*out)[k] == d.out_view().degree(ids[k]));
+  }
+  std::mt19937_64 rng(4);
+  std::vector<int64_t> eids;
+  for (int i = 0; i < 500; ++i) eids.push_back(static_cast<int64_t>(rng() % d.config.num_edges));
+  eids.push_back(0);
+  eids.push_back(d.config.num_edges - 1);
+  auto fe = g.find_edges(eids);
+  REQUIRE(fe.is_ok());
+  for (size_t k = 0; k < eids.size(); ++k) {
+    CHECK(fe->src[k] == d.edges.at(eids[k]).first);
+    CHECK(fe->dst[k] == d.edges.at(eids[k]).second);
+  }
+  CHECK(g.find_edges(std::vector<int64_t>{-1}).status().code() == StatusCode::invalid_argument);
+}
+
+TEST_CASE("client: distributed sampling equals sampling the whole graph in one process") {
+  Job job(2);
+  auto t1 = job.trainer(1, 0);
+  const auto& d = dataset();
+  auto seeds = unique_ids(mixed_ids(600, 21));
+  for (bool out_edges : {false, true}) {
+    DistNeighborSource dist(*t1, DistSampleOptions{out_edges, "", nullptr});
+    LocalGraphSource whole(out_edges ? d.out_view() : d.in_view());
+    for (int64_t fanout : {3, -1, 0}) {
+      for (bool replace : {false, true}) {
+        if (replace && fanout < 0) continue;
+        INFO("out " << out_edges << " fanout " << fanout << " replace " << replace);
+        SampleOptions opt{fanout, replace, 1234};
+        auto a = dist.sample(seeds, opt);
+        auto b = whole.sample(seeds, opt);
+        REQUIRE(a.is_ok());
+        REQUIRE(b.is_ok());
+        if (out_edges) std::swap(b->src, b->dst);  // the kernel reports (neighbour, seed)
+        CHECK(a->eid == b->eid);
+        CHECK(a->src == b->src);
+        CHECK(a->dst == b->dst);
+        std::map<int64_t, int64_t> per_seed;
+        for (size_t i = 0; i < a->size(); ++i) {
+          auto e = d.edges.find(a->eid[i]);
+          REQUIRE(e != d.edges.end());
+          CHECK(e->second.first == a->src[i]);
+          CHECK(e->second.second == a->dst[i]);
+          ++per_seed[out_edges ? a->src[i] : a->dst[i]];
+        }
+        const AdjacencyView v = out_edges ? d.out_view() : d.in_view();
+        for (int64_t s : seeds) {
+          const int64_t deg = v.degree(s);
+          const int64_t expect = fanout < 0 ? deg
+                                 : replace  ? (deg ? fanout : 0)
+                                            : std::min(fanout, deg);
+          CHECK(per_seed[s] == expect);
+        }
+      }
+    }
+  }
+  // Two layers with the multi-layer sampler: the same blocks as in one process.
+  DistNeighborSource dist(*t1);
+  LocalGraphSource whole(d.in_view());
+  MultiLayerNeighborSampler sampler({10, 25});
+  std::vector<int64_t> batch(seeds.begin(), seeds.begin() + 200);
+  auto a = sampler.sample(dist, batch, 99);
+  auto b = sampler.sample(whole, batch, 99);
+  REQUIRE(a.is_ok());
+  REQUIRE(b.is_ok());
+  REQUIRE(a->blocks.size() == 2);
+  for (size_t l = 0; l < 2; ++l) {
+    CHECK(a->blocks[l].src_nodes == b->blocks[l].src_nodes);
+    CHECK(a->blocks[l].indptr == b->blocks[l].indptr);
+    CHECK(a->blocks[l].eids == b->blocks[l].eids);
+  }
+  CHECK(a->input_nodes == b->input_nodes);
+  CHECK(dist.sample(std::vector<int64_t>{d.config.num_nodes}, SampleOptions{}).status().code() ==
+        StatusCode::invalid_argument);
+}
+
+TEST_CASE("client: node_split over the servers' train mask, and shutdown_servers") {
+  Job job;
+  auto t0 = job.trainer(0, 0);
+  auto t1 = job.trainer(1, 1);
+  DistGraph g0(*t0), g1(*t1);
+  auto s0 = g0.node_split("train_mask");
+  auto s1 = g1.node_split("train_mask");
+  REQUIRE(s0.is_ok());
+  REQUIRE(s1.is_ok());
+  // Together: exactly the true ids, in two near-equal sorted slices.
+  std::vector<int64_t> expect;
+  for (int m = 0; m < 2; ++m) {
+    const TensorView* mask = dataset().parts[m]->node_tensor("_N/train_mask");
+    REQUIRE(mask);
+    for (int64_t i = 0; i < mask->num_rows(); ++i) {
+      if (mask->as<uint8_t>()[i]) expect.push_back(dataset().config.node_map[m].start + i);
+    }
+  }
+  std::vector<int64_t> both = *s0;
+  both.insert(both.end(), s1->begin(), s1->end());
+  CHECK(both == expect);
+  CHECK(s0->size() == (expect.size() + 1) / 2);
+  auto local = g1.node_split("train_mask", false);
+  REQUIRE(local.is_ok());
+  CHECK(
+      std::all_of(local->begin(), local->end(), [](int64_t v) { return dataset().owner(v) == 1; }));
+
+  t1.reset();  // leaves
+  REQUIRE(t0->shutdown_servers("test over").is_ok());
+  for (auto& s : job.servers) CHECK(s.wait(15s) == 0);
+}
