@@ -22,6 +22,7 @@
 #include "common/net/io_threads.h"
 #include "common/partition/partition.h"
 #include "common/sampling/multi_layer_sampler.h"
+#include "tests/support/partitioned_graph.h"
 #include "tests/support/process.h"
 
 using namespace dgld;
@@ -32,58 +33,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path graph_server_bin() { return build_root() / "daemons/graph_server/graph-server"; }
-fs::path partition_bin() { return build_root() / "launcher/partition/dgl-partition"; }
-
-// One generated graph in 2 partitions, and the whole graph rebuilt from them
-// (rows = global ids, neighbours in the partitions' order).
-struct Dataset {
-  TempDir dir{"dgld-client-data"};
-  fs::path json;
-  PartitionConfig config;
-  std::vector<std::unique_ptr<MappedPartition>> parts;
-  std::unordered_map<int64_t, std::pair<int64_t, int64_t>> edges;  // eid -> (src, dst)
-  std::vector<int64_t> in_indptr{0}, in_indices, in_eids, out_indptr{0}, out_indices, out_eids;
-  AdjacencyView in_view() const { return {in_indptr, in_indices, in_eids}; }
-  AdjacencyView out_view() const { return {out_indptr, out_indices, out_eids}; }
-
-  Dataset() {
-    json = dir.path() / "parts/g.json";
-    auto p = Process::start(
-        {partition_bin(), "--generate", "sbm:nodes=4000,avg_degree=8,classes=4,feat_dim=8,seed=5",
-         "--num-parts", "2", "--graph-name", "g", "--output", (dir.path() / "parts").string()},
-        dir.path() / "partition.log");
-    if (p.wait(120s) != 0) FAIL("dgl-partition failed: " << p.log());
-    config = *load_part_config(json);
-    for (int i = 0; i < 2; ++i) {
-      auto mp = open_partition(config, i, true);
-      REQUIRE(mp.is_ok());
-      parts.push_back(std::move(*mp));
-      const auto& P = *parts.back();
-      const auto g = P.node_global_ids();
-      for (int64_t v = 0; v < P.num_inner_nodes(); ++v) {
-        const auto& in = P.in_edges();
-        for (int64_t k = in.indptr[v]; k < in.indptr[v + 1]; ++k) {
-          edges[in.eids[k]] = {g[in.indices[k]], g[v]};
-          in_indices.push_back(g[in.indices[k]]);
-          in_eids.push_back(in.eids[k]);
-        }
-        in_indptr.push_back(static_cast<int64_t>(in_indices.size()));
-        const auto& out = P.out_edges();
-        for (int64_t k = out.indptr[v]; k < out.indptr[v + 1]; ++k) {
-          out_indices.push_back(g[out.indices[k]]);
-          out_eids.push_back(out.eids[k]);
-        }
-        out_indptr.push_back(static_cast<int64_t>(out_indices.size()));
-      }
-    }
-  }
-  int owner(int64_t v) const { return v < config.node_map[0].end ? 0 : 1; }
-  const void* feature_row(int64_t v) const {
-    const int m = owner(v);
-    const TensorView* f = parts[m]->node_tensor("_N/features");
-    return f->data + (v - config.node_map[m].start) * f->row_size() * sizeof(float);
-  }
+// One generated graph in 2 partitions, and the whole graph rebuilt from them.
+struct Dataset : PartitionedGraph {
+  Dataset() : PartitionedGraph("sbm:nodes=4000,avg_degree=8,classes=4,feat_dim=8,seed=5", 2, "dgld-client-data") {}
+  const void* feature_row(int64_t v) const { return node_row("_N/features", v); }
 };
 
 Dataset& dataset() {

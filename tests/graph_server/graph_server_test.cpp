@@ -21,6 +21,7 @@
 #include "common/net/io_threads.h"
 #include "common/part_config.h"
 #include "common/partition/partition.h"
+#include "tests/support/partitioned_graph.h"
 #include "tests/support/process.h"
 
 using namespace dgld;
@@ -30,42 +31,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path graph_server_bin() { return build_root() / "daemons/graph_server/graph-server"; }
-fs::path partition_bin() { return build_root() / "launcher/partition/dgl-partition"; }
-
 // One small generated graph in 2 partitions, shared by every test (read-only).
-struct Dataset {
-  TempDir dir{"dgld-gs-data"};
-  fs::path json;
-  PartitionConfig config;
-  std::vector<std::unique_ptr<MappedPartition>> parts;
-  std::unordered_map<int64_t, std::pair<int64_t, int64_t>> edges;  // eid -> (src, dst)
-
-  Dataset() {
-    json = dir.path() / "parts/g.json";
-    auto p = Process::start({partition_bin(), "--generate", "sbm:nodes=6000,avg_degree=8,classes=4,feat_dim=8,seed=3",
-                             "--num-parts", "2", "--graph-name", "g", "--output", (dir.path() / "parts").string()},
-                            dir.path() / "partition.log");
-    auto rc = p.wait(120s);
-    if (rc != 0) FAIL("dgl-partition failed: " << p.log());
-    config = *load_part_config(json);
-    for (int i = 0; i < 2; ++i) {
-      auto mp = open_partition(config, i, true);
-      REQUIRE(mp.is_ok());
-      parts.push_back(std::move(*mp));
-      const auto& P = *parts.back();
-      const auto& in = P.in_edges();
-      for (int64_t v = 0; v < P.num_inner_nodes(); ++v) {
-        for (int64_t k = in.indptr[v]; k < in.indptr[v + 1]; ++k) {
-          edges[in.eids[k]] = {P.node_global_ids()[in.indices[k]], P.node_global_ids()[v]};
-        }
-      }
-    }
-  }
-};
-
-Dataset& dataset() {
-  static Dataset d;
+PartitionedGraph& dataset() {
+  static PartitionedGraph d("sbm:nodes=6000,avg_degree=8,classes=4,feat_dim=8,seed=3", 2, "dgld-gs-data");
   return d;
 }
 
