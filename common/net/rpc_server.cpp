@@ -98,6 +98,10 @@ void RpcServer::accept_next() {
             return;
           }
           ++requests_;
+          if (opts_.inline_kinds.count(m.kind())) {
+            RequestContext ctx(c, m.header);
+            return dispatcher_.dispatch(ctx, std::move(m));
+          }
           auto shared = std::make_shared<Message>(std::move(m));
           asio::post(pool_, [this, c, shared] {
             RequestContext ctx(c, shared->header);

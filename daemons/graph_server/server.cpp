@@ -261,6 +261,8 @@ Status GraphServer::Impl::init() {
   so.name = name();
   so.handler_threads = opts.num_threads;
   so.limits = opts.limits;
+  so.inline_kinds = {static_cast<uint16_t>(fbs::MessageKind::SampleNeighbors),
+                     static_cast<uint16_t>(fbs::MessageKind::Heartbeat), static_cast<uint16_t>(fbs::MessageKind::Ping)};
   rpc = std::make_unique<net::RpcServer>(io->context(), dispatcher, so);
   rpc->set_close_callback([this](const auto& c, const Status& st) { on_connection_closed(c, st); });
   const std::string host = opts.listen_any ? "0.0.0.0" : machines[m].host;

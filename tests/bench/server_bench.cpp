@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <fstream>
 #include <iostream>
 #include <random>
@@ -37,56 +38,81 @@ namespace {
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// Bytes/s of one TCP stream from a forked child process to this one,
-// reading `chunk` bytes at a time (the size of one pull reply).
-double raw_tcp_bandwidth(size_t chunk, double seconds) {
-  int ls = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(ls, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  getsockname(ls, reinterpret_cast<sockaddr*>(&a), &len);
-  listen(ls, 1);
-  pid_t child = fork();
-  if (child == 0) {
-    int c = accept(ls, nullptr, nullptr);
-    std::vector<char> buf(chunk, 'x');
-    char go;
-    // Send one chunk per request byte, like a request/reply exchange.
-    while (read(c, &go, 1) == 1) {
-      size_t off = 0;
-      while (off < chunk) {
-        ssize_t n = write(c, buf.data() + off, chunk - off);
-        if (n <= 0) _exit(0);
-        off += static_cast<size_t>(n);
+// A TCP stream from a forked child process to this one: each round asks for
+// `chunk` bytes (the size of one pull reply) and reads them.
+class RawTcpPeer {
+ public:
+  explicit RawTcpPeer(size_t chunk) : chunk_(chunk), buf_(new char[chunk]) {
+    int ls = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(ls, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    socklen_t len = sizeof a;
+    getsockname(ls, reinterpret_cast<sockaddr*>(&a), &len);
+    listen(ls, 1);
+    child_ = fork();
+    if (child_ == 0) {
+      int c = accept(ls, nullptr, nullptr);
+      std::vector<char> out(chunk, 'x');
+      char go;
+      while (read(c, &go, 1) == 1) {
+        size_t off = 0;
+        while (off < chunk) {
+          ssize_t n = write(c, out.data() + off, chunk - off);
+          if (n <= 0) _exit(0);
+          off += static_cast<size_t>(n);
+        }
       }
+      _exit(0);
     }
-    _exit(0);
+    close(ls);
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    int one = 1;
+    setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   }
-  close(ls);
-  int s = socket(AF_INET, SOCK_STREAM, 0);
-  connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  int one = 1;
-  setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  std::unique_ptr<char[]> buf(new char[chunk]);
-  uint64_t bytes = 0;
-  auto t0 = Clock::now();
-  while (seconds_since(t0) < seconds) {
+  ~RawTcpPeer() {
+    close(fd_);
+    kill(child_, SIGTERM);
+    waitpid(child_, nullptr, 0);
+  }
+  // Bytes received in one round.
+  double round() {
     char go = 1;
-    if (write(s, &go, 1) != 1) break;
+    if (write(fd_, &go, 1) != 1) return 0;
     size_t off = 0;
-    while (off < chunk) {
-      ssize_t n = read(s, buf.get() + off, chunk - off);
+    while (off < chunk_) {
+      ssize_t n = read(fd_, buf_.get() + off, chunk_ - off);
       if (n <= 0) break;
       off += static_cast<size_t>(n);
     }
-    bytes += off;
+    return static_cast<double>(off);
   }
-  double rate = bytes / seconds_since(t0);
-  close(s);
-  kill(child, SIGTERM);
-  waitpid(child, nullptr, 0);
+
+ private:
+  size_t chunk_;
+  std::unique_ptr<char[]> buf_;
+  pid_t child_ = -1;
+  int fd_ = -1;
+};
+
+// Runs each measurement in turn for short slices until `seconds` have passed
+// for each, so a change in background load hits every side alike. A step does
+// one unit of work and returns how much (bytes, rows, seeds); the result is
+// each side's amount per second of its own time.
+std::vector<double> interleaved(double seconds, const std::vector<std::function<double()>>& steps,
+                                double slice = 0.1) {
+  std::vector<double> amount(steps.size(), 0), spent(steps.size(), 0);
+  while (spent[0] < seconds) {
+    for (size_t i = 0; i < steps.size(); ++i) {
+      auto t0 = Clock::now();
+      while (seconds_since(t0) < slice) amount[i] += steps[i]();
+      spent[i] += seconds_since(t0);
+    }
+  }
+  std::vector<double> rate(steps.size());
+  for (size_t i = 0; i < steps.size(); ++i) rate[i] = amount[i] / spent[i];
   return rate;
 }
 
@@ -176,17 +202,18 @@ int main(int argc, char** argv) {
   const size_t feat_row_bytes = probe->row_bytes();
   std::unique_ptr<uint8_t[]> dest(new uint8_t[reply_bytes]);
   std::memset(dest.get(), 0, reply_bytes);
-  uint64_t pulled = 0;
-  auto t0 = Clock::now();
-  while (seconds_since(t0) < seconds) {
-    if (Status st = conns[1]->pull_into(feature, ids1, dest.get(), feat_row_bytes); !st.is_ok()) {
-      std::cerr << st.message() << "\n";
-      return 1;
-    }
-    pulled += reply_bytes;
-  }
-  const double pull_bw = pulled / seconds_since(t0);
-  const double tcp_bw = raw_tcp_bandwidth(reply_bytes, seconds);
+  bool failed = false;
+  RawTcpPeer raw(reply_bytes);
+  auto bw = interleaved(seconds, {[&] {
+                                    Status st = conns[1]->pull_into(feature, ids1, dest.get(), feat_row_bytes);
+                                    if (!st.is_ok()) {
+                                      std::cerr << st.message() << "\n";
+                                      failed = true;
+                                    }
+                                    return static_cast<double>(reply_bytes);
+                                  },
+                                  [&] { return raw.round(); }});
+  const double pull_bw = bw[0], tcp_bw = bw[1];
 
   // 2. Local shared-memory pull vs in-process gather over the same rows.
   auto lp = client::LocalPartition::open(*config, 0, client::default_job_id(*config, (*machines)[0]),
@@ -199,79 +226,70 @@ int main(int argc, char** argv) {
   const size_t row_bytes = tv->num_bytes / static_cast<size_t>(tv->num_rows());
   auto ids0 = random_ids(config->node_map[0], 1000, 2);
   std::vector<char> buf(ids0.size() * row_bytes);
-  uint64_t shm_rows = 0, mem_rows = 0;
-  t0 = Clock::now();
-  while (seconds_since(t0) < seconds) {
-    if (!(*lp)->gather(feature, ids0, buf.data()).is_ok()) return 1;
-    shm_rows += ids0.size();
-  }
-  const double shm_rate = shm_rows / seconds_since(t0);
   const int64_t start0 = config->node_map[0].start;
-  t0 = Clock::now();
-  while (seconds_since(t0) < seconds) {
-    for (size_t i = 0; i < ids0.size(); ++i) {
-      std::memcpy(buf.data() + i * row_bytes, tv->data + static_cast<size_t>(ids0[i] - start0) * row_bytes, row_bytes);
-    }
-    mem_rows += ids0.size();
-  }
-  const double mem_rate = mem_rows / seconds_since(t0);
+  auto rows = interleaved(seconds, {[&] {
+                                      if (!(*lp)->gather(feature, ids0, buf.data()).is_ok()) failed = true;
+                                      return static_cast<double>(ids0.size());
+                                    },
+                                    [&] {
+                                      for (size_t i = 0; i < ids0.size(); ++i) {
+                                        std::memcpy(buf.data() + i * row_bytes,
+                                                    tv->data + static_cast<size_t>(ids0[i] - start0) * row_bytes,
+                                                    row_bytes);
+                                      }
+                                      return static_cast<double>(ids0.size());
+                                    }});
+  const double shm_rate = rows[0], mem_rate = rows[1];
 
-  // 3. Sampling through the server vs in process, same partition and seeds.
+  // 3. Sampling through the server (one request at a time, and the next sent
+  // before the previous reply is used: 2 in flight) vs in process, same
+  // partition, same kind of seed batches.
   const auto& P = (*lp)->graph();
   AdjacencyView inner;
   const int64_t ni = P.num_inner_nodes();
   inner.indptr = P.in_edges().indptr.first(static_cast<size_t>(ni) + 1);
   inner.indices = P.in_edges().indices.first(static_cast<size_t>(inner.indptr[ni]));
   inner.eids = P.in_edges().eids.first(static_cast<size_t>(inner.indptr[ni]));
-  uint64_t remote_seeds = 0, local_seeds = 0, round = 0;
+  uint64_t round = 0;
   client::SampleRequest req;
   req.fanout = fanout;
-  t0 = Clock::now();
-  while (seconds_since(t0) < seconds) {
-    auto seeds = random_ids(config->node_map[0], static_cast<size_t>(batch), 100 + round++);
-    req.seed = round;
-    auto r = conns[0]->sample_neighbors(seeds, req);
-    if (!r.is_ok()) return 1;
-    remote_seeds += seeds.size();
-  }
-  const double remote_sps = remote_seeds / seconds_since(t0);
-  // The way a sampler uses the server: the next batch's request is sent before
-  // the previous reply is consumed (2 in flight).
-  uint64_t piped_seeds = 0;
-  round = 0;
+  auto next_seeds = [&] { return random_ids(config->node_map[0], static_cast<size_t>(batch), 100 + round++); };
   std::deque<net::PendingCall> inflight;
-  std::deque<size_t> inflight_n;
-  t0 = Clock::now();
-  while (seconds_since(t0) < seconds || !inflight.empty()) {
-    while (inflight.size() < 2 && seconds_since(t0) < seconds) {
-      auto seeds = random_ids(config->node_map[0], static_cast<size_t>(batch), 100 + round++);
-      req.seed = round;
-      inflight.push_back(conns[0]->start_sample(seeds, req));
-      inflight_n.push_back(seeds.size());
-    }
-    if (inflight.empty()) break;
-    auto r = conns[0]->finish_sample(inflight.front());
-    if (!r.is_ok()) return 1;
-    piped_seeds += inflight_n.front();
+  auto sps = interleaved(seconds, {[&] {
+                                     auto seeds = next_seeds();
+                                     req.seed = round;
+                                     if (!conns[0]->sample_neighbors(seeds, req).is_ok()) failed = true;
+                                     return static_cast<double>(seeds.size());
+                                   },
+                                   [&] {
+                                     // Keep 2 requests in flight; each step retires one.
+                                     while (inflight.size() < 2) {
+                                       auto seeds = next_seeds();
+                                       req.seed = round;
+                                       inflight.push_back(conns[0]->start_sample(seeds, req));
+                                     }
+                                     if (!conns[0]->finish_sample(inflight.front()).is_ok()) failed = true;
+                                     inflight.pop_front();
+                                     return static_cast<double>(batch);
+                                   },
+                                   [&] {
+                                     auto seeds = next_seeds();
+                                     for (auto& v : seeds) v -= start0;
+                                     SampleOptions so;
+                                     so.fanout = fanout;
+                                     so.rng_seed = round;
+                                     auto r = sample_neighbors(inner, seeds, so);
+                                     if (!r.is_ok()) failed = true;
+                                     std::vector<int64_t> src = r->src;
+                                     (void)map_to_global(src, P.node_global_ids());
+                                     return static_cast<double>(seeds.size());
+                                   }});
+  while (!inflight.empty()) {
+    (void)conns[0]->finish_sample(inflight.front());
     inflight.pop_front();
-    inflight_n.pop_front();
   }
-  const double piped_sps = piped_seeds / seconds_since(t0);
-  round = 0;
-  t0 = Clock::now();
-  while (seconds_since(t0) < seconds) {
-    auto seeds = random_ids(config->node_map[0], static_cast<size_t>(batch), 100 + round++);
-    for (auto& s : seeds) s -= start0;
-    SampleOptions so;
-    so.fanout = fanout;
-    so.rng_seed = round;
-    auto r = sample_neighbors(inner, seeds, so);
-    if (!r.is_ok()) return 1;
-    std::vector<int64_t> src = r->src;
-    (void)map_to_global(src, P.node_global_ids());
-    local_seeds += seeds.size();
-  }
-  const double local_sps = local_seeds / seconds_since(t0);
+  if (failed) return 1;
+  const double remote_sps = sps[0], piped_sps = sps[1], local_sps = sps[2];
 
   std::printf("%-44s %14s %14s\n", "measurement", "dgld", "baseline");
   std::printf("%-44s %11.0f MB/s %11.0f MB/s\n", "remote pull, reply bytes (raw TCP stream)", pull_bw / 1e6, tcp_bw / 1e6);
