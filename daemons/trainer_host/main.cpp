@@ -1,0 +1,33 @@
+// trainer-host: trains a GNN with LibTorch (docs/architecture.md). For now only
+// DGL's standalone mode: one partition, one process, no servers.
+#include <iostream>
+
+#include "common/file_util.h"
+#include "common/logging.h"
+#include "daemons/trainer_host/options.h"
+
+using namespace dgld;
+
+int main(int argc, char** argv) {
+  auto parsed = trainer::parse_trainer_host_options(argc, argv);
+  if (parsed.exit_code >= 0) return parsed.exit_code;
+  const auto& o = parsed.options;
+  if (Status st = setup_logging(o.log); !st.is_ok()) {
+    std::cerr << "trainer-host: " << st.message() << "\n";
+    return 2;
+  }
+  auto log = logger("trainer");
+  auto result = trainer::train_standalone(o.part_config, o.train);
+  if (!result.is_ok()) {
+    log->error("{}", result.status().message());
+    return 1;
+  }
+  log->info("done: val acc {:.4f}, test acc {:.4f}, {:.1f} s", result->val_acc, result->test_acc, result->total_time_s);
+  if (!o.metrics_out.empty()) {
+    if (Status st = write_file_atomic(o.metrics_out, trainer::metrics_json(*result)); !st.is_ok()) {
+      log->error("writing --metrics-out: {}", st.message());
+      return 1;
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,69 @@
+#pragma once
+// The GNN models trainer-host trains: GraphSAGE (mean aggregator), GCN and GAT,
+// each a stack of layers that run over sampled blocks (common/sampling/block.h),
+// input layer first, as DGL's examples build them.
+//
+// This header is torch-free so that options parsing, tools and tests that only
+// configure a model do not pay for LibTorch. The layers and the forward pass
+// live behind Model::Impl, in the private header model_impl.h (training code
+// only).
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+
+namespace dgld::trainer {
+
+enum class ModelKind { sage, gcn, gat };
+
+// "sage" | "gcn" | "gat"; invalid_argument naming the known kinds otherwise.
+Result<ModelKind> parse_model_kind(std::string_view name);
+const char* model_kind_name(ModelKind kind);
+
+// Shape of a model. Hidden layers have num_hidden units (per head for GAT,
+// whose hidden layers concatenate their heads and whose output layer averages
+// them, as DGL's GAT example); the last layer has num_classes outputs.
+struct ModelConfig {
+  ModelKind kind = ModelKind::sage;
+  int64_t in_dim = 0;
+  int64_t num_hidden = 16;
+  int64_t num_classes = 0;
+  int num_layers = 2;     // must equal the number of blocks of every batch
+  double dropout = 0.5;   // applied after the activation between layers
+  int num_heads = 1;      // GAT only
+};
+
+// invalid_argument naming the field when a size is not positive or dropout is
+// outside [0, 1).
+Status validate_model_config(const ModelConfig& config);
+
+// A model with its parameters. Owns a LibTorch module (Model::Impl, see
+// model_impl.h). Not thread-safe: one trainer thread uses it.
+class Model {
+ public:
+  struct Impl;
+
+  // Builds the layers with weights drawn from torch's global generator (seed it
+  // first with torch::manual_seed for reproducible runs).
+  static Result<std::unique_ptr<Model>> create(const ModelConfig& config);
+  ~Model();
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+  const ModelConfig& config() const;
+  int64_t num_parameters() const;
+  // "sage(in=1433, hidden=16, classes=7, layers=2)" for logs.
+  std::string describe() const;
+
+  Impl& impl() { return *impl_; }
+  const Impl& impl() const { return *impl_; }
+
+ private:
+  explicit Model(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace dgld::trainer

@@ -1,0 +1,202 @@
+// Layer unit tests on a hand-built block: exact aggregation values, zero-degree
+// dst nodes, and the shape checks of the forward pass.
+#include "daemons/trainer_host/model_impl.h"
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <vector>
+
+using namespace dgld;
+using namespace dgld::trainer;
+
+namespace {
+
+// dst {10, 11, 12}; src {10, 11, 12, 13}.
+// dst 0 <- src 1, src 3;  dst 1 <- src 0;  dst 2: no in-edges.
+Block small_block() {
+  Block b;
+  b.dst_nodes = {10, 11, 12};
+  b.src_nodes = {10, 11, 12, 13};
+  b.indptr = {0, 2, 3, 3};
+  b.indices = {1, 3, 0};
+  b.eids = {100, 101, 102};
+  return b;
+}
+
+torch::Tensor h_src4() { return torch::tensor({1.f, 2.f, 3.f, 4.f, 5.f, 6.f, 7.f, 8.f}).view({4, 2}); }
+
+void expect_rows(const torch::Tensor& t, const std::vector<std::vector<float>>& want) {
+  REQUIRE(t.dim() == 2);
+  REQUIRE(t.size(0) == static_cast<int64_t>(want.size()));
+  for (size_t i = 0; i < want.size(); ++i) {
+    REQUIRE(t.size(1) == static_cast<int64_t>(want[i].size()));
+    for (size_t j = 0; j < want[i].size(); ++j) {
+      INFO("row " << i << " col " << j);
+      CHECK(t[i][j].item<float>() == Approx(want[i][j]).margin(1e-5));
+    }
+  }
+}
+
+BlockTensors tensors(const Block& b) {
+  auto t = make_block_tensors(b);
+  REQUIRE(t.is_ok());
+  return std::move(t).value();
+}
+
+}  // namespace
+
+TEST_CASE("block tensors list each edge with its dst and the in-degrees") {
+  auto t = tensors(small_block());
+  CHECK(t.num_src == 4);
+  CHECK(t.num_dst == 3);
+  CHECK(t.num_edges() == 3);
+  CHECK(torch::equal(t.src, torch::tensor({1, 3, 0}, torch::kInt64)));
+  CHECK(torch::equal(t.dst, torch::tensor({0, 0, 1}, torch::kInt64)));
+  CHECK(torch::equal(t.in_deg, torch::tensor({2.f, 1.f, 0.f})));
+}
+
+TEST_CASE("malformed blocks are rejected with a message") {
+  Block b = small_block();
+  b.indices[1] = 4;  // src index past num_src
+  auto r = make_block_tensors(b);
+  REQUIRE_FALSE(r.is_ok());
+  CHECK(r.status().message().find("src index 4") != std::string::npos);
+  b = small_block();
+  b.indptr = {0, 2, 3};
+  CHECK_FALSE(make_block_tensors(b).is_ok());
+}
+
+TEST_CASE("mean aggregation: exact values, zero-degree dst gives 0") {
+  auto t = tensors(small_block());
+  expect_rows(aggregate_sum(t, h_src4()), {{10, 12}, {1, 2}, {0, 0}});
+  expect_rows(aggregate_mean(t, h_src4()), {{5, 6}, {1, 2}, {0, 0}});
+}
+
+TEST_CASE("SAGEConv mean: W_self h_dst + W_neigh mean(h_src) + b") {
+  auto t = tensors(small_block());
+  SageConv conv(2, 2);
+  {
+    torch::NoGradGuard g;
+    conv->fc_self->weight.copy_(torch::eye(2));
+    conv->fc_neigh->weight.copy_(2 * torch::eye(2));
+    conv->bias.copy_(torch::tensor({0.5f, -0.5f}));
+  }
+  // dst 0: (1,2) + 2*(5,6) + b;  dst 1: (3,4) + 2*(1,2) + b;  dst 2: (5,6) + 0 + b.
+  expect_rows(conv->forward(t, h_src4()), {{11.5, 13.5}, {5.5, 7.5}, {5.5, 5.5}});
+
+  SECTION("in > out applies W_neigh before aggregating, with the same result") {
+    SageConv narrow(2, 1);
+    {
+      torch::NoGradGuard g;
+      narrow->fc_self->weight.copy_(torch::tensor({{1.f, 1.f}}));
+      narrow->fc_neigh->weight.copy_(torch::tensor({{1.f, -1.f}}));
+      narrow->bias.fill_(1.f);
+    }
+    // dst 0: 3 + (5-6) + 1;  dst 1: 7 + (1-2) + 1;  dst 2: 11 + 0 + 1.
+    expect_rows(narrow->forward(t, h_src4()), {{3}, {7}, {12}});
+  }
+}
+
+TEST_CASE("GraphConv norm both with a self edge per dst") {
+  auto t = tensors(small_block());
+  GraphConv conv(2, 2);
+  {
+    torch::NoGradGuard g;
+    conv->weight.copy_(torch::eye(2));
+    conv->bias.zero_();
+  }
+  // Edges with self edges: 1->0, 3->0, 0->0, 0->1, 1->1, 2->2.
+  // d_out: src0 2, src1 2, src2 1, src3 1;  d_in: dst0 3, dst1 2, dst2 1.
+  const float r2 = std::sqrt(2.f), r3 = std::sqrt(3.f);
+  auto row = [&](float a, float b) { return std::vector<float>{a, b}; };
+  expect_rows(conv->forward(t, h_src4()),
+              {row((3 / r2 + 7 + 1 / r2) / r3, (4 / r2 + 8 + 2 / r2) / r3),
+               row((1 / r2 + 3 / r2) / r2, (2 / r2 + 4 / r2) / r2),
+               row(5, 6)});
+}
+
+TEST_CASE("GATConv: edge softmax over in-edges, zero-degree dst gets the bias") {
+  auto t = tensors(small_block());
+  GatConv conv(2, 2, 1);
+  {
+    torch::NoGradGuard g;
+    conv->fc->weight.copy_(torch::eye(2));
+    conv->attn_l.zero_();
+    conv->attn_r.zero_();
+    conv->bias.copy_(torch::tensor({0.25f, 0.75f}));
+  }
+  SECTION("zero attention weights give the mean") {
+    auto out = conv->forward(t, h_src4());
+    REQUIRE(out.sizes() == torch::IntArrayRef({3, 1, 2}));
+    expect_rows(out.squeeze(1), {{5.25, 6.75}, {1.25, 2.75}, {0.25, 0.75}});
+  }
+  SECTION("attention from the source's first feature") {
+    {
+      torch::NoGradGuard g;
+      conv->attn_l.copy_(torch::tensor({1.f, 0.f}).view({1, 1, 2}));
+    }
+    // dst 0: scores 3 (src 1) and 7 (src 3), both positive so LeakyReLU keeps them.
+    const float a1 = std::exp(3.f) / (std::exp(3.f) + std::exp(7.f)), a3 = 1 - a1;
+    auto out = conv->forward(t, h_src4()).squeeze(1);
+    expect_rows(out, {{a1 * 3 + a3 * 7 + 0.25f, a1 * 4 + a3 * 8 + 0.75f}, {1.25, 2.75}, {0.25, 0.75}});
+  }
+  SECTION("several heads") {
+    GatConv multi(2, 3, 4);
+    auto out = multi->forward(t, h_src4());
+    CHECK(out.sizes() == torch::IntArrayRef({3, 4, 3}));
+  }
+}
+
+TEST_CASE("forward checks the blocks against the model and trains end to end") {
+  // Two layers: block 0 (4 src -> 3 dst, the small block), block 1 (3 src -> 2 dst).
+  Block b1;
+  b1.dst_nodes = {10, 11};
+  b1.src_nodes = {10, 11, 12};
+  b1.indptr = {0, 1, 3};
+  b1.indices = {2, 0, 2};
+  b1.eids = {1, 2, 3};
+  MiniBatch batch;
+  batch.blocks = {small_block(), b1};
+  batch.seeds = b1.dst_nodes;
+  batch.input_nodes = batch.blocks[0].src_nodes;
+  const std::vector<float> rows = {1, 2, 3, 4, 5, 6, 7, 8};
+
+  auto input = make_model_input(batch, rows, 2);
+  REQUIRE(input.is_ok());
+  CHECK(torch::equal(input->x, h_src4()));
+  CHECK_FALSE(make_model_input(batch, std::vector<float>(6), 2).is_ok());
+
+  for (ModelKind kind : {ModelKind::sage, ModelKind::gcn, ModelKind::gat}) {
+    INFO(model_kind_name(kind));
+    torch::manual_seed(0);
+    ModelConfig mc{kind, 2, 4, 3, 2, 0.0, 2};
+    auto model = Model::create(mc);
+    REQUIRE(model.is_ok());
+    auto logits = forward_checked(**model, *input);
+    REQUIRE(logits.is_ok());
+    CHECK(logits->sizes() == torch::IntArrayRef({2, 3}));
+    auto loss = torch::nn::functional::cross_entropy(*logits, torch::tensor({0, 2}, torch::kInt64));
+    loss.backward();
+    for (const auto& p : (*model)->impl().net->parameters()) CHECK(p.grad().defined());
+
+    ModelConfig three = mc;
+    three.num_layers = 3;
+    auto deep = Model::create(three);
+    REQUIRE(deep.is_ok());
+    auto bad = forward_checked(**deep, *input);
+    REQUIRE_FALSE(bad.is_ok());
+    CHECK(bad.status().message().find("3 layers but the batch has 2 blocks") != std::string::npos);
+  }
+}
+
+TEST_CASE("model config errors name the field") {
+  CHECK(parse_model_kind("sage").is_ok());
+  auto bad = parse_model_kind("gin");
+  REQUIRE_FALSE(bad.is_ok());
+  CHECK(bad.status().message().find("unknown model 'gin'") != std::string::npos);
+  ModelConfig mc{ModelKind::sage, 0, 16, 7, 2, 0.5, 1};
+  CHECK_FALSE(Model::create(mc).is_ok());
+  mc.in_dim = 8;
+  mc.dropout = 1.0;
+  CHECK_FALSE(Model::create(mc).is_ok());
+}
