@@ -48,4 +48,9 @@ if [ "$NUM_PARTS" = 2 ]; then
   "$BUILD_DIR/tests/bench/bench_server" --part-config "$OUT/parts/$NAME.json" --ip-config "$OUT/ip_config.txt" \
     --seconds 1 --log-level warn --json "$OUT/server-check.json"
 fi
-echo "== done: partitions in $OUT/parts, statistics in $OUT/partition-stats.json"
+echo "== training GraphSAGE in standalone mode (one process, whole graph) for 3 epochs"
+rm -rf "$OUT/whole"
+"$BIN/dgl-partition" "${INPUT[@]}" --num-parts 1 --graph-name "$NAME" --output "$OUT/whole" --log-level warn >/dev/null
+"$BUILD_DIR/daemons/trainer_host/trainer-host" --standalone --part-config "$OUT/whole/$NAME.json" \
+  --num-epochs 3 --eval-every 3 --metrics-out "$OUT/metrics.json"
+echo "== done: partitions in $OUT/parts, statistics in $OUT/partition-stats.json, metrics in $OUT/metrics.json"
