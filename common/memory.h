@@ -8,3 +8,16 @@ namespace dgld {
 void tune_allocator_for_large_buffers();
 
 }  // namespace dgld
+
+namespace dgld {
+
+// OpenMP (used by LibTorch and OpenBLAS) reads its settings when the library
+// loads, before main(). Its default is to spin idle threads for a long time,
+// which on a small machine shared with servers and samplers burns the cores
+// the work needs (measured: a GraphSAGE epoch 2.4x slower). When
+// OMP_WAIT_POLICY is unset, this sets it to PASSIVE and re-executes the
+// program with the same arguments; otherwise it returns at once. Call first
+// thing in main() of programs that use torch.
+void reexec_with_passive_openmp(char** argv);
+
+}  // namespace dgld

@@ -4,11 +4,14 @@
 
 #include "common/file_util.h"
 #include "common/logging.h"
+#include "common/memory.h"
 #include "daemons/trainer_host/options.h"
 
 using namespace dgld;
 
 int main(int argc, char** argv) {
+  reexec_with_passive_openmp(argv);
+  tune_allocator_for_large_buffers();
   auto parsed = trainer::parse_trainer_host_options(argc, argv);
   if (parsed.exit_code >= 0) return parsed.exit_code;
   const auto& o = parsed.options;
