@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# One entry point for the benchmarks. Each prints a small table and
+# `ratio: <name> <value> (target <t>)` lines, and writes JSON to bench-results/.
+# Usage: scripts/bench/run.sh [partition|server|sampling|all] [--scale small|medium|products]
+#   small: minutes on a 2-core machine; medium: larger graphs; products: ogbn-products size.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+what=${1:-all}
+shift || true
+scale=small
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --scale) scale="$2"; shift 2 ;;
+    -h|--help) sed -n '2,6p' "$0"; exit 0 ;;
+    *) echo "run.sh: unknown argument '$1'" >&2; exit 2 ;;
+  esac
+done
+case "$scale" in
+  small) part_nodes=200000; server_nodes=200000; sampling_nodes=200000 ;;
+  medium) part_nodes=1000000; server_nodes=1000000; sampling_nodes=1000000 ;;
+  products) part_nodes=2449029; server_nodes=2449029; sampling_nodes=2449029 ;;
+  *) echo "run.sh: --scale must be small, medium or products" >&2; exit 2 ;;
+esac
+
+bash scripts/setup.sh >/dev/null
+[ -f build/build.ninja ] || meson setup build --buildtype=release >/dev/null
+if ! build_log=$(ninja -C build 2>&1); then echo "$build_log" >&2; exit 1; fi
+
+run_one() {
+  case "$1" in
+    partition) bash scripts/bench/partition.sh --nodes "$part_nodes" --build build --json ;;
+    server) bash scripts/bench/server.sh --nodes "$server_nodes" --build build ;;
+    sampling)
+      if [[ -x scripts/bench/sampling.sh ]]; then bash scripts/bench/sampling.sh --nodes "$sampling_nodes" --build build
+      else echo "run.sh: the sampling benchmark is not in this tree yet" >&2; return 2; fi ;;
+    *) echo "run.sh: unknown benchmark '$1' (partition, server, sampling, all)" >&2; return 2 ;;
+  esac
+}
+
+if [[ "$what" == all ]]; then
+  for b in partition server sampling; do
+    [[ "$b" == sampling && ! -x scripts/bench/sampling.sh ]] && continue
+    echo "==== $b"
+    run_one "$b"
+  done
+else
+  run_one "$what"
+fi
