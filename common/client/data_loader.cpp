@@ -1,0 +1,549 @@
+#include "common/client/data_loader.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "common/client/cluster.h"
+#include "common/logging.h"
+#include "common/net/io_threads.h"
+#include "common/net/rpc_client.h"
+#include "common/client/local_partition.h"
+#include "common/sampling/random.h"
+#include "common/shm/shared_tensor.h"
+#include "schemas/rpc_generated.h"
+#include "schemas/sampler_generated.h"
+
+namespace dgld::client {
+
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+template <typename T>
+Status copy_blob(const net::ByteBuffer& b, int64_t count, std::vector<T>& out, const char* what,
+                 const std::string& peer) {
+  if (count < 0 || b.size() != static_cast<size_t>(count) * sizeof(T)) {
+    return protocol_error("SampleBatchReply from " + peer + ": " + what + " has " +
+                          std::to_string(b.size()) + " bytes, expected " +
+                          std::to_string(count) + " x " + std::to_string(sizeof(T)));
+  }
+  out.resize(static_cast<size_t>(count));
+  if (count > 0) std::memcpy(out.data(), b.data(), b.size());
+  return Status::ok();
+}
+
+// "host:port" -> (host, port).
+Result<std::pair<std::string, uint16_t>> split_endpoint(const std::string& ep) {
+  const auto colon = ep.rfind(':');
+  if (colon == std::string::npos || colon == 0) {
+    return invalid_argument("sampler endpoint '" + ep + "' is not host:port");
+  }
+  try {
+    size_t used = 0;
+    const std::string p = ep.substr(colon + 1);
+    const long port = std::stol(p, &used);
+    if (used != p.size() || port < 1 || port > 65535) throw std::invalid_argument(p);
+    return std::make_pair(ep.substr(0, colon), static_cast<uint16_t>(port));
+  } catch (const std::exception&) {
+    return invalid_argument("sampler endpoint '" + ep + "' has no valid port");
+  }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- BatchBuilder
+
+BatchBuilder::BatchBuilder(Cluster& cluster, BatchSpec spec, ThreadPool* pool)
+    : spec_(std::move(spec)),
+      source_(std::make_unique<DistNeighborSource>(cluster, DistSampleOptions{.pool = pool})),
+      sampler_(spec_.fanouts, spec_.replace),
+      cluster_(&cluster) {}
+
+Result<std::unique_ptr<BatchBuilder>> BatchBuilder::create(Cluster& cluster, BatchSpec spec,
+                                                           ThreadPool* pool) {
+  if (spec.fanouts.empty()) return invalid_argument("BatchBuilder: no fanouts");
+  for (int64_t f : spec.fanouts) {
+    if (f < -1) return invalid_argument("BatchBuilder: fanout " + std::to_string(f) + " < -1");
+  }
+  std::unique_ptr<BatchBuilder> b(new BatchBuilder(cluster, spec, pool));
+  DistGraph g(cluster);
+  if (!spec.feature.empty()) {
+    DGLD_ASSIGN_OR_RETURN(DistTensor t, g.ndata(spec.feature));
+    if (t.dtype() != DType::float32) {
+      return invalid_argument("feature tensor '" + t.name() + "' is " + dtype_name(t.dtype()) +
+                              ", not float32");
+    }
+    b->feature_ = std::move(t);
+  }
+  if (!spec.label.empty()) {
+    DGLD_ASSIGN_OR_RETURN(DistTensor t, g.ndata(spec.label));
+    if (t.dtype() != DType::int64 || t.row_bytes() != sizeof(int64_t)) {
+      return invalid_argument("label tensor '" + t.name() + "' must be int64 with one value per node");
+    }
+    b->label_ = std::move(t);
+  }
+  return b;
+}
+
+Result<Batch> BatchBuilder::build(int64_t batch_id, std::span<const int64_t> seeds,
+                                  uint64_t rng_seed, int skip_features_of) const {
+  if (skip_features_of >= cluster_->num_machines()) {
+    return invalid_argument("batch " + std::to_string(batch_id) + ": skip_features_of machine " +
+                            std::to_string(skip_features_of) + " does not exist");
+  }
+  Batch out;
+  out.batch_id = batch_id;
+  const auto t0 = Clock::now();
+  auto mb = sampler_.sample(*source_, seeds, rng_seed);
+  if (!mb.is_ok()) return mb.status().with_context("batch " + std::to_string(batch_id));
+  out.mini_batch = std::move(*mb);
+  out.timings.sample_s = seconds_since(t0);
+  const auto t1 = Clock::now();
+  if (feature_) {
+    out.feature_dim = static_cast<int64_t>(feature_->row_bytes() / sizeof(float));
+    std::span<const int64_t> rows = out.mini_batch.input_nodes;
+    std::vector<int64_t> others;  // input nodes the skipped machine does not own
+    if (skip_features_of >= 0) {
+      const IdRange r = cluster_->partition_book().node_range(skip_features_of);
+      for (int64_t v : rows) {
+        if (v < r.start || v >= r.end) others.push_back(v);
+      }
+      rows = others;
+      out.features_skipped_machine = skip_features_of;
+    }
+    out.features.resize(rows.size() * static_cast<size_t>(out.feature_dim));
+    if (Status st = feature_->pull_into(rows, out.features.data()); !st.is_ok()) {
+      return st.with_context("features of batch " + std::to_string(batch_id));
+    }
+  }
+  if (label_) {
+    auto l = label_->pull_as<int64_t>(out.mini_batch.seeds);
+    if (!l.is_ok()) return l.status().with_context("labels of batch " + std::to_string(batch_id));
+    out.labels = std::move(*l);
+  }
+  out.timings.fetch_s = seconds_since(t1);
+  return out;
+}
+
+// ---------------------------------------------------------------- wire
+
+uint64_t batch_rng_seed(uint64_t seed, int epoch, int64_t batch_id) {
+  return derive_seed(derive_seed(seed, static_cast<uint64_t>(epoch)), static_cast<uint64_t>(batch_id));
+}
+
+net::OutMessage encode_sample_batch(int64_t batch_id, std::span<const int64_t> seeds,
+                                    uint64_t rng_seed, const BatchSpec& spec, int skip_features_of) {
+  flatbuffers::FlatBufferBuilder fbb;
+  auto fanouts = fbb.CreateVector(spec.fanouts);
+  auto feature = fbb.CreateString(spec.feature);
+  auto label = fbb.CreateString(spec.label);
+  fbb.Finish(fbs::CreateSampleBatch(fbb, batch_id, fanouts, spec.replace, rng_seed, feature, label,
+                                    skip_features_of));
+  net::OutMessage m(fbs::MessageKind::SampleBatch, fbb);
+  m.blobs.push_back(net::OutBlob::copy_of(seeds.data(), seeds.size_bytes()));
+  return m;
+}
+
+net::OutMessage encode_sample_batch_reply(Batch&& batch) {
+  flatbuffers::FlatBufferBuilder fbb;
+  std::vector<flatbuffers::Offset<fbs::SampledBlock>> offs;
+  for (const Block& b : batch.mini_batch.blocks) {
+    offs.push_back(fbs::CreateSampledBlock(fbb, b.num_dst(), b.num_src(), b.num_edges()));
+  }
+  auto vec = fbb.CreateVector(offs);
+  fbb.Finish(fbs::CreateSampleBatchReply(
+      fbb, batch.batch_id, vec, batch.feature_dim,
+      static_cast<int64_t>(batch.timings.sample_s * 1e9), static_cast<int64_t>(batch.timings.fetch_s * 1e9),
+      batch.features_skipped_machine));
+  net::OutMessage m(fbs::MessageKind::SampleBatchReply, fbb);
+  for (Block& b : batch.mini_batch.blocks) {
+    m.blobs.push_back(net::OutBlob::from_vector(std::move(b.dst_nodes)));
+    m.blobs.push_back(net::OutBlob::from_vector(std::move(b.src_nodes)));
+    m.blobs.push_back(net::OutBlob::from_vector(std::move(b.indptr)));
+    m.blobs.push_back(net::OutBlob::from_vector(std::move(b.indices)));
+    m.blobs.push_back(net::OutBlob::from_vector(std::move(b.eids)));
+  }
+  m.blobs.push_back(net::OutBlob::from_vector(std::move(batch.features)));
+  m.blobs.push_back(net::OutBlob::from_vector(std::move(batch.labels)));
+  return m;
+}
+
+Result<Batch> decode_sample_batch_reply(net::Message&& m, const std::string& peer) {
+  if (m.kind() != static_cast<uint16_t>(fbs::MessageKind::SampleBatchReply)) {
+    return protocol_error("reply from " + peer + " has kind " + std::to_string(m.kind()) +
+                          ", expected SampleBatchReply");
+  }
+  if (Status st = net::verify_payload<fbs::SampleBatchReply>(m, "SampleBatchReply"); !st.is_ok()) {
+    return st.with_context("from " + peer);
+  }
+  const auto* r = m.as<fbs::SampleBatchReply>();
+  const size_t num_blocks = r->blocks() ? r->blocks()->size() : 0;
+  if (num_blocks == 0 || m.blobs.size() != 5 * num_blocks + 2 || r->feature_dim() < 0) {
+    return protocol_error("SampleBatchReply from " + peer + ": " + std::to_string(num_blocks) +
+                          " blocks with " + std::to_string(m.blobs.size()) + " blobs");
+  }
+  Batch out;
+  out.batch_id = r->batch_id();
+  out.feature_dim = r->feature_dim();
+  out.timings.sample_s = static_cast<double>(r->sample_ns()) * 1e-9;
+  out.timings.fetch_s = static_cast<double>(r->fetch_ns()) * 1e-9;
+  auto& mb = out.mini_batch;
+  mb.blocks.resize(num_blocks);
+  for (size_t i = 0; i < num_blocks; ++i) {
+    const auto* info = r->blocks()->Get(static_cast<flatbuffers::uoffset_t>(i));
+    Block& b = mb.blocks[i];
+    const int64_t nd = info->num_dst(), ns = info->num_src(), ne = info->num_edges();
+    if (nd < 0 || ns < nd || ne < 0) {
+      return protocol_error("SampleBatchReply from " + peer + ": block " + std::to_string(i) +
+                            " has bad sizes");
+    }
+    DGLD_RETURN_IF_ERROR(copy_blob(m.blobs[5 * i], nd, b.dst_nodes, "dst_nodes", peer));
+    DGLD_RETURN_IF_ERROR(copy_blob(m.blobs[5 * i + 1], ns, b.src_nodes, "src_nodes", peer));
+    DGLD_RETURN_IF_ERROR(copy_blob(m.blobs[5 * i + 2], nd + 1, b.indptr, "indptr", peer));
+    DGLD_RETURN_IF_ERROR(copy_blob(m.blobs[5 * i + 3], ne, b.indices, "indices", peer));
+    DGLD_RETURN_IF_ERROR(copy_blob(m.blobs[5 * i + 4], ne, b.eids, "eids", peer));
+    bool ok = b.indptr.front() == 0 && b.indptr.back() == ne;
+    for (int64_t d = 0; ok && d < nd; ++d) ok = b.indptr[d] <= b.indptr[d + 1];
+    for (int64_t k = 0; ok && k < ne; ++k) ok = b.indices[k] >= 0 && b.indices[k] < ns;
+    if (!ok) {
+      return protocol_error("SampleBatchReply from " + peer + ": block " + std::to_string(i) +
+                            " has an invalid CSR");
+    }
+  }
+  mb.seeds = mb.blocks.back().dst_nodes;
+  mb.input_nodes = mb.blocks.front().src_nodes;
+  const int64_t rows = static_cast<int64_t>(mb.input_nodes.size());
+  const size_t fb = m.blobs[5 * num_blocks].size();
+  out.features_skipped_machine = r->skipped_features_of();
+  if (out.feature_dim == 0) {
+    if (fb != 0) return protocol_error("SampleBatchReply from " + peer + ": features without feature_dim");
+  } else if (out.features_skipped_machine >= 0) {
+    // Only some rows: fill_skipped_features checks their count.
+    const size_t row = static_cast<size_t>(out.feature_dim) * sizeof(float);
+    if (fb % row != 0 || fb / row > static_cast<size_t>(rows)) {
+      return protocol_error("SampleBatchReply from " + peer + ": " + std::to_string(fb) +
+                            " bytes of features for " + std::to_string(rows) + " input nodes");
+    }
+    DGLD_RETURN_IF_ERROR(copy_blob(m.blobs[5 * num_blocks], static_cast<int64_t>(fb / sizeof(float)),
+                                   out.features, "features", peer));
+  } else {
+    DGLD_RETURN_IF_ERROR(copy_blob(m.blobs[5 * num_blocks], rows * out.feature_dim, out.features,
+                                   "features", peer));
+  }
+  const auto& lb = m.blobs[5 * num_blocks + 1];
+  if (lb.size() != 0) {
+    DGLD_RETURN_IF_ERROR(copy_blob(lb, static_cast<int64_t>(mb.seeds.size()), out.labels, "labels", peer));
+  }
+  return out;
+}
+
+Status fill_skipped_features(Cluster& cluster, const std::string& feature, Batch& batch,
+                             const std::string& peer) {
+  const int m = batch.features_skipped_machine;
+  if (m < 0) return Status::ok();
+  if (m != cluster.machine_id()) {
+    return protocol_error("SampleBatchReply from " + peer + " left out the features of machine " +
+                          std::to_string(m) + ", not of this machine " + std::to_string(cluster.machine_id()));
+  }
+  const std::string name =
+      feature.find('/') != std::string::npos ? feature : cluster.config().ntype + "/" + feature;
+  DGLD_ASSIGN_OR_RETURN(shm::SharedTensor * t, cluster.local().tensor(name));
+  const size_t dim = static_cast<size_t>(batch.feature_dim), row = dim * sizeof(float);
+  if (t->row_bytes() != row) {
+    return invalid_argument("local tensor '" + name + "' has rows of " + std::to_string(t->row_bytes()) +
+                            " bytes, the batch from " + peer + " " + std::to_string(row));
+  }
+  const IdRange r = cluster.partition_book().node_range(m);
+  const auto& input = batch.mini_batch.input_nodes;
+  const size_t others = batch.features.size() / dim;
+  std::vector<float> full(input.size() * dim);
+  size_t k = 0;
+  for (size_t i = 0; i < input.size(); ++i) {
+    const int64_t v = input[i];
+    if (v >= r.start && v < r.end) {
+      std::memcpy(&full[i * dim], t->row(v - r.start), row);
+    } else {
+      if (k == others) break;
+      std::memcpy(&full[i * dim], &batch.features[k * dim], row);
+      ++k;
+    }
+  }
+  size_t remote_inputs = 0;
+  for (int64_t v : input) remote_inputs += (v < r.start || v >= r.end);
+  if (k != others || remote_inputs != others) {
+    return protocol_error("SampleBatchReply from " + peer + ": " + std::to_string(others) +
+                          " feature rows for " + std::to_string(remote_inputs) + " input nodes of other machines");
+  }
+  batch.features = std::move(full);
+  batch.features_skipped_machine = -1;
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------- DistDataLoader
+
+struct DistDataLoader::Impl {
+  Cluster* cluster = nullptr;
+  DataLoaderOptions o;
+  std::vector<int64_t> train_ids;
+  std::unique_ptr<BatchBuilder> builder;  // the trainer's own
+  std::unique_ptr<net::IoThreads> io;
+  struct Remote {
+    std::string endpoint;
+    std::shared_ptr<net::RpcClient> client;
+    bool alive = true;
+  };
+  std::vector<Remote> remotes;
+
+  struct Task {
+    int64_t batch_id = -1;
+    int epoch = -1;
+    uint64_t generation = 0;  // which start_epoch() it belongs to
+    std::shared_ptr<const std::vector<int64_t>> order;
+  };
+
+  mutable std::mutex mu;
+  std::condition_variable cv;
+  int epoch = -1;
+  uint64_t generation = 0;                            // bumped by every start_epoch()
+  std::shared_ptr<const std::vector<int64_t>> order;  // this epoch's seeds, permuted
+  std::set<int64_t> todo;                             // batch ids not handed out
+  int in_flight = 0;
+  std::map<int64_t, Batch> ready;
+  int64_t next_id = 0;  // deterministic: the next batch id to yield
+  int64_t delivered = 0;
+  std::optional<Status> fatal;
+  bool stop = false;
+  int live = 0;
+  DataLoaderStats stats;
+  std::vector<std::thread> threads;
+
+  int64_t num_batches() const {
+    const int64_t n = static_cast<int64_t>(train_ids.size()), bs = o.batch_size;
+    return o.drop_last ? n / bs : (n + bs - 1) / bs;
+  }
+
+  std::span<const int64_t> seeds_of(const Task& t) const {
+    const int64_t n = static_cast<int64_t>(t.order->size());
+    const int64_t b = t.batch_id * o.batch_size;
+    return std::span<const int64_t>(*t.order).subspan(static_cast<size_t>(b),
+                                                       static_cast<size_t>(std::min(o.batch_size, n - b)));
+  }
+
+  // Waits for a batch this thread may make; false when it should exit.
+  // `remote` < 0: a trainer thread (works only while no worker is alive).
+  bool take(int remote, Task& t) {
+    std::unique_lock<std::mutex> lk(mu);
+    for (;;) {
+      if (stop) return false;
+      if (remote >= 0 && !remotes[remote].alive) return false;
+      const bool eligible = remote >= 0 || live == 0;
+      if (eligible && !todo.empty()) {
+        const int64_t first = *todo.begin();
+        const bool credit = in_flight + static_cast<int>(ready.size()) < o.prefetch;
+        // The batch the consumer waits for is always handed out, so a
+        // re-issued early batch cannot be starved by later ready ones.
+        if (credit || (o.deterministic && first == next_id)) {
+          todo.erase(todo.begin());
+          ++in_flight;
+          t = Task{first, epoch, generation, order};
+          return true;
+        }
+      }
+      cv.wait_for(lk, std::chrono::seconds(1));
+    }
+  }
+
+  void complete(const Task& t, Batch&& b, int remote) {
+    std::lock_guard<std::mutex> lk(mu);
+    --in_flight;
+    if (t.generation == generation) {
+      b.worker = remote;
+      ++(remote >= 0 ? stats.batches_by_workers : stats.batches_by_trainer);
+      ready.emplace(t.batch_id, std::move(b));
+    }
+    cv.notify_all();
+  }
+
+  void requeue(const Task& t) {
+    std::lock_guard<std::mutex> lk(mu);
+    --in_flight;
+    if (t.generation == generation) {
+      todo.insert(t.batch_id);
+      ++stats.reissued;
+    }
+    cv.notify_all();
+  }
+
+  void remote_loop(int r) {
+    Remote& rem = remotes[r];
+    Task t;
+    while (take(r, t)) {
+      auto seeds = seeds_of(t);
+      const int skip = o.local_features_from_shm && !o.spec.feature.empty() ? cluster->machine_id() : -1;
+      auto reply = rem.client->call(
+          encode_sample_batch(t.batch_id, seeds, batch_rng_seed(o.seed, t.epoch, t.batch_id), o.spec, skip),
+          o.batch_timeout);
+      Result<Batch> b = reply.is_ok() ? decode_sample_batch_reply(std::move(*reply), rem.endpoint)
+                                      : Result<Batch>(reply.status());
+      if (b.is_ok() && b->features_skipped_machine != skip) {
+        b = protocol_error("sampler-worker " + rem.endpoint + " did not follow skip_features_of");
+      }
+      if (b.is_ok()) {
+        const auto t0 = Clock::now();
+        if (Status st = fill_skipped_features(*cluster, o.spec.feature, *b, rem.endpoint); !st.is_ok()) b = st;
+        else b->timings.fetch_s += seconds_since(t0);  // the trainer's share of the fetch
+      }
+      if (b.is_ok() && (b->batch_id != t.batch_id || b->mini_batch.seeds.size() != seeds.size())) {
+        b = protocol_error("sampler-worker " + rem.endpoint + " answered batch " +
+                           std::to_string(b->batch_id) + " for batch " + std::to_string(t.batch_id));
+      }
+      if (b.is_ok()) {
+        complete(t, std::move(*b), r);
+        continue;
+      }
+      {
+        std::lock_guard<std::mutex> lk(mu);
+        if (rem.alive) {
+          rem.alive = false;
+          --live;
+          stats.live_workers = live;
+          if (!stop) logger("sampler")->warn("sampler-worker {} is treated as dead ({}); its batches are re-issued, {} left",
+                                  rem.endpoint, b.status().to_string(), live);
+        }
+      }
+      rem.client->close();  // fails this worker's other calls at once
+      requeue(t);
+      return;
+    }
+  }
+
+  void local_loop() {
+    Task t;
+    while (take(-1, t)) {
+      auto b = builder->build(t.batch_id, seeds_of(t), batch_rng_seed(o.seed, t.epoch, t.batch_id));
+      if (b.is_ok()) {
+        complete(t, std::move(*b), -1);
+        continue;
+      }
+      // The trainer was the last resort: the epoch cannot complete.
+      std::lock_guard<std::mutex> lk(mu);
+      --in_flight;
+      if (t.generation == generation && !fatal) fatal = b.status();
+      cv.notify_all();
+    }
+  }
+};
+
+DistDataLoader::DistDataLoader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+DistDataLoader::~DistDataLoader() {
+  {
+    std::lock_guard<std::mutex> lk(impl_->mu);
+    impl_->stop = true;
+    impl_->cv.notify_all();
+  }
+  for (auto& r : impl_->remotes) r.client->close();
+  for (auto& t : impl_->threads) t.join();
+  impl_->remotes.clear();
+  if (impl_->io) impl_->io->stop();
+}
+
+Result<std::unique_ptr<DistDataLoader>> DistDataLoader::create(Cluster& cluster,
+                                                               std::vector<int64_t> train_ids,
+                                                               DataLoaderOptions options) {
+  if (options.batch_size < 1) return invalid_argument("DistDataLoader: batch_size must be >= 1");
+  if (options.prefetch < 1) return invalid_argument("DistDataLoader: prefetch must be >= 1");
+  if (options.local_threads < 1) return invalid_argument("DistDataLoader: local_threads must be >= 1");
+  auto impl = std::make_unique<Impl>();
+  impl->cluster = &cluster;
+  impl->o = std::move(options);
+  impl->train_ids = std::move(train_ids);
+  DGLD_ASSIGN_OR_RETURN(impl->builder, BatchBuilder::create(cluster, impl->o.spec, impl->o.pool));
+  if (!impl->o.samplers.empty()) {
+    impl->io = std::make_unique<net::IoThreads>(1);
+    net::ConnectOptions co;
+    co.timeout = impl->o.connect_timeout;
+    for (const std::string& ep : impl->o.samplers) {
+      DGLD_ASSIGN_OR_RETURN(auto hp, split_endpoint(ep));
+      auto c = net::RpcClient::connect(impl->io->context(), hp.first, hp.second, "sampler-worker " + ep, co);
+      if (!c.is_ok()) return c.status();
+      impl->remotes.push_back(Impl::Remote{ep, std::move(*c), true});
+    }
+  }
+  impl->live = static_cast<int>(impl->remotes.size());
+  impl->stats.live_workers = impl->live;
+  Impl* p = impl.get();
+  std::unique_ptr<DistDataLoader> loader(new DistDataLoader(std::move(impl)));
+  const int per_worker = std::max(1, p->o.prefetch);
+  for (int r = 0; r < static_cast<int>(p->remotes.size()); ++r) {
+    for (int k = 0; k < per_worker; ++k) p->threads.emplace_back([p, r] { p->remote_loop(r); });
+  }
+  for (int k = 0; k < p->o.local_threads; ++k) p->threads.emplace_back([p] { p->local_loop(); });
+  return loader;
+}
+
+int64_t DistDataLoader::num_batches_per_epoch() const { return impl_->num_batches(); }
+
+void DistDataLoader::start_epoch(int epoch) {
+  Impl& s = *impl_;
+  auto order = std::make_shared<std::vector<int64_t>>(s.train_ids);
+  if (s.o.shuffle && order->size() > 1) {
+    StreamRng rng(s.o.seed, 0x5eed0000ull + static_cast<uint64_t>(epoch));
+    for (size_t i = order->size() - 1; i > 0; --i) std::swap((*order)[i], (*order)[rng.below(i + 1)]);
+  }
+  std::lock_guard<std::mutex> lk(s.mu);
+  s.epoch = epoch;
+  ++s.generation;
+  s.order = std::move(order);
+  s.ready.clear();
+  s.todo.clear();
+  for (int64_t b = 0; b < s.num_batches(); ++b) s.todo.insert(b);
+  s.next_id = 0;
+  s.delivered = 0;
+  s.fatal.reset();
+  s.cv.notify_all();
+}
+
+Result<std::optional<Batch>> DistDataLoader::next() {
+  Impl& s = *impl_;
+  const auto t0 = Clock::now();
+  const auto deadline = t0 + s.o.next_timeout;
+  std::unique_lock<std::mutex> lk(s.mu);
+  if (s.epoch < 0) return invalid_argument("DistDataLoader::next before start_epoch");
+  if (s.delivered >= s.num_batches()) return std::optional<Batch>();
+  for (;;) {
+    if (s.fatal) return *s.fatal;
+    auto it = s.o.deterministic ? s.ready.find(s.next_id) : s.ready.begin();
+    if (it != s.ready.end()) {
+      Batch b = std::move(it->second);
+      s.ready.erase(it);
+      ++s.delivered;
+      if (s.o.deterministic) ++s.next_id;
+      s.cv.notify_all();
+      b.timings.wait_s = seconds_since(t0);
+      return std::optional<Batch>(std::move(b));
+    }
+    if (s.cv.wait_until(lk, deadline) == std::cv_status::timeout && Clock::now() >= deadline) {
+      return timeout_error("DistDataLoader: no batch of epoch " + std::to_string(s.epoch) + " within " +
+                           std::to_string(s.o.next_timeout.count()) + " ms (next batch " +
+                           std::to_string(s.next_id) + ", " + std::to_string(s.live) +
+                           " live sampler-workers, " + std::to_string(s.in_flight) + " in flight)");
+    }
+  }
+}
+
+DataLoaderStats DistDataLoader::stats() const {
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  return impl_->stats;
+}
+
+}  // namespace dgld::client

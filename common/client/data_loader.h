@@ -1,0 +1,159 @@
+#pragma once
+// DistDataLoader: DGL's DistDataLoader over a trainer's training seeds. Each
+// epoch cuts the (optionally shuffled) seeds into batches and turns each
+// batch into a finished mini-batch (blocks, input features, seed labels),
+// either on sampler-worker processes (SampleBatch requests, docs/formats.md)
+// or, with no workers, on the trainer's own threads. Both run the same
+// BatchBuilder, and a batch's random stream depends only on (seed, epoch,
+// batch id), so a batch is identical wherever it was made.
+//
+// Up to `prefetch` batches are in flight or waiting to be taken. A worker that
+// drops its connection, fails a request or misses the batch deadline is
+// dead: its outstanding batches go back to the queue and are made by the
+// other workers, or by the trainer's threads when none is left, so an epoch
+// still yields every seed exactly once. The loader borrows its Cluster, which
+// must outlive it; its methods are for one consumer thread.
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/client/dist_graph.h"
+#include "common/client/dist_tensor.h"
+#include "common/net/message.h"
+#include "common/sampling/multi_layer_sampler.h"
+#include "common/status.h"
+
+namespace dgld {
+class ThreadPool;
+}
+
+namespace dgld::client {
+
+class Cluster;
+
+// What to make of a batch of seeds.
+struct BatchSpec {
+  std::vector<int64_t> fanouts{10, 25};  // input layer first (DGL's order)
+  bool replace = false;
+  std::string feature = "features";  // float32 node tensor; empty: no features
+  std::string label = "labels";      // int64 node tensor; empty: no labels
+};
+
+struct BatchTimings {
+  double sample_s = 0;  // sampling the blocks (on whoever made the batch)
+  double fetch_s = 0;   // pulling features and labels
+  double wait_s = 0;    // the consumer blocked in next() for this batch
+};
+
+struct Batch {
+  int64_t batch_id = -1;
+  MiniBatch mini_batch;         // seeds, blocks (input layer first), input_nodes
+  std::vector<float> features;  // input_nodes.size() rows of feature_dim
+  int64_t feature_dim = 0;
+  std::vector<int64_t> labels;  // one per seed
+  BatchTimings timings;
+  int worker = -1;  // sampler endpoint index that made it; -1: the trainer
+  // >= 0 only between a worker and the loader: `features` lacks the rows of
+  // the nodes this machine owns (the trainer copies them from shared memory).
+  int features_skipped_machine = -1;
+};
+
+// seeds -> Batch: samples with DistNeighborSource + MultiLayerNeighborSampler
+// and pulls features and labels with DistTensor. Used by the sampler-worker
+// and by the trainer's own threads. Safe to call from several threads.
+class BatchBuilder {
+ public:
+  // Opens the feature and label tensors. `pool` (may be null) is borrowed
+  // for local sampling; the Cluster must outlive the builder.
+  static Result<std::unique_ptr<BatchBuilder>> create(Cluster& cluster, BatchSpec spec,
+                                                      ThreadPool* pool = nullptr);
+  // With skip_features_of >= 0, features holds only the rows of input nodes
+  // that machine does not own (features_skipped_machine says so).
+  Result<Batch> build(int64_t batch_id, std::span<const int64_t> seeds, uint64_t rng_seed,
+                      int skip_features_of = -1) const;
+  const BatchSpec& spec() const { return spec_; }
+
+ private:
+  BatchBuilder(Cluster& cluster, BatchSpec spec, ThreadPool* pool);
+  BatchSpec spec_;
+  std::unique_ptr<DistNeighborSource> source_;
+  MultiLayerNeighborSampler sampler_;
+  Cluster* cluster_;
+  std::optional<DistTensor> feature_, label_;
+};
+
+// The SampleBatch / SampleBatchReply messages (schemas/sampler.fbs).
+net::OutMessage encode_sample_batch(int64_t batch_id, std::span<const int64_t> seeds,
+                                    uint64_t rng_seed, const BatchSpec& spec,
+                                    int skip_features_of = -1);
+// Moves the batch's arrays into the reply's blobs.
+net::OutMessage encode_sample_batch_reply(Batch&& batch);
+// Checks every size against the reply table; protocol_error naming `peer`.
+Result<Batch> decode_sample_batch_reply(net::Message&& reply, const std::string& peer);
+// Completes a batch whose features_skipped_machine is the caller's machine:
+// the missing rows are copied from the machine's shared memory.
+Status fill_skipped_features(Cluster& cluster, const std::string& feature, Batch& batch,
+                             const std::string& peer);
+
+// The rng seed of batch `batch_id` of `epoch` under the loader's `seed`.
+uint64_t batch_rng_seed(uint64_t seed, int epoch, int64_t batch_id);
+
+struct DataLoaderOptions {
+  int64_t batch_size = 1000;
+  bool shuffle = true;  // permutation from (seed, epoch)
+  bool drop_last = false;
+  uint64_t seed = 0;  // shuffling and sampling
+  BatchSpec spec;
+  int prefetch = 4;            // batches in flight or ready, at most
+  // Workers leave out the feature rows of nodes the trainer's machine owns,
+  // and the trainer copies those from its shared memory (as DGL's trainers
+  // read local features); false: workers send every row.
+  bool local_features_from_shm = true;
+  bool deterministic = true;   // yield batches in batch-id order
+  // "host:port" of sampler-workers (num_samplers = its size); empty: the
+  // trainer makes every batch itself.
+  std::vector<std::string> samplers;
+  int local_threads = 1;  // trainer threads making batches (with workers: only once all died)
+  ThreadPool* pool = nullptr;  // borrowed, for the local threads' local sampling; null: none
+  std::chrono::milliseconds batch_timeout{30000};   // a worker's deadline per batch
+  std::chrono::milliseconds connect_timeout{10000};
+  std::chrono::milliseconds next_timeout{120000};   // longest next() waits for one batch
+};
+
+struct DataLoaderStats {
+  int64_t batches_by_workers = 0, batches_by_trainer = 0, reissued = 0;
+  int live_workers = 0;
+};
+
+class DistDataLoader {
+ public:
+  // Connects to every sampler endpoint (an error names the unreachable one).
+  static Result<std::unique_ptr<DistDataLoader>> create(Cluster& cluster,
+                                                        std::vector<int64_t> train_ids,
+                                                        DataLoaderOptions options);
+  ~DistDataLoader();
+  DistDataLoader(const DistDataLoader&) = delete;
+  DistDataLoader& operator=(const DistDataLoader&) = delete;
+
+  // ceil (or floor with drop_last) of seeds / batch_size.
+  int64_t num_batches_per_epoch() const;
+  // Starts epoch `epoch`; what is left of the previous one is dropped.
+  void start_epoch(int epoch);
+  // The next batch of the epoch, nullopt once all were yielded, or the error
+  // that made a batch impossible (the trainer's own attempt failed too).
+  Result<std::optional<Batch>> next();
+  DataLoaderStats stats() const;
+
+  struct Impl;
+
+ private:
+  explicit DistDataLoader(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace dgld::client

@@ -1,0 +1,203 @@
+#include "daemons/sampler_worker/sampler_worker.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <mutex>
+
+#include "common/cli.h"
+#include "common/client/cluster.h"
+#include "common/client/data_loader.h"
+#include "common/net/io_threads.h"
+#include "common/net/rpc_server.h"
+#include "schemas/rpc_generated.h"
+#include "schemas/sampler_generated.h"
+
+namespace dgld::sampler {
+namespace po = boost::program_options;
+
+namespace {
+std::shared_ptr<spdlog::logger> log() {
+  static auto l = logger("sampler");
+  return l;
+}
+}  // namespace
+
+ParsedOptions parse_sampler_worker_options(int argc, const char* const argv[]) {
+  ParsedOptions out;
+  SamplerWorkerOptions& o = out.options;
+  o.log.program = "sampler-worker";
+  std::string part_config, ip_config;
+  int connect_ms = 30000, call_ms = 30000;
+  po::options_description desc("sampler-worker options");
+  desc.add_options()
+      ("part-config", po::value(&part_config), "partition config JSON (env DGL_CONF_PATH)")
+      ("ip-config", po::value(&ip_config), "ip_config.txt (env DGL_IP_CONFIG)")
+      ("machine-id", po::value(&o.machine_id)->default_value(-1),
+       "machine (ip_config line) this worker runs on; -1: detect from local addresses")
+      ("num-servers", po::value(&o.num_servers)->default_value(1), "graph-servers per machine")
+      ("group", po::value(&o.group)->default_value(-1), "rank of the trainer this worker serves")
+      ("listen-host", po::value(&o.listen_host)->default_value(o.listen_host), "address to listen on")
+      ("listen-port", po::value(&o.listen_port)->default_value(0), "port to listen on; 0: pick one and log it")
+      ("num-threads", po::value(&o.num_threads)->default_value(2), "batches made at once")
+      ("job-id", po::value(&o.job_id), "shared-memory job id (default: graph name and port)")
+      ("connect-timeout-ms", po::value(&connect_ms)->default_value(connect_ms), "connecting to the servers")
+      ("call-timeout-ms", po::value(&call_ms)->default_value(call_ms), "deadline of each server request");
+  add_log_options(desc, o.log);
+  po::variables_map vm;
+  switch (parse_command_line(argc, argv, "sampler-worker", "[options]", desc, vm)) {
+    case CliOutcome::exit_ok: out.exit_code = 0; return out;
+    case CliOutcome::exit_error: out.exit_code = 2; return out;
+    case CliOutcome::run: break;
+  }
+  if (part_config.empty()) {
+    if (const char* v = std::getenv("DGL_CONF_PATH")) part_config = v;
+  }
+  if (ip_config.empty()) {
+    if (const char* v = std::getenv("DGL_IP_CONFIG")) ip_config = v;
+  }
+  std::string err;
+  if (part_config.empty()) err = "--part-config (or DGL_CONF_PATH) is required";
+  else if (ip_config.empty()) err = "--ip-config (or DGL_IP_CONFIG) is required";
+  else if (o.num_servers < 1) err = "--num-servers must be >= 1";
+  else if (o.num_threads < 1) err = "--num-threads must be >= 1";
+  else if (o.listen_port < 0 || o.listen_port > 65535) err = "--listen-port must be in 0..65535";
+  else if (connect_ms < 1 || call_ms < 1) err = "timeouts must be >= 1 ms";
+  if (!err.empty()) {
+    std::cerr << "sampler-worker: " << err << "\n";
+    out.exit_code = 2;
+    return out;
+  }
+  o.part_config = part_config;
+  o.ip_config = ip_config;
+  o.connect_timeout = std::chrono::milliseconds(connect_ms);
+  o.call_timeout = std::chrono::milliseconds(call_ms);
+  o.log.role = "sampler/" + std::to_string(o.group);
+  return out;
+}
+
+struct SamplerWorker::Impl {
+  SamplerWorkerOptions opts;
+  std::unique_ptr<client::Cluster> cluster;
+  net::Dispatcher dispatcher;
+  std::unique_ptr<net::IoThreads> io;
+  std::unique_ptr<net::RpcServer> rpc;
+  std::mutex builders_mu;
+  std::map<std::string, std::unique_ptr<client::BatchBuilder>> builders;  // by spec
+  std::atomic<uint64_t> served{0};
+  std::mutex stop_mu;
+  std::condition_variable stop_cv;
+  bool stopping = false;
+  std::string stop_reason;
+
+  Result<const client::BatchBuilder*> builder_for(const client::BatchSpec& spec) {
+    std::string key = spec.feature + "|" + spec.label + "|" + (spec.replace ? "r" : "n");
+    for (int64_t f : spec.fanouts) {
+      key += ',';
+      key += std::to_string(f);
+    }
+    std::lock_guard lock(builders_mu);
+    auto it = builders.find(key);
+    if (it == builders.end()) {
+      DGLD_ASSIGN_OR_RETURN(auto b, client::BatchBuilder::create(*cluster, spec));
+      it = builders.emplace(key, std::move(b)).first;
+    }
+    return it->second.get();
+  }
+
+  void on_sample_batch(const net::RequestContext& ctx, net::Message&& m) {
+    const auto* req = m.as<fbs::SampleBatch>();
+    if (m.blobs.size() != 1 || m.blobs[0].size() % sizeof(int64_t) != 0) {
+      return ctx.reply_error(invalid_argument("SampleBatch from " + ctx.peer() +
+                                              ": blob 0 must hold the int64 seed ids"));
+    }
+    client::BatchSpec spec;
+    if (req->fanouts()) spec.fanouts.assign(req->fanouts()->begin(), req->fanouts()->end());
+    else spec.fanouts.clear();
+    spec.replace = req->replace();
+    spec.feature = req->feature() ? req->feature()->str() : "";
+    spec.label = req->label() ? req->label()->str() : "";
+    std::vector<int64_t> seeds(m.blobs[0].size() / sizeof(int64_t));
+    if (!seeds.empty()) std::memcpy(seeds.data(), m.blobs[0].data(), m.blobs[0].size());
+    auto b = builder_for(spec);
+    if (!b.is_ok()) return ctx.reply_error(b.status());
+    auto batch = (*b)->build(req->batch_id(), seeds, req->rng_seed(), req->skip_features_of());
+    if (!batch.is_ok()) {
+      log()->warn("{}: batch {} (request {}) failed: {}", ctx.peer(), req->batch_id(),
+                  ctx.header().request_id, batch.status().to_string());
+      return ctx.reply_error(batch.status());
+    }
+    log()->debug("{}: batch {} (request {}): {} seeds, {} input nodes", ctx.peer(), req->batch_id(),
+                 ctx.header().request_id, seeds.size(), batch->mini_batch.input_nodes.size());
+    ++served;
+    ctx.reply(client::encode_sample_batch_reply(std::move(*batch)));
+  }
+
+  void request_stop(const std::string& reason) {
+    std::lock_guard lock(stop_mu);
+    if (stopping) return;
+    stopping = true;
+    stop_reason = reason;
+    stop_cv.notify_all();
+  }
+};
+
+SamplerWorker::SamplerWorker(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Result<std::unique_ptr<SamplerWorker>> SamplerWorker::create(const SamplerWorkerOptions& opts) {
+  auto impl = std::make_unique<Impl>();
+  impl->opts = opts;
+  client::ClusterOptions co;
+  co.ip_config = opts.ip_config;
+  co.part_config = opts.part_config;
+  co.role = client::Role::sampler;
+  co.machine_id = opts.machine_id;
+  co.num_servers = opts.num_servers;
+  co.group = opts.group;
+  co.job_id = opts.job_id;
+  co.connect_timeout = opts.connect_timeout;
+  co.call_timeout = opts.call_timeout;
+  co.attach_timeout = opts.connect_timeout;
+  DGLD_ASSIGN_OR_RETURN(impl->cluster, client::Cluster::connect(co));
+  set_log_role("sampler/" + std::to_string(impl->cluster->rank()) + ":" + std::to_string(opts.group));
+
+  Impl* p = impl.get();
+  impl->dispatcher.add<fbs::SampleBatch>(fbs::MessageKind::SampleBatch, "SampleBatch",
+                                         [p](const net::RequestContext& ctx, net::Message&& m) {
+                                           p->on_sample_batch(ctx, std::move(m));
+                                         });
+  impl->io = std::make_unique<net::IoThreads>(2);
+  net::ServerOptions so;
+  so.name = "sampler-worker";
+  so.handler_threads = opts.num_threads;
+  impl->rpc = std::make_unique<net::RpcServer>(impl->io->context(), impl->dispatcher, so);
+  DGLD_RETURN_IF_ERROR(impl->rpc->listen(opts.listen_host, static_cast<uint16_t>(opts.listen_port)));
+  log()->info("sampler-worker for trainer {} on machine {} listening on {}:{}", opts.group,
+              impl->cluster->machine_id(), opts.listen_host, impl->rpc->port());
+  return std::unique_ptr<SamplerWorker>(new SamplerWorker(std::move(impl)));
+}
+
+SamplerWorker::~SamplerWorker() {
+  stop("sampler-worker destroyed");
+  impl_->rpc->stop();
+  impl_->io->stop();
+  if (Status st = impl_->cluster->leave(); !st.is_ok()) log()->warn("leave: {}", st.to_string());
+  impl_->builders.clear();
+  impl_->cluster.reset();
+}
+
+uint16_t SamplerWorker::port() const { return impl_->rpc->port(); }
+uint64_t SamplerWorker::batches_served() const { return impl_->served.load(); }
+
+Status SamplerWorker::wait() {
+  std::unique_lock lock(impl_->stop_mu);
+  impl_->stop_cv.wait(lock, [&] { return impl_->stopping; });
+  log()->info("sampler-worker stopping: {} ({} batches served)", impl_->stop_reason, impl_->served.load());
+  return Status::ok();
+}
+
+void SamplerWorker::stop(const std::string& reason) { impl_->request_stop(reason); }
+
+}  // namespace dgld::sampler

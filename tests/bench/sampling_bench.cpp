@@ -1,0 +1,300 @@
+// Benchmark of the full mini-batch path (blocks + input features + labels)
+// through DistDataLoader against in-process sampling and feature gather of
+// the same graph in memory, measured in the same run (scripts/bench/sampling.sh).
+// Two graph-servers run on loopback, one per partition; the trainer is
+// machine 0, rank 0, with its node_split of train_mask as seeds.
+//   inprocess:   MultiLayerNeighborSampler over LocalGraphSource on the whole
+//                graph rebuilt from the partitions, features gathered from the
+//                partition files; `threads` threads each making whole batches.
+//   samplers=0:  DistDataLoader, the trainer's own `threads` threads.
+//   samplers=1:  DistDataLoader fed by one sampler-worker process with `threads` threads.
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include <boost/program_options.hpp>
+#include <nlohmann/json.hpp>
+
+#include "common/cli.h"
+#include "common/client/cluster.h"
+#include "common/client/data_loader.h"
+#include "common/client/dist_graph.h"
+#include "common/logging.h"
+#include "common/memory.h"
+#include "common/part_config.h"
+#include "common/partition/partition.h"
+#include "common/sampling/multi_layer_sampler.h"
+#include "tests/support/process.h"
+
+using namespace dgld;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+struct Run {
+  std::string name;
+  int64_t batches = 0, seeds = 0;
+  double wall_s = 0, sample_s = 0, fetch_s = 0, wait_s = 0;
+  double seeds_per_s() const { return wall_s > 0 ? static_cast<double>(seeds) / wall_s : 0; }
+};
+
+void print(const Run& r) {
+  std::printf("%-12s %8.0f seeds/s  %4lld batches in %6.2f s  | sampling %6.2f s  feature fetch %6.2f s  waiting %6.2f s\n",
+              r.name.c_str(), r.seeds_per_s(), static_cast<long long>(r.batches), r.wall_s, r.sample_s, r.fetch_s,
+              r.wait_s);
+}
+
+nlohmann::json to_json(const Run& r) {
+  return {{"seeds_per_s", r.seeds_per_s()}, {"batches", r.batches}, {"seeds", r.seeds}, {"wall_s", r.wall_s},
+          {"sample_s", r.sample_s},         {"fetch_s", r.fetch_s}, {"wait_s", r.wait_s}};
+}
+
+// The whole graph's in-edges in global ids, rebuilt from the partitions, and
+// every node's feature row.
+struct WholeGraph {
+  std::vector<int64_t> indptr{0}, indices, eids;
+  std::vector<const float*> rows;  // global id -> its row in the partition files
+  int64_t dim = 0;
+};
+
+Result<WholeGraph> rebuild(const std::vector<std::unique_ptr<MappedPartition>>& parts, const std::string& feature) {
+  WholeGraph g;
+  for (const auto& p : parts) {
+    const auto globals = p->node_global_ids();
+    const auto& in = p->in_edges();
+    const TensorView* t = p->node_tensor(feature);
+    if (!t || t->dtype != DType::float32) return invalid_argument("no float32 node tensor " + feature);
+    g.dim = t->num_bytes / sizeof(float) / static_cast<size_t>(std::max<int64_t>(1, t->num_rows()));
+    const float* base = reinterpret_cast<const float*>(t->data);
+    for (int64_t v = 0; v < p->num_inner_nodes(); ++v) {
+      for (int64_t k = in.indptr[v]; k < in.indptr[v + 1]; ++k) {
+        g.indices.push_back(globals[in.indices[k]]);
+        g.eids.push_back(in.eids[k]);
+      }
+      g.indptr.push_back(static_cast<int64_t>(g.indices.size()));
+      g.rows.push_back(base + v * g.dim);
+    }
+  }
+  return g;
+}
+
+std::vector<std::span<const int64_t>> cut(const std::vector<int64_t>& ids, int64_t batch, int64_t max_batches) {
+  std::vector<std::span<const int64_t>> out;
+  for (int64_t b = 0; b * batch < static_cast<int64_t>(ids.size()) && b < max_batches; ++b) {
+    const int64_t n = std::min<int64_t>(batch, static_cast<int64_t>(ids.size()) - b * batch);
+    out.push_back(std::span<const int64_t>(ids).subspan(static_cast<size_t>(b * batch), static_cast<size_t>(n)));
+  }
+  return out;
+}
+
+Run inprocess(const WholeGraph& g, const std::vector<int64_t>& ids, const client::DataLoaderOptions& o,
+              int64_t max_batches, int threads) {
+  const AdjacencyView view{g.indptr, g.indices, g.eids};
+  LocalGraphSource source(view);
+  MultiLayerNeighborSampler sampler(o.spec.fanouts, o.spec.replace);
+  const auto batches = cut(ids, o.batch_size, max_batches);
+  std::atomic<int64_t> next{0};
+  std::vector<double> sample(threads), fetch(threads);
+  std::atomic<bool> failed{false};
+  const auto t0 = Clock::now();
+  std::vector<std::thread> ts;
+  for (int t = 0; t < threads; ++t) {
+    ts.emplace_back([&, t] {
+      for (int64_t b; (b = next++) < static_cast<int64_t>(batches.size());) {
+        const auto a = Clock::now();
+        auto mb = sampler.sample(source, batches[b], client::batch_rng_seed(o.seed, 0, b));
+        if (!mb.is_ok()) {
+          std::cerr << mb.status().to_string() << "\n";
+          failed = true;
+          return;
+        }
+        const auto c = Clock::now();
+        std::vector<float> feats(mb->input_nodes.size() * static_cast<size_t>(g.dim));
+        for (size_t k = 0; k < mb->input_nodes.size(); ++k) {
+          std::memcpy(&feats[k * g.dim], g.rows[mb->input_nodes[k]], g.dim * sizeof(float));
+        }
+        sample[t] += std::chrono::duration<double>(c - a).count();
+        fetch[t] += seconds_since(c);
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
+  Run r{"inprocess"};
+  r.wall_s = seconds_since(t0);
+  r.batches = static_cast<int64_t>(batches.size());
+  for (auto& b : batches) r.seeds += static_cast<int64_t>(b.size());
+  for (int t = 0; t < threads; ++t) r.sample_s += sample[t], r.fetch_s += fetch[t];
+  if (failed) r.seeds = 0;
+  return r;
+}
+
+Result<Run> distributed(client::Cluster& c, const std::vector<int64_t>& ids, client::DataLoaderOptions o,
+                        int64_t max_batches, const std::string& name) {
+  DGLD_ASSIGN_OR_RETURN(auto loader, client::DistDataLoader::create(c, ids, o));
+  Run r{name};
+  const int64_t n = std::min(max_batches, loader->num_batches_per_epoch());
+  const auto t0 = Clock::now();
+  loader->start_epoch(0);
+  for (int64_t i = 0; i < n; ++i) {
+    DGLD_ASSIGN_OR_RETURN(auto b, loader->next());
+    if (!b) break;
+    ++r.batches;
+    r.seeds += static_cast<int64_t>(b->mini_batch.seeds.size());
+    r.sample_s += b->timings.sample_s;
+    r.fetch_s += b->timings.fetch_s;
+    r.wait_s += b->timings.wait_s;
+  }
+  r.wall_s = seconds_since(t0);
+  return r;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  tune_allocator_for_large_buffers();
+  namespace po = boost::program_options;
+  LogOptions log;
+  log.program = "bench_sampling";
+  std::string part_config, ip_config, json_out, fanouts = "10,25";
+  int64_t batch = 1000, max_batches = 100;
+  int threads = 2, prefetch = 4;
+  po::options_description desc("bench_sampling options");
+  desc.add_options()("part-config", po::value(&part_config)->required(), "2-partition config")
+      ("ip-config", po::value(&ip_config)->required(), "ip_config with two loopback machines")
+      ("batch", po::value(&batch)->default_value(batch), "seeds per batch")
+      ("batches", po::value(&max_batches)->default_value(max_batches), "batches per measurement (at most an epoch)")
+      ("fanouts", po::value(&fanouts)->default_value(fanouts), "fanouts, input layer first")
+      ("threads", po::value(&threads)->default_value(threads), "batch-making threads in every configuration")
+      ("prefetch", po::value(&prefetch)->default_value(prefetch), "DistDataLoader prefetch depth")
+      ("json", po::value(&json_out), "write results here");
+  add_log_options(desc, log);
+  po::variables_map vm;
+  if (auto o = parse_command_line(argc, argv, "bench_sampling", "[options]", desc, vm); o != CliOutcome::run) {
+    return o == CliOutcome::exit_ok ? 0 : 2;
+  }
+  if (!setup_logging(log).is_ok()) return 2;
+  client::DataLoaderOptions o;
+  o.batch_size = batch;
+  o.shuffle = false;  // the in-process run takes the same batches in the same order
+  o.seed = 1;
+  o.prefetch = prefetch;
+  o.spec.fanouts.clear();
+  for (size_t at = 0; at < fanouts.size();) {
+    size_t comma = fanouts.find(',', at);
+    if (comma == std::string::npos) comma = fanouts.size();
+    o.spec.fanouts.push_back(std::stoll(fanouts.substr(at, comma - at)));
+    at = comma + 1;
+  }
+  auto config = load_part_config(part_config);
+  if (!config.is_ok() || config->num_parts != 2) {
+    std::cerr << "bench_sampling: need a 2-partition config\n";
+    return 2;
+  }
+  testing::TempDir logs("dgld-bench-sampling");
+  std::vector<testing::Process> procs;
+  for (int id = 0; id < 2; ++id) {
+    procs.push_back(testing::Process::start(
+        {(testing::build_root() / "daemons/graph_server/graph-server").string(), "--part-config", part_config,
+         "--ip-config", ip_config, "--server-id", std::to_string(id), "--num-server-threads", "2"},
+        logs.path() / ("server" + std::to_string(id) + ".log")));
+  }
+  for (auto& s : procs) {
+    if (!s.wait_for_log("listening on", std::chrono::minutes(5))) {
+      std::cerr << "graph-server failed to start:\n" << s.log();
+      return 1;
+    }
+  }
+  client::ClusterOptions co;
+  co.ip_config = ip_config;
+  co.part_config = part_config;
+  co.machine_id = 0;
+  co.requested_rank = 0;
+  auto cluster = client::Cluster::connect(co);
+  if (!cluster.is_ok()) {
+    std::cerr << cluster.status().to_string() << "\n";
+    return 1;
+  }
+  auto ids = client::DistGraph(**cluster).node_split("train_mask");
+  if (!ids.is_ok()) {
+    std::cerr << ids.status().to_string() << "\n";
+    return 1;
+  }
+
+  // In-process baseline on the same graph.
+  std::vector<std::unique_ptr<MappedPartition>> parts;
+  for (int i = 0; i < 2; ++i) {
+    auto p = open_partition(*config, i, false);
+    if (!p.is_ok()) {
+      std::cerr << p.status().to_string() << "\n";
+      return 1;
+    }
+    parts.push_back(std::move(*p));
+  }
+  auto whole = rebuild(parts, "_N/" + o.spec.feature);
+  if (!whole.is_ok()) {
+    std::cerr << whole.status().to_string() << "\n";
+    return 1;
+  }
+  std::printf("sampling benchmark: %lld nodes, %zu training seeds on trainer 0, batch %lld, fanouts %s, %d threads, %lld batches per run\n",
+              static_cast<long long>(config->num_nodes), ids->size(), static_cast<long long>(batch), fanouts.c_str(),
+              threads, static_cast<long long>(max_batches));
+  // Warm the page cache and the shared-memory mappings once, unmeasured.
+  (void)inprocess(*whole, *ids, o, 2, 1);
+  Run base = inprocess(*whole, *ids, o, max_batches, threads);
+  print(base);
+
+  auto local_opt = o;
+  local_opt.local_threads = threads;
+  auto d0 = distributed(**cluster, *ids, local_opt, max_batches, "samplers=0");
+  if (!d0.is_ok()) {
+    std::cerr << d0.status().to_string() << "\n";
+    return 1;
+  }
+  print(*d0);
+
+  procs.push_back(testing::Process::start(
+      {(testing::build_root() / "daemons/sampler_worker/sampler-worker").string(), "--part-config", part_config,
+       "--ip-config", ip_config, "--machine-id", "0", "--group", "0", "--listen-port", "0", "--num-threads",
+       std::to_string(threads)},
+      logs.path() / "worker.log"));
+  if (!procs.back().wait_for_log("listening on", std::chrono::minutes(1))) {
+    std::cerr << "sampler-worker failed to start:\n" << procs.back().log();
+    return 1;
+  }
+  const std::string wlog = procs.back().log();
+  const std::string key = "listening on 127.0.0.1:";
+  auto worker_opt = o;
+  worker_opt.samplers = {"127.0.0.1:" + std::to_string(std::stoi(wlog.substr(wlog.find(key) + key.size())))};
+  auto d1 = distributed(**cluster, *ids, worker_opt, max_batches, "samplers=1");
+  if (!d1.is_ok()) {
+    std::cerr << d1.status().to_string() << "\n";
+    return 1;
+  }
+  print(*d1);
+
+  nlohmann::json out;
+  out["graph"] = config->graph_name;
+  out["num_nodes"] = config->num_nodes;
+  out["batch_size"] = batch;
+  out["fanouts"] = o.spec.fanouts;
+  out["threads"] = threads;
+  out["runs"] = {{"inprocess", to_json(base)}, {"samplers_0", to_json(*d0)}, {"samplers_1", to_json(*d1)}};
+  const double r1 = base.seeds_per_s() > 0 ? d1->seeds_per_s() / base.seeds_per_s() : 0;
+  const double r0 = base.seeds_per_s() > 0 ? d0->seeds_per_s() / base.seeds_per_s() : 0;
+  out["ratios"]["sampling_worker_vs_inprocess"] = {{"value", r1}, {"target", 0.5}, {"met", r1 >= 0.5}};
+  out["ratios"]["sampling_distributed_vs_inprocess"] = {{"value", r0}, {"target", 0.5}, {"met", r0 >= 0.5}};
+  if (!json_out.empty()) std::ofstream(json_out) << out.dump(2) << "\n";
+  cluster->reset();
+  for (auto it = procs.rbegin(); it != procs.rend(); ++it) it->signal(SIGTERM);
+  for (auto& p : procs) p.wait(std::chrono::seconds(10));
+  std::printf("ratio: sampling_worker_vs_inprocess %.3f (target 0.5)\n", r1);
+  std::printf("ratio: sampling_distributed_vs_inprocess %.3f (target 0.5)\n", r0);
+  return 0;
+}
