@@ -1,10 +1,9 @@
 // graph-server: serves one machine's partition (docs/architecture.md).
-#include <csignal>
 #include <iostream>
-#include <thread>
 
 #include "common/logging.h"
 #include "common/memory.h"
+#include "common/stop_signals.h"
 #include "common/shm/cleanup.h"
 #include "daemons/graph_server/server.h"
 
@@ -19,13 +18,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   // SIGINT/SIGTERM are taken by a waiting thread; fatal signals and exit() unlink shm.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  StopSignals signals;
   shm::install_shm_cleanup_handlers(false);
-  std::signal(SIGPIPE, SIG_IGN);  // a vanished peer is an error on that connection only
 
   auto server = graph_server::GraphServer::create(parsed.options);
   if (!server.is_ok()) {
@@ -33,15 +27,9 @@ int main(int argc, char** argv) {
     shm::unlink_all_registered_segments();
     return 1;
   }
-  std::thread signal_waiter([&] {
-    int sig = 0;
-    sigwait(&stop_signals, &sig);
-    if (sig != 0) (*server)->stop(std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM"));
-  });
+  signals.watch([&](const std::string& sig) { (*server)->stop("received " + sig); });
   Status st = (*server)->wait();
-  // Wake the signal thread if no signal came (stop() is idempotent), then tear down.
-  pthread_kill(signal_waiter.native_handle(), SIGTERM);
-  signal_waiter.join();
+  signals.unwatch();
   server->reset();
   shm::unlink_all_registered_segments();
   return st.is_ok() ? 0 : 1;
