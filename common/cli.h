@@ -4,7 +4,11 @@
 // message naming the flag, and accepts DGL's underscore spellings of flags
 // (--num_trainers for --num-trainers).
 
+#include <cstdlib>
+#include <filesystem>
+#include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <boost/program_options.hpp>
@@ -21,5 +25,31 @@ CliOutcome parse_command_line(int argc, const char* const argv[], const std::str
                               const boost::program_options::options_description& desc,
                               boost::program_options::variables_map& vm,
                               std::vector<std::string>* rest = nullptr);
+
+// DGL's launch scripts pass settings as environment variables (DGL_SERVER_ID,
+// DGL_CONF_PATH, ...). Fills `value` from `env` unless --`flag` was given on
+// the command line; false (with `error` naming both) when the variable does
+// not parse as T.
+template <typename T>
+bool flag_from_env(const boost::program_options::variables_map& vm, const char* flag, const char* env, T& value,
+                   std::string& error) {
+  if (vm.count(flag) && !vm[flag].defaulted()) return true;
+  const char* v = std::getenv(env);
+  if (!v || !*v) return true;
+  try {
+    if constexpr (std::is_same_v<T, std::string> || std::is_same_v<T, std::filesystem::path>) {
+      value = v;
+    } else {
+      size_t used = 0;
+      long long x = std::stoll(v, &used);
+      if (used != std::string(v).size()) throw std::invalid_argument(v);
+      value = static_cast<T>(x);
+    }
+  } catch (const std::exception&) {
+    error = std::string("environment variable ") + env + "='" + v + "' is not a valid value for --" + flag;
+    return false;
+  }
+  return true;
+}
 
 }  // namespace dgld

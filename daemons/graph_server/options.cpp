@@ -8,29 +8,6 @@
 namespace dgld::graph_server {
 namespace po = boost::program_options;
 
-namespace {
-// Fills `value` from environment variable `env` unless the flag was given.
-template <typename T>
-bool from_env(const po::variables_map& vm, const char* flag, const char* env, T& value, std::string& error) {
-  if (vm.count(flag) && !vm[flag].defaulted()) return true;
-  const char* v = std::getenv(env);
-  if (!v || !*v) return true;
-  try {
-    if constexpr (std::is_same_v<T, std::string> || std::is_same_v<T, std::filesystem::path>) {
-      value = v;
-    } else {
-      size_t used = 0;
-      long long x = std::stoll(v, &used);
-      if (used != std::string(v).size()) throw std::invalid_argument(v);
-      value = static_cast<T>(x);
-    }
-  } catch (const std::exception&) {
-    error = std::string("environment variable ") + env + "='" + v + "' is not a valid value for --" + flag;
-    return false;
-  }
-  return true;
-}
-}  // namespace
 
 ParsedOptions parse_graph_server_options(int argc, const char* const argv[]) {
   ParsedOptions out;
@@ -67,12 +44,12 @@ ParsedOptions parse_graph_server_options(int argc, const char* const argv[]) {
     case CliOutcome::run: break;
   }
   std::string err;
-  bool ok = from_env(vm, "part-config", "DGL_CONF_PATH", part_config, err) &&
-            from_env(vm, "ip-config", "DGL_IP_CONFIG", ip_config, err) &&
-            from_env(vm, "server-id", "DGL_SERVER_ID", o.server_id, err) &&
-            from_env(vm, "num-servers", "DGL_NUM_SERVER", o.num_servers, err) &&
-            from_env(vm, "num-clients", "DGL_NUM_CLIENT", o.num_clients, err) &&
-            from_env(vm, "num-samplers", "DGL_NUM_SAMPLER", o.num_samplers, err);
+  bool ok = flag_from_env(vm, "part-config", "DGL_CONF_PATH", part_config, err) &&
+            flag_from_env(vm, "ip-config", "DGL_IP_CONFIG", ip_config, err) &&
+            flag_from_env(vm, "server-id", "DGL_SERVER_ID", o.server_id, err) &&
+            flag_from_env(vm, "num-servers", "DGL_NUM_SERVER", o.num_servers, err) &&
+            flag_from_env(vm, "num-clients", "DGL_NUM_CLIENT", o.num_clients, err) &&
+            flag_from_env(vm, "num-samplers", "DGL_NUM_SAMPLER", o.num_samplers, err);
   if (ok && part_config.empty()) err = "--part-config (or DGL_CONF_PATH) is required", ok = false;
   if (ok && ip_config.empty()) err = "--ip-config (or DGL_IP_CONFIG) is required", ok = false;
   if (ok && o.server_id < 0) err = "--server-id (or DGL_SERVER_ID) is required and must be >= 0", ok = false;

@@ -52,19 +52,17 @@ ParsedOptions parse_sampler_worker_options(int argc, const char* const argv[]) {
     case CliOutcome::exit_error: out.exit_code = 2; return out;
     case CliOutcome::run: break;
   }
-  if (part_config.empty()) {
-    if (const char* v = std::getenv("DGL_CONF_PATH")) part_config = v;
-  }
-  if (ip_config.empty()) {
-    if (const char* v = std::getenv("DGL_IP_CONFIG")) ip_config = v;
-  }
   std::string err;
-  if (part_config.empty()) err = "--part-config (or DGL_CONF_PATH) is required";
-  else if (ip_config.empty()) err = "--ip-config (or DGL_IP_CONFIG) is required";
-  else if (o.num_servers < 1) err = "--num-servers must be >= 1";
-  else if (o.num_threads < 1) err = "--num-threads must be >= 1";
-  else if (o.listen_port < 0 || o.listen_port > 65535) err = "--listen-port must be in 0..65535";
-  else if (connect_ms < 1 || call_ms < 1) err = "timeouts must be >= 1 ms";
+  // On a malformed variable flag_from_env has set err.
+  if (flag_from_env(vm, "part-config", "DGL_CONF_PATH", part_config, err) &&
+      flag_from_env(vm, "ip-config", "DGL_IP_CONFIG", ip_config, err)) {
+    if (part_config.empty()) err = "--part-config (or DGL_CONF_PATH) is required";
+    else if (ip_config.empty()) err = "--ip-config (or DGL_IP_CONFIG) is required";
+    else if (o.num_servers < 1) err = "--num-servers must be >= 1";
+    else if (o.num_threads < 1) err = "--num-threads must be >= 1";
+    else if (o.listen_port < 0 || o.listen_port > 65535) err = "--listen-port must be in 0..65535";
+    else if (connect_ms < 1 || call_ms < 1) err = "timeouts must be >= 1 ms";
+  }
   if (!err.empty()) {
     std::cerr << "sampler-worker: " << err << "\n";
     out.exit_code = 2;
