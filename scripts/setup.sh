@@ -11,7 +11,7 @@ PACKAGES=(
   flatbuffers-compiler libflatbuffers-dev
   libspdlog-dev libfmt-dev
   libmetis-dev
-  libtorch-dev
+  libtorch-dev libgloo-dev
   nlohmann-json3-dev
   zlib1g-dev
   catch2

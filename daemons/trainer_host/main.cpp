@@ -1,5 +1,6 @@
-// trainer-host: trains a GNN with LibTorch (docs/architecture.md). For now only
-// DGL's standalone mode: one partition, one process, no servers.
+// trainer-host: trains a GNN with LibTorch (docs/architecture.md): DGL's
+// standalone mode (--standalone: one partition, one process, no servers) or a
+// trainer of a distributed job (data-parallel over the graph-servers).
 #include <iostream>
 
 #include "common/file_util.h"
@@ -20,6 +21,22 @@ int main(int argc, char** argv) {
     return 2;
   }
   auto log = logger("trainer");
+  if (!o.standalone) {
+    auto result = trainer::train_distributed(o.dist, o.train);
+    if (!result.is_ok()) {
+      log->error("{}", result.status().message());
+      return 1;
+    }
+    log->info("done (rank {} of {}): val acc {:.4f}, test acc {:.4f}, {:.1f} s", result->rank, result->num_trainers,
+              result->result.val_acc, result->result.test_acc, result->result.total_time_s);
+    if (result->rank == 0 && !o.metrics_out.empty()) {
+      if (Status st = write_file_atomic(o.metrics_out, trainer::dist_metrics_json(*result)); !st.is_ok()) {
+        log->error("writing --metrics-out: {}", st.message());
+        return 1;
+      }
+    }
+    return 0;
+  }
   auto result = trainer::train_standalone(o.part_config, o.train);
   if (!result.is_ok()) {
     log->error("{}", result.status().message());

@@ -1,5 +1,6 @@
 #include "daemons/trainer_host/options.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <iostream>
 
@@ -37,9 +38,28 @@ ParsedTrainerHostOptions parse_trainer_host_options(int argc, const char* const 
       ("weight-decay", po::value(&t.weight_decay)->default_value(t.weight_decay), "Adam weight decay")
       ("row-normalize", po::bool_switch(&t.row_normalize), "divide each feature row by its sum")
       ("replace", po::bool_switch(&t.replace), "sample neighbours with replacement");
+  DistTrainOptions& d = o.dist;
+  std::string sampler_endpoints;
+  int collective_timeout_s = 60;
+  desc.add_options()
+      ("ip-config", po::value(&d.ip_config), "distributed: ip_config.txt (one machine per line)")
+      ("machine-id", po::value(&d.machine_id)->default_value(d.machine_id),
+       "distributed: this machine's ip_config line (0-based); -1: detect from local addresses")
+      ("num-servers", po::value(&d.num_servers)->default_value(d.num_servers), "distributed: graph-servers per machine")
+      ("rank", po::value(&d.rank)->default_value(d.rank), "distributed: requested trainer rank; -1: coordinator's choice")
+      ("num-trainers", po::value(&d.num_trainers)->default_value(d.num_trainers),
+       "distributed: trainers in the job (0: the coordinator's count)")
+      ("num-samplers", po::value(&o.num_samplers)->default_value(o.num_samplers),
+       "distributed: sampler-workers of this trainer (0: sample in the trainer)")
+      ("sampler-endpoints", po::value(&sampler_endpoints), "distributed: host:port,... of this trainer's sampler-workers")
+      ("rendezvous-port", po::value(&d.rendezvous_port)->default_value(d.rendezvous_port),
+       "distributed: TCPStore port on machine 0 (0: its base port + 900)")
+      ("collective-timeout-s", po::value(&collective_timeout_s)->default_value(collective_timeout_s),
+       "distributed: timeout of the rendezvous and of every allreduce")
+      ("shutdown-servers", po::bool_switch(&d.shutdown_servers), "distributed: rank 0 stops the graph-servers at the end");
   add_log_options(desc, o.log);
   po::variables_map vm;
-  switch (parse_command_line(argc, argv, "trainer-host", "--standalone --part-config FILE [options]", desc, vm)) {
+  switch (parse_command_line(argc, argv, "trainer-host", "(--standalone | --ip-config FILE) --part-config FILE [options]", desc, vm)) {
     case CliOutcome::exit_ok: out.exit_code = 0; return out;
     case CliOutcome::exit_error: out.exit_code = 2; return out;
     case CliOutcome::run: break;
@@ -52,12 +72,34 @@ ParsedTrainerHostOptions parse_trainer_host_options(int argc, const char* const 
   if (o.part_config.empty()) {
     if (const char* env = std::getenv("DGL_CONF_PATH"); env && *env) o.part_config = env;
   }
-  if (!o.standalone) {
-    return fail("distributed training is not available yet; run with --standalone and a 1-partition --part-config");
-  }
   if (o.part_config.empty()) return fail("--part-config (or DGL_CONF_PATH) is required");
   if (Status st = validate_train_config(t); !st.is_ok()) return fail(st.message());
-  o.log.role = "trainer/0";
+  if (o.standalone) {
+    o.log.role = "trainer/0";
+    return out;
+  }
+  if (d.ip_config.empty()) return fail("--ip-config is required without --standalone (distributed training)");
+  if (d.num_servers < 1) return fail("--num-servers must be >= 1");
+  if (collective_timeout_s < 1) return fail("--collective-timeout-s must be >= 1");
+  if (t.row_normalize) return fail("--row-normalize is only supported with --standalone");
+  d.collective_timeout = std::chrono::seconds(collective_timeout_s);
+  d.part_config = o.part_config;
+  size_t pos = 0;
+  while (pos < sampler_endpoints.size()) {
+    const size_t comma = sampler_endpoints.find(',', pos);
+    std::string item = sampler_endpoints.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    if (!item.empty()) {
+      if (item.find(':') == std::string::npos) return fail("--sampler-endpoints: '" + item + "' is not host:port");
+      d.sampler_endpoints.push_back(item);
+    }
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  if (static_cast<size_t>(o.num_samplers) != d.sampler_endpoints.size()) {
+    return fail("--num-samplers " + std::to_string(o.num_samplers) + " but --sampler-endpoints gives " +
+                std::to_string(d.sampler_endpoints.size()) + " (discovering samplers is not implemented yet)");
+  }
+  o.log.role = d.rank >= 0 ? "trainer/" + std::to_string(d.rank) : "trainer";
   return out;
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "common/logging.h"
+#include "daemons/trainer_host/dist_trainer.h"
 #include "daemons/trainer_host/local_trainer.h"
 
 namespace dgld::trainer {
@@ -13,6 +14,10 @@ struct TrainerHostOptions {
   bool standalone = false;   // one partition in one process, no servers
   std::string part_config;   // <graph_name>.json (env DGL_CONF_PATH)
   std::string metrics_out;   // metrics JSON path; empty: none
+  // Distributed mode (without --standalone): part_config and metrics_out above
+  // are copied in; num_samplers must equal sampler_endpoints' size.
+  DistTrainOptions dist;
+  int num_samplers = 0;      // sampler-workers for this trainer; 0: it samples itself
   TrainConfig train;
   LogOptions log;
 };

@@ -204,7 +204,7 @@ TEST_CASE("bad flags give clear errors") {
   }
 }
 
-TEST_CASE("trainer-host binary: standalone run writes metrics, distributed mode is refused", "[sbm]") {
+TEST_CASE("trainer-host binary: standalone run writes metrics, distributed mode needs --ip-config", "[sbm]") {
   const fs::path exe = testing::build_root() / "daemons/trainer_host/trainer-host";
   const fs::path metrics = sbm().dir.path() / "metrics.json";
   const fs::path log = sbm().dir.path() / "trainer.log";
@@ -225,7 +225,7 @@ TEST_CASE("trainer-host binary: standalone run writes metrics, distributed mode 
   CHECK(WEXITSTATUS(rc) == 2);
   auto out = read_file(log);
   REQUIRE(out.is_ok());
-  CHECK(out->find("distributed training is not available yet") != std::string::npos);
+  CHECK(out->find("--ip-config is required") != std::string::npos);
 }
 
 TEST_CASE("a partition without labels or features is refused by name", "[sbm]") {
