@@ -1,4 +1,6 @@
 // sampler-worker: makes mini-batches for one trainer (docs/architecture.md).
+#include <unistd.h>
+
 #include <iostream>
 
 #include "common/logging.h"
@@ -20,6 +22,13 @@ int main(int argc, char** argv) {
   if (!worker.is_ok()) {
     logger("sampler")->error("{}", worker.status().message());
     return 1;
+  }
+  if (parsed.options.ready_fd >= 0) {
+    const std::string line = std::to_string((*worker)->port()) + "\n";
+    if (::write(parsed.options.ready_fd, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
+      logger("sampler")->warn("--ready-fd {}: could not report the port", parsed.options.ready_fd);
+    }
+    ::close(parsed.options.ready_fd);
   }
   signals.watch([&](const std::string& sig) { (*worker)->stop("received " + sig); });
   Status st = (*worker)->wait();

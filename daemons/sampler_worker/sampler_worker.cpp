@@ -42,7 +42,9 @@ ParsedOptions parse_sampler_worker_options(int argc, const char* const argv[]) {
       ("listen-host", po::value(&o.listen_host)->default_value(o.listen_host), "address to listen on")
       ("listen-port", po::value(&o.listen_port)->default_value(0), "port to listen on; 0: pick one and log it")
       ("num-threads", po::value(&o.num_threads)->default_value(2), "batches made at once")
-      ("job-id", po::value(&o.job_id), "shared-memory job id (default: graph name and port)")
+      ("job-id", po::value(&o.job_id), "shared-memory job id (default: graph name and port; env DGLD_JOB_ID)")
+      ("ready-fd", po::value(&o.ready_fd)->default_value(-1),
+       "write the listening port and a newline to this file descriptor once ready (for a parent process)")
       ("connect-timeout-ms", po::value(&connect_ms)->default_value(connect_ms), "connecting to the servers")
       ("call-timeout-ms", po::value(&call_ms)->default_value(call_ms), "deadline of each server request");
   add_log_options(desc, o.log);
@@ -55,7 +57,8 @@ ParsedOptions parse_sampler_worker_options(int argc, const char* const argv[]) {
   std::string err;
   // On a malformed variable flag_from_env has set err.
   if (flag_from_env(vm, "part-config", "DGL_CONF_PATH", part_config, err) &&
-      flag_from_env(vm, "ip-config", "DGL_IP_CONFIG", ip_config, err)) {
+      flag_from_env(vm, "ip-config", "DGL_IP_CONFIG", ip_config, err) &&
+      flag_from_env(vm, "job-id", "DGLD_JOB_ID", o.job_id, err)) {
     if (part_config.empty()) err = "--part-config (or DGL_CONF_PATH) is required";
     else if (ip_config.empty()) err = "--ip-config (or DGL_IP_CONFIG) is required";
     else if (o.num_servers < 1) err = "--num-servers must be >= 1";

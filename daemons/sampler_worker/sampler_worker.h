@@ -27,6 +27,7 @@ struct SamplerWorkerOptions {
   int listen_port = 0;   // 0: pick a free one (logged as "listening on host:port")
   int num_threads = 2;   // requests processed at once
   std::string job_id;    // shared-memory job id; empty: the default
+  int ready_fd = -1;     // >= 0: "<port>\n" is written to this fd once listening, then it is closed
   std::chrono::milliseconds connect_timeout{30000};
   std::chrono::milliseconds call_timeout{30000};
   LogOptions log;

@@ -1,13 +1,10 @@
 #include "daemons/trainer_host/dist_trainer.h"
 
-#include <dlfcn.h>
-
 #include <algorithm>
-#include <cmath>
 #include <cstring>
+#include <numeric>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -16,28 +13,17 @@
 #include "common/client/data_loader.h"
 #include "common/client/dist_graph.h"
 #include "common/client/local_partition.h"
+#include "common/client/split.h"
 #include "common/logging.h"
 #include "common/partition/partition.h"
-#include "daemons/trainer_host/model_impl.h"
+#include "daemons/trainer_host/sampler_children.h"
+#include "daemons/trainer_host/training_loop.h"
 
 namespace dgld::trainer {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-void set_threads(int n) {
-  at::set_num_threads(n);
-  using SetFn = void (*)(int);
-  if (auto fn = reinterpret_cast<SetFn>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) fn(n);
-}
-
-torch::Tensor ids_tensor(std::span<const int64_t> ids) {
-  auto t = torch::empty({static_cast<int64_t>(ids.size())}, torch::kInt64);
-  if (!ids.empty()) std::memcpy(t.data_ptr<int64_t>(), ids.data(), ids.size() * sizeof(int64_t));
-  return t;
-}
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
 // The collectives of one job: a TCPStore rendezvous and a Gloo process group.
 class Collectives {
@@ -63,7 +49,7 @@ class Collectives {
       opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(own_host));
       c->pg_ = c10::make_intrusive<c10d::ProcessGroupGloo>(c->store_, rank, world, opts);
     } catch (const std::exception& e) {
-      return closed_error(fmt::format("joining {} failed: {}", c->peer_, e.what()));
+      return closed_error(fmt::format("joining {} failed: {}", c->peer_, first_line(e.what())));
     }
     return c;
   }
@@ -71,11 +57,11 @@ class Collectives {
   int rank() const { return rank_; }
   int world() const { return world_; }
 
-  // In place; `what` names the step for the error.
-  Status allreduce(torch::Tensor& t, c10d::ReduceOp op, const std::string& what) {
+  Status allreduce(torch::Tensor& t, Reduce op, const std::string& what) {
     std::vector<at::Tensor> v{t};
     c10d::AllreduceOptions o;
-    o.reduceOp = op;
+    o.reduceOp = op == Reduce::sum ? c10d::ReduceOp::SUM : op == Reduce::min ? c10d::ReduceOp::MIN
+                                                                             : c10d::ReduceOp::MAX;
     o.timeout = timeout_;
     return run(what, [&] { return pg_->allreduce(v, o); });
   }
@@ -85,6 +71,14 @@ class Collectives {
     o.rootRank = 0;
     o.timeout = timeout_;
     return run(what, [&] { return pg_->broadcast(v, o); });
+  }
+  // Rows of `in` go to the ranks in order, in_splits[r] of them to rank r;
+  // `out` receives out_splits[r] rows from rank r.
+  Status alltoall(torch::Tensor& out, torch::Tensor& in, std::vector<int64_t> out_splits,
+                  std::vector<int64_t> in_splits, const std::string& what) {
+    c10d::AllToAllOptions o;
+    o.timeout = timeout_;
+    return run(what, [&] { return pg_->alltoall_base(out, in, out_splits, in_splits, o); });
   }
 
  private:
@@ -112,17 +106,133 @@ class Collectives {
   c10::intrusive_ptr<c10d::ProcessGroupGloo> pg_;
 };
 
-class DistRun {
+// Which trainer owns each embedding row: one of the trainers of the machine
+// that owns the node (by id modulo their count); a machine without trainers
+// leaves its rows to rank id % world.
+class RowOwners {
  public:
-  DistRun(const DistTrainOptions& o, const TrainConfig& c) : o_(o), c_(c), log_(logger("trainer")) {}
-  Result<DistTrainResult> run();
+  RowOwners(const RangePartitionBook& book, const std::vector<int>& machine_of_rank)
+      : book_(book), by_machine_(static_cast<size_t>(book.num_partitions())),
+        world_(static_cast<int>(machine_of_rank.size())) {
+    for (int r = 0; r < world_; ++r) by_machine_[static_cast<size_t>(machine_of_rank[r])].push_back(r);
+  }
+  int owner(int64_t id) const {
+    const auto& ranks = by_machine_[static_cast<size_t>(book_.node_partition(id))];
+    if (ranks.empty()) return static_cast<int>(id % world_);
+    return ranks[static_cast<size_t>(id % static_cast<int64_t>(ranks.size()))];
+  }
+  std::vector<int64_t> owned_by(int rank) const {
+    std::vector<int64_t> ids;
+    for (int64_t id = 0; id < book_.num_nodes(); ++id) {
+      if (owner(id) == rank) ids.push_back(id);
+    }
+    return ids;
+  }
 
  private:
+  const RangePartitionBook& book_;
+  std::vector<std::vector<int>> by_machine_;
+  int world_;
+};
+
+// A learnable embedding's tables as DistTensors; gradients routed to the row
+// owners with an all-to-all.
+class DistEmbeddingStore final : public EmbeddingStore {
+ public:
+  DistEmbeddingStore(std::vector<client::DistTensor> tables, Collectives& coll, RowOwners owners)
+      : tables_(std::move(tables)), coll_(coll), owners_(std::move(owners)) {}
+
+  int64_t num_rows() const override { return tables_[0].num_rows(); }
+  int num_tables() const override { return static_cast<int>(tables_.size()); }
+  int64_t dim(int table) const override { return tables_[static_cast<size_t>(table)].shape()[1]; }
+  Status read(int table, std::span<const int64_t> ids, float* out) const override {
+    return tables_[static_cast<size_t>(table)].pull_into(ids, out);
+  }
+  Status write(int table, std::span<const int64_t> ids, const float* rows) override {
+    return tables_[static_cast<size_t>(table)].push(ids, rows);
+  }
+  int world_size() const override { return coll_.world(); }
+  std::vector<int64_t> owned_ids() const override { return owners_.owned_by(coll_.rank()); }
+
+  Status route(const std::vector<int64_t>& ids, const torch::Tensor& grads, std::vector<int64_t>& owned_ids,
+               torch::Tensor& owned_grads) override {
+    const int world = coll_.world();
+    const int64_t d = grads.size(1);
+    // Order the rows by owner.
+    std::vector<int> owner(ids.size());
+    std::vector<int64_t> send_counts(static_cast<size_t>(world), 0);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      owner[i] = owners_.owner(ids[i]);
+      ++send_counts[static_cast<size_t>(owner[i])];
+    }
+    std::vector<int64_t> order(ids.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return owner[a] < owner[b]; });
+    auto send_ids = torch::empty({static_cast<int64_t>(ids.size())}, torch::kInt64);
+    for (size_t i = 0; i < order.size(); ++i) send_ids.data_ptr<int64_t>()[i] = ids[static_cast<size_t>(order[i])];
+    auto send_grads = grads.index_select(0, ids_tensor(order)).contiguous();
+
+    auto counts_in = torch::tensor(send_counts, torch::kInt64);
+    auto counts_out = torch::empty({world}, torch::kInt64);
+    const std::vector<int64_t> ones(static_cast<size_t>(world), 1);
+    DGLD_RETURN_IF_ERROR(coll_.alltoall(counts_out, counts_in, ones, ones, "embedding gradients: counts"));
+    std::vector<int64_t> recv_counts(counts_out.data_ptr<int64_t>(), counts_out.data_ptr<int64_t>() + world);
+    const int64_t total = std::accumulate(recv_counts.begin(), recv_counts.end(), int64_t{0});
+    auto recv_ids = torch::empty({total}, torch::kInt64);
+    owned_grads = torch::empty({total, d}, torch::kFloat32);
+    DGLD_RETURN_IF_ERROR(coll_.alltoall(recv_ids, send_ids, recv_counts, send_counts, "embedding gradients: ids"));
+    DGLD_RETURN_IF_ERROR(
+        coll_.alltoall(owned_grads, send_grads, recv_counts, send_counts, "embedding gradients: rows"));
+    owned_ids.assign(recv_ids.data_ptr<int64_t>(), recv_ids.data_ptr<int64_t>() + total);
+    return Status::ok();
+  }
+
+ private:
+  std::vector<client::DistTensor> tables_;
+  Collectives& coll_;
+  RowOwners owners_;
+};
+
+std::string node_tensor_names(const MappedPartition& part) {
+  std::string names;
+  for (const auto& t : part.node_tensors()) names += (names.empty() ? "" : ", ") + t.name;
+  return names.empty() ? "none" : names;
+}
+
+class DistBackend final : public TrainingBackend {
+ public:
+  DistBackend(const DistTrainOptions& o, const TrainConfig& c) : o_(o), c_(c), log_(logger("trainer")) {}
   Status setup();
-  Status train_epoch(int epoch, EpochMetrics& m, double& allreduce_s);
-  Result<EvalMetrics> evaluate(int epoch);
-  Status count_correct(std::span<const int64_t> ids, int64_t& correct);
+  Status finish();
+
+  int rank() const override { return coll_->rank(); }
+  int world_size() const override { return coll_->world(); }
+  int part_id() const override { return cluster_->machine_id(); }
+  const std::string& graph_name() const override { return cluster_->config().graph_name; }
+  int64_t num_nodes() const override { return cluster_->partition_book().num_nodes(); }
+  int64_t feat_dim() const override { return feat_dim_; }
+  int64_t num_classes() const override { return num_classes_; }
+  int64_t steps_per_epoch() const override { return steps_per_epoch_; }
+  void start_epoch(int epoch) override { loader_->start_epoch(epoch); }
+  Result<client::Batch> next_batch() override {
+    auto next = loader_->next();
+    if (!next.is_ok()) return next.status();
+    if (!next->has_value()) return internal_error("the data loader ran out of batches");
+    return std::move(**next);
+  }
+  Status allreduce(torch::Tensor& t, Reduce op, const std::string& what) override {
+    return coll_->allreduce(t, op, what);
+  }
+  Status broadcast(torch::Tensor& t, const std::string& what) override { return coll_->broadcast(t, what); }
+  Result<EvalCounts> evaluate(GnnNet& net, const Layer0Input& input) override;
+  Result<std::unique_ptr<EmbeddingStore>> create_embedding_store(const std::vector<int64_t>& dims,
+                                                                 uint64_t seed) override;
+
+ private:
   Result<std::vector<int64_t>> split(const std::string& mask, bool required);
+  Status check_node_tensor(const std::string& name, DType dtype, bool matrix) const;
+  Result<client::DistTensor> create_tensor(const std::string& name, int64_t dim, client::Init init, uint64_t seed);
+  Status count_correct(std::span<const int64_t> nodes, const torch::Tensor& logits, EvalCounts& counts) const;
 
   const DistTrainOptions& o_;
   const TrainConfig& c_;
@@ -130,22 +240,38 @@ class DistRun {
   std::unique_ptr<client::Cluster> cluster_;
   std::unique_ptr<client::DistGraph> graph_;
   std::unique_ptr<Collectives> coll_;
+  std::unique_ptr<SamplerChildren> samplers_;
   std::unique_ptr<client::DistDataLoader> loader_;
-  std::unique_ptr<client::BatchBuilder> eval_builder_;
-  std::unique_ptr<Model> model_;
-  std::unique_ptr<torch::optim::Adam> optimizer_;
-  std::vector<int64_t> train_ids_, val_ids_, test_ids_;
+  std::vector<int64_t> train_ids_, eval_nodes_;
+  std::vector<int> machine_of_rank_;
   int64_t feat_dim_ = 0, num_classes_ = 0, steps_per_epoch_ = 0;
+  int eval_round_ = 0;
 };
 
-Result<std::vector<int64_t>> DistRun::split(const std::string& mask, bool required) {
+Result<std::vector<int64_t>> DistBackend::split(const std::string& mask, bool required) {
   auto ids = graph_->node_split(mask, /*force_even=*/true);
   if (!ids.is_ok() && !required && ids.status().code() == StatusCode::not_found) return std::vector<int64_t>{};
   if (!ids.is_ok()) return ids.status().with_context("node_split of '" + mask + "'");
   return ids;
 }
 
-Status DistRun::setup() {
+Status DistBackend::check_node_tensor(const std::string& name, DType dtype, bool matrix) const {
+  const MappedPartition& part = cluster_->local().graph();
+  const TensorView* t = part.node_tensor("_N/" + name);
+  const std::string where = fmt::format("partition {} of '{}' ({})", cluster_->machine_id(), graph_name(),
+                                        o_.part_config);
+  if (!t) {
+    return not_found(fmt::format("{} has no node tensor '_N/{}' (it has: {})", where, name, node_tensor_names(part)));
+  }
+  if (t->dtype != dtype || (matrix ? t->shape.size() != 2 : t->row_size() != 1)) {
+    return invalid_argument(fmt::format("{}: node tensor '_N/{}' is {} [{}], expected {} {}", where, name,
+                                        dtype_name(t->dtype), fmt::join(t->shape, ", "), dtype_name(dtype),
+                                        matrix ? "[n, d]" : "[n]"));
+  }
+  return Status::ok();
+}
+
+Status DistBackend::setup() {
   client::ClusterOptions co;
   co.ip_config = o_.ip_config;
   co.part_config = o_.part_config;
@@ -154,6 +280,7 @@ Status DistRun::setup() {
   co.num_servers = o_.num_servers;
   co.requested_rank = o_.rank;
   co.num_trainers = o_.num_trainers;
+  co.job_id = o_.job_id;
   co.call_timeout = o_.collective_timeout;
   auto cluster = client::Cluster::connect(co);
   if (!cluster.is_ok()) return cluster.status().with_context("joining the cluster");
@@ -161,38 +288,55 @@ Status DistRun::setup() {
   graph_ = std::make_unique<client::DistGraph>(*cluster_);
   const int rank = cluster_->rank(), world = cluster_->num_trainers();
 
-  // Shapes from this machine's partition; the class count agreed below.
+  // Inputs named by the flags must exist with the right types.
+  const bool uses_features = c_.learnable_features != LearnableFeatures::replace;
   const MappedPartition& part = cluster_->local().graph();
-  const TensorView* feats = part.node_tensor("_N/features");
-  if (!feats || feats->dtype != DType::float32 || feats->shape.size() != 2) {
-    return invalid_argument("partition " + std::to_string(cluster_->machine_id()) +
-                            " needs a float32 [n, d] node tensor '_N/features'");
+  if (uses_features) {
+    DGLD_RETURN_IF_ERROR(check_node_tensor(c_.feature, DType::float32, true).with_context("--feature"));
+    feat_dim_ = part.node_tensor("_N/" + c_.feature)->shape[1];
   }
-  feat_dim_ = feats->shape[1];
-  const TensorView* labels = part.node_tensor("_N/labels");
-  if (!labels || labels->dtype != DType::int64) {
-    return invalid_argument("partition " + std::to_string(cluster_->machine_id()) +
-                            " needs an int64 node tensor '_N/labels'");
-  }
+  DGLD_RETURN_IF_ERROR(check_node_tensor(c_.label, DType::int64, false).with_context("--label"));
   int64_t max_label = -1;
-  for (int64_t v : labels->as<int64_t>()) max_label = std::max(max_label, v);
+  for (int64_t v : part.node_tensor("_N/" + c_.label)->as<int64_t>()) max_label = std::max(max_label, v);
 
   DGLD_ASSIGN_OR_RETURN(train_ids_, split("train_mask", true));
-  DGLD_ASSIGN_OR_RETURN(val_ids_, split("val_mask", false));
-  DGLD_ASSIGN_OR_RETURN(test_ids_, split("test_mask", false));
+  const auto& book = cluster_->partition_book();
+  DGLD_ASSIGN_OR_RETURN(eval_nodes_, client::node_split([](int64_t) { return true; }, book,
+                                                        client::SplitRank{cluster_->machine_id(), rank, world}));
 
   const auto& m0 = cluster_->machines().at(0);
   const int port = o_.rendezvous_port > 0 ? o_.rendezvous_port : m0.base_port + kRendezvousPortOffset;
   const std::string own_host = cluster_->machines().at(static_cast<size_t>(cluster_->machine_id())).host;
-  log_->info("rank {} of {} (machine {}): {} train / {} val / {} test seeds; rendezvous at {}:{}", rank, world,
-             cluster_->machine_id(), train_ids_.size(), val_ids_.size(), test_ids_.size(), m0.host, port);
+  log_->info("rank {} of {} (machine {}): {} training seeds, {} nodes to evaluate; rendezvous at {}:{}", rank,
+             world, cluster_->machine_id(), train_ids_.size(), eval_nodes_.size(), m0.host, port);
   DGLD_ASSIGN_OR_RETURN(coll_, Collectives::create(m0.host, port, own_host, rank, world, o_.collective_timeout));
 
-  // The class count: MAX of every machine's largest label.
+  // What every trainer must agree on: the class count (the largest label of
+  // any machine), the machine of every rank, the steps per epoch.
   auto t = torch::tensor({max_label}, torch::kInt64);
-  DGLD_RETURN_IF_ERROR(coll_->allreduce(t, c10d::ReduceOp::MAX, "agreeing on the class count"));
+  DGLD_RETURN_IF_ERROR(coll_->allreduce(t, Reduce::max, "agreeing on the class count"));
   num_classes_ = t.item<int64_t>() + 1;
-  if (num_classes_ < 1) return invalid_argument("no labels in any partition");
+  if (num_classes_ < 1) return invalid_argument("no labels in any partition ('_N/" + c_.label + "' is empty)");
+  auto machines = torch::zeros({world}, torch::kInt64);
+  machines[rank] = cluster_->machine_id();
+  DGLD_RETURN_IF_ERROR(coll_->allreduce(machines, Reduce::sum, "exchanging the trainers' machines"));
+  for (int r = 0; r < world; ++r) machine_of_rank_.push_back(static_cast<int>(machines[r].item<int64_t>()));
+
+  std::vector<std::string> endpoints = o_.sampler_endpoints;
+  if (endpoints.empty() && o_.num_samplers > 0) {
+    SamplerChildrenOptions so;
+    so.executable = o_.sampler_worker_path;
+    so.count = o_.num_samplers;
+    so.part_config = o_.part_config;
+    so.ip_config = o_.ip_config;
+    so.machine_id = cluster_->machine_id();
+    so.num_servers = o_.num_servers;
+    so.group = rank;
+    so.job_id = cluster_->job_id();
+    so.log_level = o_.log_level;
+    DGLD_ASSIGN_OR_RETURN(samplers_, SamplerChildren::start(so));
+    endpoints = samplers_->endpoints();
+  }
 
   DGLD_ASSIGN_OR_RETURN(auto fanouts, parse_fan_out(c_.fan_out));
   client::DataLoaderOptions lo;
@@ -201,231 +345,145 @@ Status DistRun::setup() {
   lo.seed = c_.seed + static_cast<uint64_t>(rank) * 0x9e3779b97f4a7c15ULL;
   lo.spec.fanouts = fanouts;
   lo.spec.replace = c_.replace;
-  lo.samplers = o_.sampler_endpoints;
+  lo.spec.feature = uses_features ? c_.feature : "";
+  lo.spec.label = c_.label;
+  lo.samplers = endpoints;
   lo.local_threads = 2;
   auto loader = client::DistDataLoader::create(*cluster_, train_ids_, lo);
   if (!loader.is_ok()) return loader.status().with_context("creating the data loader");
   loader_ = std::move(*loader);
 
-  client::BatchSpec eval_spec;
-  eval_spec.fanouts.assign(fanouts.size(), -1);
-  auto eb = client::BatchBuilder::create(*cluster_, eval_spec);
-  if (!eb.is_ok()) return eb.status().with_context("creating the evaluation sampler");
-  eval_builder_ = std::move(*eb);
-
-  // Steps per epoch: the minimum over trainers (so nobody waits in an allreduce
-  // for a peer that has run out of batches).
   auto steps = torch::tensor({loader_->num_batches_per_epoch()}, torch::kInt64);
-  DGLD_RETURN_IF_ERROR(coll_->allreduce(steps, c10d::ReduceOp::MIN, "agreeing on the steps per epoch"));
+  DGLD_RETURN_IF_ERROR(coll_->allreduce(steps, Reduce::min, "agreeing on the steps per epoch"));
   steps_per_epoch_ = steps.item<int64_t>();
   if (steps_per_epoch_ < 1) return invalid_argument("a trainer has no training seeds (steps per epoch is 0)");
-
-  DGLD_ASSIGN_OR_RETURN(ModelKind kind, parse_model_kind(c_.model));
-  ModelConfig mc;
-  mc.kind = kind;
-  mc.in_dim = feat_dim_;
-  mc.num_hidden = c_.num_hidden;
-  mc.num_classes = num_classes_;
-  mc.num_layers = c_.num_layers;
-  mc.dropout = c_.dropout;
-  mc.num_heads = c_.num_heads;
-  torch::manual_seed(c_.seed);
-  DGLD_ASSIGN_OR_RETURN(model_, Model::create(mc));
-  // Every trainer starts from rank 0's weights.
-  {
-    torch::NoGradGuard no_grad;
-    auto params = model_->impl().net->parameters();
-    std::vector<torch::Tensor> flat;
-    for (auto& p : params) flat.push_back(p.detach().reshape({-1}));
-    auto bucket = torch::cat(flat);
-    DGLD_RETURN_IF_ERROR(coll_->broadcast(bucket, "broadcasting rank 0's initial weights"));
-    int64_t off = 0;
-    for (auto& p : params) {
-      p.copy_(bucket.narrow(0, off, p.numel()).view_as(p));
-      off += p.numel();
-    }
+  if (steps_per_epoch_ < loader_->num_batches_per_epoch()) {
+    log_->info("{} of this trainer's {} batches per epoch are left out to match the trainer with the fewest",
+               loader_->num_batches_per_epoch() - steps_per_epoch_, loader_->num_batches_per_epoch());
   }
-  torch::manual_seed(c_.seed + 1 + static_cast<uint64_t>(rank));  // dropout differs per trainer
-  optimizer_ = std::make_unique<torch::optim::Adam>(
-      model_->impl().net->parameters(), torch::optim::AdamOptions(c_.lr).weight_decay(c_.weight_decay));
-  log_->info("training {} data-parallel on '{}' with {} trainers: {} steps per epoch (min over trainers)",
-             model_->describe(), cluster_->config().graph_name, world, steps_per_epoch_);
   return Status::ok();
 }
 
-Status DistRun::train_epoch(int epoch, EpochMetrics& m, double& allreduce_s) {
-  const auto t_epoch = Clock::now();
-  auto& net = model_->impl().net;
-  net->train();
-  auto params = net->parameters();
-  loader_->start_epoch(epoch);
-  double loss_sum = 0;
-  int64_t correct = 0, seeds = 0;
-  for (int64_t step = 0; step < steps_per_epoch_; ++step) {
-    const std::string where = fmt::format("epoch {} step {}", epoch, step);
-    auto t0 = Clock::now();
-    auto next = loader_->next();
-    if (!next.is_ok()) return next.status().with_context(where);
-    if (!next->has_value()) return internal_error(where + ": the data loader ran out of batches");
-    client::Batch& b = **next;
-    m.sample_s += b.timings.sample_s;  // on whoever made the batch (prefetched)
-    const auto t_input = Clock::now();
-    auto input = make_model_input(b.mini_batch, b.features, b.feature_dim);
-    if (!input.is_ok()) return input.status().with_context(where);
-    const auto labels = ids_tensor(b.labels);
-    m.fetch_s += b.timings.fetch_s + seconds_since(t_input);
-    (void)t0;
+Result<client::DistTensor> DistBackend::create_tensor(const std::string& name, int64_t dim, client::Init init,
+                                                      uint64_t seed) {
+  client::CreateTensor spec;
+  spec.name = name;
+  spec.dtype = DType::float32;
+  spec.shape = {num_nodes(), dim};
+  spec.policy = client::Policy::node;
+  spec.init = init;
+  spec.init_a = -1.0;
+  spec.init_b = 1.0;
+  spec.seed = seed;
+  return client::DistTensor::create(*cluster_, spec, o_.collective_timeout);
+}
 
-    t0 = Clock::now();
-    auto logits = forward_checked(*model_, *input);
-    if (!logits.is_ok()) return logits.status().with_context(where);
-    auto loss = torch::nn::functional::cross_entropy(*logits, labels);
-    const double loss_value = loss.item<double>();
-    if (!std::isfinite(loss_value)) {
-      return internal_error(fmt::format("the loss became {} at {} (lr {}): training stopped; try a lower --lr",
-                                        loss_value, where, c_.lr));
-    }
-    optimizer_->zero_grad();
-    loss.backward();
+Result<std::unique_ptr<EmbeddingStore>> DistBackend::create_embedding_store(const std::vector<int64_t>& dims,
+                                                                            uint64_t seed) {
+  std::vector<client::DistTensor> tables;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    DGLD_ASSIGN_OR_RETURN(auto t, create_tensor(fmt::format("dgld.embedding.{}", i), dims[i],
+                                                i == 0 ? client::Init::uniform : client::Init::zeros, seed));
+    tables.push_back(std::move(t));
+  }
+  return std::unique_ptr<EmbeddingStore>(
+      new DistEmbeddingStore(std::move(tables), *coll_, RowOwners(cluster_->partition_book(), machine_of_rank_)));
+}
 
-    // One bucket of every gradient, averaged over the trainers.
-    const auto t_ar = Clock::now();
-    std::vector<torch::Tensor> flat;
-    for (auto& p : params) {
-      flat.push_back(p.grad().defined() ? p.grad().reshape({-1}) : torch::zeros({p.numel()}, p.options()));
+Status DistBackend::count_correct(std::span<const int64_t> nodes, const torch::Tensor& logits,
+                                  EvalCounts& counts) const {
+  DGLD_ASSIGN_OR_RETURN(auto labels_t, graph_->ndata(c_.label));
+  DGLD_ASSIGN_OR_RETURN(auto labels, labels_t.pull_as<int64_t>(nodes));
+  const auto pred = logits.argmax(1);
+  const int64_t* p = pred.data_ptr<int64_t>();
+  for (const char* mask : {"val_mask", "test_mask"}) {
+    auto mt = graph_->ndata(mask);
+    if (!mt.is_ok()) continue;  // no such split
+    DGLD_ASSIGN_OR_RETURN(auto m, mt->pull_as<uint8_t>(nodes));
+    int64_t& correct = mask[0] == 'v' ? counts.val_correct : counts.test_correct;
+    int64_t& total = mask[0] == 'v' ? counts.val_total : counts.test_total;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (!m[i]) continue;
+      ++total;
+      correct += p[i] == labels[i] ? 1 : 0;
     }
-    auto bucket = torch::cat(flat);
-    DGLD_RETURN_IF_ERROR(coll_->allreduce(bucket, c10d::ReduceOp::SUM, where + ": gradient allreduce"));
-    bucket.div_(static_cast<double>(coll_->world()));
-    {
-      torch::NoGradGuard no_grad;
-      int64_t off = 0;
-      for (auto& p : params) {
-        auto g = bucket.narrow(0, off, p.numel()).view_as(p);
-        if (p.grad().defined()) {
-          p.mutable_grad().copy_(g);
-        } else {
-          p.mutable_grad() = g.clone();
-        }
-        off += p.numel();
+  }
+  return Status::ok();
+}
+
+Result<EvalCounts> DistBackend::evaluate(GnnNet& net, const Layer0Input& input) {
+  const int round = eval_round_++;
+  client::DistNeighborSource source(*cluster_);
+  const MultiLayerNeighborSampler full({-1});
+  std::optional<client::DistTensor> features, prev, cur;
+  if (feat_dim_ > 0) {
+    DGLD_ASSIGN_OR_RETURN(features, graph_->ndata(c_.feature));
+  }
+  EvalCounts counts;
+  const int L = net->num_layers();
+  std::vector<float> rows;
+  for (int l = 0; l < L; ++l) {
+    const bool last = l == L - 1;
+    const int64_t out_dim = net->layer_out_dim(l);
+    if (!last) {
+      DGLD_ASSIGN_OR_RETURN(cur, create_tensor(fmt::format("dgld.eval{}.h{}", round, l), out_dim,
+                                               client::Init::zeros, 0));
+    }
+    for (size_t start = 0; start < eval_nodes_.size(); start += static_cast<size_t>(c_.batch_size_eval)) {
+      const size_t len = std::min(static_cast<size_t>(c_.batch_size_eval), eval_nodes_.size() - start);
+      const std::span<const int64_t> chunk(eval_nodes_.data() + start, len);
+      auto batch = full.sample(source, chunk, 0);
+      if (!batch.is_ok()) return batch.status().with_context(fmt::format("layer {}: sampling", l));
+      auto bt = make_block_tensors(batch->blocks[0]);
+      if (!bt.is_ok()) return bt.status().with_context(fmt::format("layer {}", l));
+      const auto& src = batch->input_nodes;
+      const int64_t n = static_cast<int64_t>(src.size());
+      torch::Tensor h_src;
+      if (l == 0) {
+        rows.resize(static_cast<size_t>(n * feat_dim_));
+        if (features) DGLD_RETURN_IF_ERROR(features->pull_into(src, rows.data()).with_context("layer 0: features"));
+        DGLD_ASSIGN_OR_RETURN(h_src, input(src, rows_tensor(rows, n, feat_dim_)));
+      } else {
+        h_src = torch::empty({n, prev->shape()[1]}, torch::kFloat32);
+        DGLD_RETURN_IF_ERROR(
+            prev->pull_into(src, h_src.data_ptr<float>()).with_context(fmt::format("layer {}: inputs", l)));
+      }
+      auto h = net->forward_layer(l, *bt, h_src).contiguous();
+      if (last) {
+        DGLD_RETURN_IF_ERROR(count_correct(chunk, h, counts));
+      } else {
+        DGLD_RETURN_IF_ERROR(cur->push(chunk, h.data_ptr<float>()).with_context(fmt::format("layer {}: outputs", l)));
       }
     }
-    allreduce_s += seconds_since(t_ar);
-    optimizer_->step();
-    const int64_t batch_correct = logits->argmax(1).eq(labels).sum().item<int64_t>();
-    m.compute_s += seconds_since(t0);
-
-    loss_sum += loss_value;
-    correct += batch_correct;
-    seeds += static_cast<int64_t>(b.labels.size());
-    if (c_.log_every > 0 && (step + 1) % c_.log_every == 0) {
-      log_->info("Part {} | Epoch {:05d} | Step {:05d} | Loss {:.4f} | Train Acc {:.4f}", cluster_->machine_id(),
-                 epoch, step, loss_value,
-                 b.labels.empty() ? 0.0 : static_cast<double>(batch_correct) / static_cast<double>(b.labels.size()));
-    }
+    // Layer l is complete everywhere before anyone reads it.
+    auto one = torch::ones({1}, torch::kInt64);
+    DGLD_RETURN_IF_ERROR(coll_->allreduce(one, Reduce::sum, fmt::format("evaluation: layer {} barrier", l)));
+    if (prev) DGLD_RETURN_IF_ERROR(prev->destroy(o_.collective_timeout));
+    prev = std::move(cur);
+    cur.reset();
   }
-  // Loss and accuracy over every trainer's batches.
-  auto sums = torch::tensor({loss_sum, static_cast<double>(steps_per_epoch_), static_cast<double>(correct),
-                             static_cast<double>(seeds)},
-                            torch::kFloat64);
-  DGLD_RETURN_IF_ERROR(coll_->allreduce(sums, c10d::ReduceOp::SUM, fmt::format("epoch {}: metrics", epoch)));
-  auto s = sums.accessor<double, 1>();
-  m.loss = s[1] > 0 ? s[0] / s[1] : 0.0;
-  m.train_acc = s[3] > 0 ? s[2] / s[3] : 0.0;
-  m.time_s = seconds_since(t_epoch);
-  m.seeds_per_s = m.time_s > 0 ? s[3] / m.time_s : 0.0;
-  return Status::ok();
+  auto t = torch::tensor({counts.val_correct, counts.val_total, counts.test_correct, counts.test_total},
+                         torch::kInt64);
+  DGLD_RETURN_IF_ERROR(coll_->allreduce(t, Reduce::sum, "evaluation: counts"));
+  return EvalCounts{t[0].item<int64_t>(), t[1].item<int64_t>(), t[2].item<int64_t>(), t[3].item<int64_t>()};
 }
 
-Status DistRun::count_correct(std::span<const int64_t> ids, int64_t& correct) {
-  auto& net = model_->impl().net;
-  correct = 0;
-  int64_t batch_id = 0;
-  for (size_t start = 0; start < ids.size(); start += static_cast<size_t>(c_.batch_size_eval), ++batch_id) {
-    const size_t len = std::min(static_cast<size_t>(c_.batch_size_eval), ids.size() - start);
-    auto b = eval_builder_->build(batch_id, ids.subspan(start, len), 0);
-    if (!b.is_ok()) return b.status().with_context("evaluation sampling");
-    auto input = make_model_input(b->mini_batch, b->features, b->feature_dim);
-    if (!input.is_ok()) return input.status().with_context("evaluation");
-    auto logits = forward_checked(*model_, *input);
-    if (!logits.is_ok()) return logits.status().with_context("evaluation");
-    correct += logits->argmax(1).eq(ids_tensor(b->labels)).sum().item<int64_t>();
-    (void)net;
-  }
-  return Status::ok();
-}
-
-Result<EvalMetrics> DistRun::evaluate(int epoch) {
-  const auto t0 = Clock::now();
-  auto& net = model_->impl().net;
-  net->eval();
-  torch::NoGradGuard no_grad;
-  int64_t val_correct = 0, test_correct = 0;
-  Status st = count_correct(val_ids_, val_correct);
-  if (st.is_ok()) st = count_correct(test_ids_, test_correct);
-  net->train();
-  DGLD_RETURN_IF_ERROR(st.with_context(fmt::format("epoch {}", epoch)));
-  auto counts = torch::tensor({val_correct, static_cast<int64_t>(val_ids_.size()), test_correct,
-                               static_cast<int64_t>(test_ids_.size())},
-                              torch::kInt64);
-  DGLD_RETURN_IF_ERROR(coll_->allreduce(counts, c10d::ReduceOp::SUM, fmt::format("epoch {}: evaluation", epoch)));
-  auto c = counts.accessor<int64_t, 1>();
-  EvalMetrics e;
-  e.epoch = epoch;
-  e.val_acc = c[1] > 0 ? static_cast<double>(c[0]) / static_cast<double>(c[1]) : 0.0;
-  e.test_acc = c[3] > 0 ? static_cast<double>(c[2]) / static_cast<double>(c[3]) : 0.0;
-  e.time_s = seconds_since(t0);
-  return e;
-}
-
-Result<DistTrainResult> DistRun::run() {
-  const auto t_start = Clock::now();
-  set_threads(resolve_num_threads(c_.num_threads));
-  DGLD_RETURN_IF_ERROR(setup());
-  DistTrainResult out;
-  out.rank = coll_->rank();
-  out.num_trainers = coll_->world();
-  TrainResult& r = out.result;
-  r.graph_name = cluster_->config().graph_name;
-  r.config = c_;
-  r.num_classes = num_classes_;
-  r.num_parameters = model_->num_parameters();
-  for (int epoch = 0; epoch < c_.num_epochs; ++epoch) {
-    EpochMetrics m;
-    m.epoch = epoch;
-    double allreduce_s = 0;
-    DGLD_RETURN_IF_ERROR(train_epoch(epoch, m, allreduce_s));
-    log_->info("Epoch {:05d} | Loss {:.4f} | Train Acc {:.4f} | Time {:.3f} s (sample {:.3f}, fetch {:.3f}, "
-               "compute {:.3f}, allreduce {:.3f}) | {:.0f} seeds/s (all trainers)",
-               epoch, m.loss, m.train_acc, m.time_s, m.sample_s, m.fetch_s, m.compute_s, allreduce_s, m.seeds_per_s);
-    r.epochs.push_back(m);
-    out.allreduce_s.push_back(allreduce_s);
-    const bool last = epoch == c_.num_epochs - 1;
-    if (last || (c_.eval_every > 0 && (epoch + 1) % c_.eval_every == 0)) {
-      DGLD_ASSIGN_OR_RETURN(EvalMetrics e, evaluate(epoch));
-      log_->info("Epoch {:05d} | Val Acc {:.4f} | Test Acc {:.4f} | eval {:.3f} s", epoch, e.val_acc, e.test_acc,
-                 e.time_s);
-      r.val_acc = e.val_acc;
-      r.test_acc = e.test_acc;
-      r.evals.push_back(e);
-    }
-  }
-  r.total_time_s = seconds_since(t_start);
+Status DistBackend::finish() {
   // Everyone is done with the servers before rank 0 may shut them down.
-  DGLD_RETURN_IF_ERROR(cluster_->barrier("dgld-train-end", o_.collective_timeout).with_context("end-of-training barrier"));
+  DGLD_RETURN_IF_ERROR(
+      cluster_->barrier("dgld-train-end", o_.collective_timeout).with_context("end-of-training barrier"));
   loader_.reset();
-  eval_builder_.reset();
-  const bool shutdown = out.rank == 0 && o_.shutdown_servers;
+  if (samplers_) DGLD_RETURN_IF_ERROR(samplers_->stop());
+  const bool shutdown = rank() == 0 && o_.shutdown_servers;
   if (!shutdown) DGLD_RETURN_IF_ERROR(cluster_->leave().with_context("leaving the cluster"));
-  // The other trainers have left (their Leave answered) before rank 0 stops the
-  // servers, so no Leave races the shutdown.
+  // The other trainers have left (their Leave answered) before rank 0 stops
+  // the servers, so no Leave races the shutdown.
   auto left = torch::ones({1}, torch::kInt64);
-  DGLD_RETURN_IF_ERROR(coll_->allreduce(left, c10d::ReduceOp::SUM, "waiting for every trainer to leave"));
+  DGLD_RETURN_IF_ERROR(coll_->allreduce(left, Reduce::sum, "waiting for every trainer to leave"));
   if (shutdown) {
-    // Every server is asked even when one fails. A server that closes the
-    // connection before its ShutdownReply arrives is stopping as asked (the
-    // graph-server's reply can lose the race with its own exit), so `closed`
-    // is only a warning.
+    // A server that closes the connection before its ShutdownReply arrives is
+    // stopping as asked (the reply can lose the race with its exit), so
+    // `closed` is only a warning.
     Status st = cluster_->shutdown_servers("training finished");
     if (!st.is_ok() && st.code() == StatusCode::closed) {
       log_->warn("shutting down the servers: {} (taken as stopped)", st.message());
@@ -433,36 +491,29 @@ Result<DistTrainResult> DistRun::run() {
       DGLD_RETURN_IF_ERROR(st.with_context("shutting down the servers"));
     }
   }
-  return out;
+  return Status::ok();
 }
 
 }  // namespace
 
-Result<DistTrainResult> train_distributed(const DistTrainOptions& options, const TrainConfig& config) {
+Result<TrainResult> train_distributed(const DistTrainOptions& options, const TrainConfig& config) {
   DGLD_RETURN_IF_ERROR(validate_train_config(config));
   if (config.row_normalize) return invalid_argument("--row-normalize is only supported with --standalone");
   if (options.ip_config.empty()) return invalid_argument("--ip-config is required for distributed training");
   if (options.part_config.empty()) return invalid_argument("--part-config is required");
   try {
-    DistRun run(options, config);
-    return run.run();
+    set_torch_threads(resolve_num_threads(config.num_threads));
+    DistBackend backend(options, config);
+    DGLD_RETURN_IF_ERROR(backend.setup());
+    DGLD_ASSIGN_OR_RETURN(TrainResult result, run_training(backend, config));
+    DGLD_RETURN_IF_ERROR(backend.finish());
+    return result;
   } catch (const c10::Error& e) {
-    return internal_error(std::string("distributed training failed in LibTorch: ") + e.what_without_backtrace());
+    return internal_error(std::string("distributed training failed in LibTorch: ") +
+                          first_line(e.what_without_backtrace()));
   } catch (const std::exception& e) {
     return internal_error(std::string("distributed training failed: ") + e.what());
   }
-}
-
-std::string dist_metrics_json(const DistTrainResult& result) {
-  auto j = nlohmann::json::parse(metrics_json(result.result));
-  j["num_trainers"] = result.num_trainers;
-  j["rank"] = result.rank;
-  auto& epochs = j["epochs"];
-  for (size_t i = 0; i < epochs.size() && i < result.allreduce_s.size(); ++i) {
-    epochs[i]["allreduce_s"] = result.allreduce_s[i];
-  }
-  j["evaluation"] = "node_split of val/test masks, full-neighbour sampling, counts summed over trainers";
-  return j.dump(2) + "\n";
 }
 
 }  // namespace dgld::trainer

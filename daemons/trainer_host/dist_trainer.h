@@ -2,24 +2,28 @@
 // Distributed data-parallel training, DGL's GraphSAGE example in distributed
 // mode: every trainer-host joins the job as a trainer (Cluster), takes its
 // node_split of train_mask (force_even), iterates a DistDataLoader (batches of
-// blocks + features + labels, made by sampler-workers or the trainer itself),
-// runs forward/backward on its own copy of the model and averages the
-// gradients of all trainers with LibTorch's c10d ProcessGroupGloo (one
-// flattened bucket per step, allreduce SUM / world size) before Adam steps.
+// blocks + features + labels, made by its sampler-workers or by itself) and
+// runs the shared training loop (training_loop.h) with the gradients of all
+// trainers averaged over LibTorch's c10d ProcessGroupGloo.
 //
-// Rendezvous: a c10d TCPStore whose master is rank 0 on the host of ip_config
-// line 1 (machine 0), at port base_port(machine 0) + kRendezvousPortOffset
-// unless a port is given. Every collective has a timeout, so a dead peer
-// becomes an error naming the step, not a hang.
+// Rendezvous: a c10d TCPStore served by rank 0 on the host of ip_config line
+// 1 (machine 0), at base_port(machine 0) + kRendezvousPortOffset unless a
+// port is given. Every collective has a timeout, so a dead peer becomes an
+// error naming the step, never a hang.
 //
-// Steps per epoch: the MIN over trainers of num_batches_per_epoch (allreduce
-// MIN), so uneven splits never deadlock; a trainer with more batches drops its
-// last ones in that epoch (DGL fixes this with a join; the minimum is simpler).
+// Steps per epoch: the minimum over trainers of their batch counts, so uneven
+// splits never deadlock (a trainer with more batches skips its last ones in
+// that epoch; the shuffle differs per epoch, so no seed is always skipped).
 //
-// Evaluation (simple version): each trainer classifies its node_split of
-// val_mask / test_mask with full-neighbour sampling (fanout -1 per layer) in
-// batches of batch_size_eval, and correct / total counts are summed with an
-// allreduce. DGL's layer-wise inference into DistTensors is not done here.
+// Evaluation: DGL's layer-wise inference. Every trainer takes its node_split
+// of all nodes; layer l's output for those nodes is computed from the full
+// in-neighbourhood and pushed into a DistTensor that layer l+1 reads; the
+// last layer's predictions are compared with the labels of the val / test
+// nodes, and the counts are summed over the trainers.
+//
+// Learnable features: the embedding and its optimiser state are DistTensors;
+// each row is owned by one trainer of the machine that owns the node, and the
+// gradient rows of a step reach their owners through a Gloo all-to-all.
 //
 // Torch-free header: the LibTorch / c10d code is in dist_trainer.cpp.
 
@@ -28,7 +32,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "daemons/trainer_host/local_trainer.h"
+#include "daemons/trainer_host/training.h"
 
 namespace dgld::trainer {
 
@@ -42,24 +46,20 @@ struct DistTrainOptions {
   int num_servers = 1;    // graph-servers per machine
   int rank = -1;          // requested trainer rank; -1: the coordinator's next free one
   int num_trainers = 0;   // in the job; 0: the coordinator's count
-  std::vector<std::string> sampler_endpoints;  // "host:port"; empty: the trainer samples itself
-  int rendezvous_port = 0;                     // 0: base_port(machine 0) + kRendezvousPortOffset
+  std::string job_id;     // shared-memory job id; empty: the default
+  // Sampler-workers: "host:port" of running ones, or num_samplers to start
+  // (as children of this process, sampler-worker next to trainer-host).
+  std::vector<std::string> sampler_endpoints;
+  int num_samplers = 0;
+  std::string sampler_worker_path;  // empty: found next to this executable
+  std::string log_level = "info";   // passed to the sampler-workers
+  int rendezvous_port = 0;          // 0: base_port(machine 0) + kRendezvousPortOffset
   std::chrono::milliseconds collective_timeout{60000};  // store, process group, every allreduce
   bool shutdown_servers = false;  // rank 0 asks the servers to exit at the end
 };
 
-struct DistTrainResult {
-  TrainResult result;  // epochs / evals aggregated over all trainers
-  int rank = 0;
-  int num_trainers = 1;
-  std::vector<double> allreduce_s;  // per epoch, this trainer's time in gradient allreduces
-};
-
 // Joins the cluster, trains, evaluates, leaves. Errors name the peer or the
 // step that failed (a lost peer: the allreduce's error with epoch and step).
-Result<DistTrainResult> train_distributed(const DistTrainOptions& options, const TrainConfig& config);
-
-// metrics_json plus "num_trainers", "rank" and per-epoch "allreduce_s".
-std::string dist_metrics_json(const DistTrainResult& result);
+Result<TrainResult> train_distributed(const DistTrainOptions& options, const TrainConfig& config);
 
 }  // namespace dgld::trainer

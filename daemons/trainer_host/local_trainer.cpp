@@ -1,22 +1,16 @@
 #include "daemons/trainer_host/local_trainer.h"
 
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <chrono>
-#include <cmath>
-#include <cstdlib>
 #include <cstring>
-#include <thread>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "common/logging.h"
 #include "common/part_config.h"
 #include "common/partition/partition.h"
 #include "common/sampling/multi_layer_sampler.h"
-#include "daemons/trainer_host/model_impl.h"
+#include "daemons/trainer_host/training_loop.h"
 
 namespace dgld::trainer {
 
@@ -43,12 +37,10 @@ void shuffle_ids(std::vector<int64_t>& ids, uint64_t seed) {
   }
 }
 
-// at::set_num_threads sizes LibTorch's OpenMP pool; OpenBLAS (Debian's BLAS
-// under torch) keeps its own pool, set here too when it is the loaded BLAS.
-void set_threads(int n) {
-  at::set_num_threads(n);
-  using SetFn = void (*)(int);
-  if (auto fn = reinterpret_cast<SetFn>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) fn(n);
+std::string node_tensor_names(const MappedPartition& part) {
+  std::string names;
+  for (const auto& t : part.node_tensors()) names += (names.empty() ? "" : ", ") + t.name;
+  return names.empty() ? "none" : names;
 }
 
 template <typename T>
@@ -57,7 +49,8 @@ Result<std::span<const T>> node_column(const MappedPartition& part, const std::s
   const TensorView* t = part.node_tensor(name);
   if (!t) {
     if (!required) return std::span<const T>{};
-    return not_found("the partition has no node tensor '" + name + "' (needed for training)");
+    return not_found("the partition has no node tensor '" + name + "' (needed for training; it has: " +
+                     node_tensor_names(part) + ")");
   }
   auto data = t->as<T>();
   if (data.data() == nullptr && t->num_bytes > 0) {
@@ -79,190 +72,108 @@ Result<std::vector<int64_t>> ids_from_mask(const MappedPartition& part, const st
   return ids;
 }
 
-torch::Tensor ids_tensor(std::span<const int64_t> ids) {
-  auto t = torch::empty({static_cast<int64_t>(ids.size())}, torch::kInt64);
-  if (!ids.empty()) std::memcpy(t.data_ptr<int64_t>(), ids.data(), ids.size() * sizeof(int64_t));
-  return t;
-}
-
-double accuracy(const torch::Tensor& logits_all, const torch::Tensor& labels_all, std::span<const int64_t> ids) {
-  if (ids.empty()) return 0.0;
-  const auto idx = ids_tensor(ids);
-  const auto pred = logits_all.index_select(0, idx).argmax(1);
-  return pred.eq(labels_all.index_select(0, idx)).sum().item<double>() / static_cast<double>(ids.size());
-}
-
-// Everything one training run holds.
-class Run {
+// Standalone training: the whole graph in this process, one trainer.
+class LocalBackend final : public TrainingBackend {
  public:
-  Run(const LocalGraph& g, const TrainConfig& c, std::vector<int64_t> fanouts, int64_t num_classes)
-      : g_(g), c_(c), fanouts_(std::move(fanouts)), num_classes_(num_classes), source_(g.in_edges),
-        sampler_(fanouts_, c.replace), log_(logger("trainer")) {}
+  LocalBackend(const LocalGraph& g, const TrainConfig& c, std::vector<int64_t> fanouts, int64_t num_classes)
+      : g_(g), c_(c), num_classes_(num_classes), source_(g.in_edges), sampler_(std::move(fanouts), c.replace),
+        order_(g.train_ids) {
+    features_ = g_.features;
+    if (c_.row_normalize) {
+      const size_t d = static_cast<size_t>(g_.feat_dim);
+      normalized_.assign(g_.features.begin(), g_.features.end());
+      for (int64_t v = 0; v < g_.num_nodes; ++v) {
+        float* row = normalized_.data() + static_cast<size_t>(v) * d;
+        double sum = 0;
+        for (size_t j = 0; j < d; ++j) sum += row[j];
+        if (sum != 0) {
+          for (size_t j = 0; j < d; ++j) row[j] = static_cast<float>(row[j] / sum);
+        }
+      }
+      features_ = normalized_;
+    }
+  }
 
-  Result<TrainResult> run();
+  int rank() const override { return 0; }
+  int world_size() const override { return 1; }
+  int part_id() const override { return 0; }
+  const std::string& graph_name() const override { return g_.graph_name; }
+  int64_t num_nodes() const override { return g_.num_nodes; }
+  int64_t feat_dim() const override { return uses_features() ? g_.feat_dim : 0; }
+  int64_t num_classes() const override { return num_classes_; }
+  int64_t steps_per_epoch() const override {
+    return (static_cast<int64_t>(order_.size()) + c_.batch_size - 1) / c_.batch_size;
+  }
+  void start_epoch(int epoch) override {
+    epoch_ = epoch;
+    step_ = 0;
+    shuffle_ids(order_, mix(c_.seed, static_cast<uint64_t>(epoch)));
+  }
+  Result<client::Batch> next_batch() override;
+  Status allreduce(torch::Tensor&, Reduce, const std::string&) override { return Status::ok(); }
+  Status broadcast(torch::Tensor&, const std::string&) override { return Status::ok(); }
+  Result<EvalCounts> evaluate(GnnNet& net, const Layer0Input& input) override;
+  Result<std::unique_ptr<EmbeddingStore>> create_embedding_store(const std::vector<int64_t>& dims,
+                                                                 uint64_t seed) override {
+    return make_local_embedding_store(g_.num_nodes, dims, seed);
+  }
 
  private:
-  Status train_epoch(int epoch, EpochMetrics& m);
-  Result<EvalMetrics> evaluate(int epoch);
-  void gather_rows(std::span<const int64_t> nodes, std::vector<float>& out) const;
+  bool uses_features() const { return c_.learnable_features != LearnableFeatures::replace; }
+  void gather_rows(std::span<const int64_t> nodes, std::vector<float>& out) const {
+    const size_t d = static_cast<size_t>(feat_dim());
+    out.resize(nodes.size() * d);
+    for (size_t i = 0; i < nodes.size() && d > 0; ++i) {
+      std::memcpy(out.data() + i * d, features_.data() + static_cast<size_t>(nodes[i]) * d, d * sizeof(float));
+    }
+  }
+  void count(const torch::Tensor& logits, std::span<const int64_t> ids, int64_t& correct, int64_t& total) const {
+    total = static_cast<int64_t>(ids.size());
+    if (ids.empty()) return;
+    const auto idx = ids_tensor(ids);
+    correct = logits.index_select(0, idx).argmax(1).eq(ids_tensor(g_.labels).index_select(0, idx)).sum().item<int64_t>();
+  }
 
   const LocalGraph& g_;
   const TrainConfig& c_;
-  std::vector<int64_t> fanouts_;
   int64_t num_classes_;
   LocalGraphSource source_;
   MultiLayerNeighborSampler sampler_;
-  std::shared_ptr<spdlog::logger> log_;
   std::vector<float> normalized_;  // row-normalised copy of the features, when asked for
   std::span<const float> features_;
-  torch::Tensor labels_;           // int64 [num_nodes]
-  std::unique_ptr<Model> model_;
-  std::unique_ptr<torch::optim::Adam> optimizer_;
   std::vector<int64_t> order_;
-  std::vector<float> rows_;        // gather buffer, reused across batches
-  int64_t global_step_ = 0;
+  int epoch_ = 0;
+  int64_t step_ = 0;
 };
 
-void Run::gather_rows(std::span<const int64_t> nodes, std::vector<float>& out) const {
-  const size_t d = static_cast<size_t>(g_.feat_dim);
-  out.resize(nodes.size() * d);
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    std::memcpy(out.data() + i * d, features_.data() + static_cast<size_t>(nodes[i]) * d, d * sizeof(float));
-  }
-}
-
-Result<TrainResult> Run::run() {
-  const auto t_start = Clock::now();
-  const int threads = resolve_num_threads(c_.num_threads);
-  set_threads(threads);
-  torch::manual_seed(c_.seed);
-
-  features_ = g_.features;
-  if (c_.row_normalize) {
-    const size_t d = static_cast<size_t>(g_.feat_dim);
-    normalized_.assign(g_.features.begin(), g_.features.end());
-    for (int64_t v = 0; v < g_.num_nodes; ++v) {
-      float* row = normalized_.data() + static_cast<size_t>(v) * d;
-      double sum = 0;
-      for (size_t j = 0; j < d; ++j) sum += row[j];
-      if (sum != 0) {
-        for (size_t j = 0; j < d; ++j) row[j] = static_cast<float>(row[j] / sum);
-      }
-    }
-    features_ = normalized_;
-  }
-  labels_ = ids_tensor(g_.labels);
-
-  DGLD_ASSIGN_OR_RETURN(ModelKind kind, parse_model_kind(c_.model));
-  ModelConfig mc;
-  mc.kind = kind;
-  mc.in_dim = g_.feat_dim;
-  mc.num_hidden = c_.num_hidden;
-  mc.num_classes = num_classes_;
-  mc.num_layers = c_.num_layers;
-  mc.dropout = c_.dropout;
-  mc.num_heads = c_.num_heads;
-  DGLD_ASSIGN_OR_RETURN(model_, Model::create(mc));
-  optimizer_ = std::make_unique<torch::optim::Adam>(
-      model_->impl().net->parameters(), torch::optim::AdamOptions(c_.lr).weight_decay(c_.weight_decay));
-  log_->info("training {} on '{}': {} nodes, {} edges, {} train / {} val / {} test, fanouts {}, {} threads",
-             model_->describe(), g_.graph_name, g_.num_nodes, g_.in_edges.num_edges(), g_.train_ids.size(),
-             g_.val_ids.size(), g_.test_ids.size(), c_.fan_out, threads);
-
-  TrainResult r;
-  r.graph_name = g_.graph_name;
-  r.config = c_;
-  r.num_classes = num_classes_;
-  r.num_parameters = model_->num_parameters();
-  order_ = g_.train_ids;
-  for (int epoch = 0; epoch < c_.num_epochs; ++epoch) {
-    EpochMetrics m;
-    m.epoch = epoch;
-    DGLD_RETURN_IF_ERROR(train_epoch(epoch, m));
-    log_->info("Epoch {:05d} | Loss {:.4f} | Train Acc {:.4f} | Time {:.3f} s (sample {:.3f}, fetch {:.3f}, "
-               "compute {:.3f}) | {:.0f} seeds/s",
-               epoch, m.loss, m.train_acc, m.time_s, m.sample_s, m.fetch_s, m.compute_s, m.seeds_per_s);
-    r.epochs.push_back(m);
-    const bool last = epoch == c_.num_epochs - 1;
-    if (last || (c_.eval_every > 0 && (epoch + 1) % c_.eval_every == 0)) {
-      DGLD_ASSIGN_OR_RETURN(EvalMetrics e, evaluate(epoch));
-      log_->info("Epoch {:05d} | Val Acc {:.4f} | Test Acc {:.4f} | eval {:.3f} s", epoch, e.val_acc, e.test_acc,
-                 e.time_s);
-      r.val_acc = e.val_acc;
-      r.test_acc = e.test_acc;
-      r.evals.push_back(e);
-    }
-  }
-  r.total_time_s = seconds_since(t_start);
-  return r;
-}
-
-Status Run::train_epoch(int epoch, EpochMetrics& m) {
-  const auto t_epoch = Clock::now();
-  auto& net = model_->impl().net;
-  net->train();
-  shuffle_ids(order_, mix(c_.seed, static_cast<uint64_t>(epoch)));
+Result<client::Batch> LocalBackend::next_batch() {
   const int64_t n = static_cast<int64_t>(order_.size());
-  double loss_sum = 0;
-  int64_t correct = 0, steps = 0;
-  for (int64_t start = 0; start < n; start += c_.batch_size, ++steps) {
-    const int64_t len = std::min(c_.batch_size, n - start);
-    const std::span<const int64_t> seeds(order_.data() + start, static_cast<size_t>(len));
-
-    auto t0 = Clock::now();
-    auto batch = sampler_.sample(source_, seeds, mix(mix(c_.seed, static_cast<uint64_t>(epoch)), steps));
-    if (!batch.is_ok()) return batch.status().with_context(fmt::format("epoch {} step {}: sampling", epoch, steps));
-    m.sample_s += seconds_since(t0);
-
-    t0 = Clock::now();
-    gather_rows(batch->input_nodes, rows_);
-    auto input = make_model_input(*batch, rows_, g_.feat_dim);
-    if (!input.is_ok()) return input.status().with_context(fmt::format("epoch {} step {}", epoch, steps));
-    const auto labels = labels_.index_select(0, ids_tensor(batch->seeds));
-    m.fetch_s += seconds_since(t0);
-
-    t0 = Clock::now();
-    auto logits = forward_checked(*model_, *input);
-    if (!logits.is_ok()) return logits.status().with_context(fmt::format("epoch {} step {}", epoch, steps));
-    auto loss = torch::nn::functional::cross_entropy(*logits, labels);
-    const double loss_value = loss.item<double>();
-    if (!std::isfinite(loss_value)) {
-      return internal_error(fmt::format("the loss became {} at epoch {} step {} (lr {}): training stopped; "
-                                        "try a lower --lr",
-                                        loss_value, epoch, steps, c_.lr));
-    }
-    optimizer_->zero_grad();
-    loss.backward();
-    optimizer_->step();
-    const int64_t batch_correct = logits->argmax(1).eq(labels).sum().item<int64_t>();
-    m.compute_s += seconds_since(t0);
-
-    loss_sum += loss_value;
-    correct += batch_correct;
-    ++global_step_;
-    if (c_.log_every > 0 && (steps + 1) % c_.log_every == 0) {
-      log_->info("Part 0 | Epoch {:05d} | Step {:05d} | Loss {:.4f} | Train Acc {:.4f} | Speed (samples/sec) {:.1f}",
-                 epoch, steps, loss_value, static_cast<double>(batch_correct) / static_cast<double>(len),
-                 static_cast<double>(start + len) / seconds_since(t_epoch));
-    }
-  }
-  m.loss = steps ? loss_sum / static_cast<double>(steps) : 0.0;
-  m.train_acc = n ? static_cast<double>(correct) / static_cast<double>(n) : 0.0;
-  m.time_s = seconds_since(t_epoch);
-  m.seeds_per_s = m.time_s > 0 ? static_cast<double>(n) / m.time_s : 0.0;
-  return Status::ok();
+  const int64_t start = step_ * c_.batch_size;
+  if (start >= n) return internal_error("no batch left in this epoch");
+  const int64_t len = std::min(c_.batch_size, n - start);
+  const std::span<const int64_t> seeds(order_.data() + start, static_cast<size_t>(len));
+  client::Batch b;
+  b.batch_id = step_;
+  auto t0 = Clock::now();
+  auto mb = sampler_.sample(source_, seeds, mix(mix(c_.seed, static_cast<uint64_t>(epoch_)), step_));
+  if (!mb.is_ok()) return mb.status().with_context("sampling");
+  b.mini_batch = std::move(mb).value();
+  b.timings.sample_s = seconds_since(t0);
+  t0 = Clock::now();
+  gather_rows(b.mini_batch.input_nodes, b.features);
+  b.feature_dim = feat_dim();
+  b.labels.resize(b.mini_batch.seeds.size());
+  for (size_t i = 0; i < b.labels.size(); ++i) b.labels[i] = g_.labels[static_cast<size_t>(b.mini_batch.seeds[i])];
+  b.timings.fetch_s = seconds_since(t0);
+  ++step_;
+  return b;
 }
 
-Result<EvalMetrics> Run::evaluate(int epoch) {
-  const auto t0 = Clock::now();
-  auto& net = model_->impl().net;
-  net->eval();
-  torch::NoGradGuard no_grad;
+Result<EvalCounts> LocalBackend::evaluate(GnnNet& net, const Layer0Input& input) {
   const MultiLayerNeighborSampler full({-1});
-  // Layer 0 reads the features in place (index_select only reads).
-  torch::Tensor h = torch::from_blob(const_cast<float*>(features_.data()), {g_.num_nodes, g_.feat_dim},
-                                     torch::kFloat32);
+  torch::Tensor h;  // the previous layer's output for every node
   std::vector<int64_t> chunk;
+  std::vector<float> rows;
   for (int l = 0; l < net->num_layers(); ++l) {
     auto out = torch::empty({g_.num_nodes, net->layer_out_dim(l)}, torch::kFloat32);
     for (int64_t start = 0; start < g_.num_nodes; start += c_.batch_size_eval) {
@@ -270,89 +181,31 @@ Result<EvalMetrics> Run::evaluate(int epoch) {
       chunk.resize(static_cast<size_t>(len));
       for (int64_t i = 0; i < len; ++i) chunk[static_cast<size_t>(i)] = start + i;
       auto batch = full.sample(source_, chunk, 0);
-      if (!batch.is_ok()) return batch.status().with_context(fmt::format("evaluation, layer {}", l));
+      if (!batch.is_ok()) return batch.status().with_context(fmt::format("layer {}", l));
       auto bt = make_block_tensors(batch->blocks[0]);
-      if (!bt.is_ok()) return bt.status().with_context(fmt::format("evaluation, layer {}", l));
-      const auto h_src = h.index_select(0, ids_tensor(batch->input_nodes));
+      if (!bt.is_ok()) return bt.status().with_context(fmt::format("layer {}", l));
+      torch::Tensor h_src;
+      if (l == 0) {
+        gather_rows(batch->input_nodes, rows);
+        const int64_t n = static_cast<int64_t>(batch->input_nodes.size());
+        DGLD_ASSIGN_OR_RETURN(h_src, input(batch->input_nodes, rows_tensor(rows, n, feat_dim())));
+      } else {
+        h_src = h.index_select(0, ids_tensor(batch->input_nodes));
+      }
       out.narrow(0, start, len).copy_(net->forward_layer(l, *bt, h_src));
     }
     h = out;
   }
-  net->train();
-  EvalMetrics e;
-  e.epoch = epoch;
-  e.val_acc = accuracy(h, labels_, g_.val_ids);
-  e.test_acc = accuracy(h, labels_, g_.test_ids);
-  e.time_s = seconds_since(t0);
-  return e;
+  EvalCounts c;
+  count(h, g_.val_ids, c.val_correct, c.val_total);
+  count(h, g_.test_ids, c.test_correct, c.test_total);
+  return c;
 }
 
 }  // namespace
 
-Result<std::vector<int64_t>> parse_fan_out(const std::string& text) {
-  std::vector<int64_t> out;
-  size_t pos = 0;
-  while (true) {
-    const size_t comma = text.find(',', pos);
-    std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    item.erase(0, item.find_first_not_of(" \t"));
-    item.erase(item.find_last_not_of(" \t") + 1);
-    size_t used = 0;
-    long long v = 0;
-    try {
-      v = std::stoll(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (item.empty() || used != item.size() || v < -1) {
-      return invalid_argument("--fan-out '" + text + "': '" + item + "' is not a fanout (an integer >= -1)");
-    }
-    out.push_back(v);
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
-  }
-  return out;
-}
-
-Status validate_train_config(const TrainConfig& c) {
-  if (c.num_epochs < 1) return invalid_argument(fmt::format("--num-epochs must be >= 1, got {}", c.num_epochs));
-  if (c.num_hidden < 1) return invalid_argument(fmt::format("--num-hidden must be >= 1, got {}", c.num_hidden));
-  if (c.num_layers < 1) return invalid_argument(fmt::format("--num-layers must be >= 1, got {}", c.num_layers));
-  DGLD_ASSIGN_OR_RETURN(auto fanouts, parse_fan_out(c.fan_out));
-  if (static_cast<int>(fanouts.size()) != c.num_layers) {
-    return invalid_argument(fmt::format("--fan-out '{}' gives {} fanouts but --num-layers is {}: give one fanout "
-                                        "per layer",
-                                        c.fan_out, fanouts.size(), c.num_layers));
-  }
-  if (c.batch_size < 1) return invalid_argument(fmt::format("--batch-size must be >= 1, got {}", c.batch_size));
-  if (c.batch_size_eval < 1) {
-    return invalid_argument(fmt::format("--batch-size-eval must be >= 1, got {}", c.batch_size_eval));
-  }
-  if (!(c.lr > 0 && std::isfinite(c.lr))) return invalid_argument(fmt::format("--lr must be > 0, got {}", c.lr));
-  if (!(c.dropout >= 0 && c.dropout < 1)) {
-    return invalid_argument(fmt::format("--dropout must be in [0, 1), got {}", c.dropout));
-  }
-  if (c.eval_every < 0) return invalid_argument(fmt::format("--eval-every must be >= 0, got {}", c.eval_every));
-  if (c.log_every < 0) return invalid_argument(fmt::format("--log-every must be >= 0, got {}", c.log_every));
-  DGLD_RETURN_IF_ERROR(parse_model_kind(c.model).status().with_context("--model"));
-  if (c.num_threads < 0) return invalid_argument(fmt::format("--num-threads must be >= 0, got {}", c.num_threads));
-  if (c.num_heads < 1) return invalid_argument(fmt::format("--num-heads must be >= 1, got {}", c.num_heads));
-  if (!(c.weight_decay >= 0 && std::isfinite(c.weight_decay))) {
-    return invalid_argument(fmt::format("--weight-decay must be >= 0, got {}", c.weight_decay));
-  }
-  return Status::ok();
-}
-
-int resolve_num_threads(int num_threads) {
-  if (num_threads > 0) return num_threads;
-  if (const char* env = std::getenv("OMP_NUM_THREADS")) {
-    const int v = std::atoi(env);
-    if (v > 0) return v;
-  }
-  return std::max(1u, std::thread::hardware_concurrency());
-}
-
-Result<LocalGraph> local_graph_from_partition(const MappedPartition& part, const std::string& graph_name) {
+Result<LocalGraph> local_graph_from_partition(const MappedPartition& part, const std::string& graph_name,
+                                              const std::string& feature, const std::string& label) {
   if (part.num_parts() != 1) {
     return invalid_argument(fmt::format("standalone training needs a 1-partition config; '{}' has {} partitions",
                                         graph_name, part.num_parts()));
@@ -374,15 +227,21 @@ Result<LocalGraph> local_graph_from_partition(const MappedPartition& part, const
   g.graph_name = graph_name;
   g.num_nodes = n;
   g.in_edges = part.in_edges();
-  const TensorView* feats = part.node_tensor("_N/features");
-  if (!feats) return not_found("the partition has no node tensor '_N/features' (needed for training)");
-  if (feats->dtype != DType::float32 || feats->shape.size() != 2 || feats->num_rows() != n) {
-    return invalid_argument(fmt::format("node tensor '_N/features' must be float32 [{}, d], got shape [{}]", n,
-                                        fmt::join(feats->shape, ", ")));
+  if (!feature.empty()) {
+    const std::string name = "_N/" + feature;
+    const TensorView* feats = part.node_tensor(name);
+    if (!feats) {
+      return not_found("the partition has no node tensor '" + name + "' (--feature " + feature +
+                       "; it has: " + node_tensor_names(part) + ")");
+    }
+    if (feats->dtype != DType::float32 || feats->shape.size() != 2 || feats->num_rows() != n) {
+      return invalid_argument(fmt::format("node tensor '{}' must be float32 [{}, d], got {} [{}]", name, n,
+                                          dtype_name(feats->dtype), fmt::join(feats->shape, ", ")));
+    }
+    g.feat_dim = feats->shape[1];
+    g.features = feats->as<float>();
   }
-  g.feat_dim = feats->shape[1];
-  g.features = feats->as<float>();
-  DGLD_ASSIGN_OR_RETURN(g.labels, node_column<int64_t>(part, "_N/labels", true, "int64"));
+  DGLD_ASSIGN_OR_RETURN(g.labels, node_column<int64_t>(part, "_N/" + label, true, "int64"));
   DGLD_ASSIGN_OR_RETURN(g.train_ids, ids_from_mask(part, "_N/train_mask", true));
   DGLD_ASSIGN_OR_RETURN(g.val_ids, ids_from_mask(part, "_N/val_mask", false));
   DGLD_ASSIGN_OR_RETURN(g.test_ids, ids_from_mask(part, "_N/test_mask", false));
@@ -392,7 +251,13 @@ Result<LocalGraph> local_graph_from_partition(const MappedPartition& part, const
 Result<TrainResult> train_local(const LocalGraph& graph, const TrainConfig& config) {
   DGLD_RETURN_IF_ERROR(validate_train_config(config));
   DGLD_ASSIGN_OR_RETURN(auto fanouts, parse_fan_out(config.fan_out));
-  if (graph.num_nodes < 1 || graph.feat_dim < 1) return invalid_argument("the graph has no nodes or no features");
+  const bool uses_features = config.learnable_features != LearnableFeatures::replace;
+  if (graph.num_nodes < 1) return invalid_argument(fmt::format("graph '{}' has no nodes", graph.graph_name));
+  if (uses_features && graph.feat_dim < 1) {
+    return invalid_argument(fmt::format("graph '{}' has no input features (train an embedding instead with "
+                                        "--learnable-features replace)",
+                                        graph.graph_name));
+  }
   if (graph.in_edges.num_rows() != graph.num_nodes ||
       static_cast<int64_t>(graph.features.size()) != graph.num_nodes * graph.feat_dim ||
       static_cast<int64_t>(graph.labels.size()) != graph.num_nodes) {
@@ -413,14 +278,13 @@ Result<TrainResult> train_local(const LocalGraph& graph, const TrainConfig& conf
       max_label = std::max(max_label, graph.labels[v]);
     }
   }
-  try {
-    Run run(graph, config, std::move(fanouts), max_label + 1);
-    return run.run();
-  } catch (const c10::Error& e) {
-    return internal_error(std::string("training failed in LibTorch: ") + e.what_without_backtrace());
-  } catch (const std::exception& e) {
-    return internal_error(std::string("training failed: ") + e.what());
-  }
+  const int threads = resolve_num_threads(config.num_threads);
+  set_torch_threads(threads);
+  logger("trainer")->info("standalone: {} nodes, {} edges, {} train / {} val / {} test, {} threads", graph.num_nodes,
+                          graph.in_edges.num_edges(), graph.train_ids.size(), graph.val_ids.size(),
+                          graph.test_ids.size(), threads);
+  LocalBackend backend(graph, config, std::move(fanouts), max_label + 1);
+  return run_training(backend, config);
 }
 
 Result<TrainResult> train_standalone(const std::string& part_config, const TrainConfig& config) {
@@ -433,44 +297,10 @@ Result<TrainResult> train_standalone(const std::string& part_config, const Train
   }
   auto part = open_partition(pc, 0, /*verify_checksums=*/false);
   if (!part.is_ok()) return part.status().with_context(part_config);
-  DGLD_ASSIGN_OR_RETURN(LocalGraph graph, local_graph_from_partition(**part, pc.graph_name));
-  return train_local(graph, config);
-}
-
-std::string metrics_json(const TrainResult& r) {
-  using nlohmann::json;
-  const TrainConfig& c = r.config;
-  json j;
-  j["graph_name"] = r.graph_name;
-  j["model"] = c.model;
-  j["num_trainers"] = 1;
-  j["config"] = {{"num_epochs", c.num_epochs},   {"num_hidden", c.num_hidden},
-                 {"num_layers", c.num_layers},   {"fan_out", c.fan_out},
-                 {"batch_size", c.batch_size},   {"batch_size_eval", c.batch_size_eval},
-                 {"lr", c.lr},                   {"dropout", c.dropout},
-                 {"eval_every", c.eval_every},   {"log_every", c.log_every},
-                 {"model", c.model},             {"seed", c.seed},
-                 {"num_threads", resolve_num_threads(c.num_threads)},
-                 {"num_heads", c.num_heads},     {"weight_decay", c.weight_decay},
-                 {"row_normalize", c.row_normalize}, {"replace", c.replace}};
-  j["num_classes"] = r.num_classes;
-  j["num_parameters"] = r.num_parameters;
-  j["epochs"] = json::array();
-  for (const auto& e : r.epochs) {
-    j["epochs"].push_back({{"epoch", e.epoch},         {"loss", e.loss},
-                           {"train_acc", e.train_acc}, {"time_s", e.time_s},
-                           {"sample_s", e.sample_s},   {"fetch_s", e.fetch_s},
-                           {"compute_s", e.compute_s}, {"allreduce_s", 0.0},
-                           {"seeds_per_s", e.seeds_per_s}});
-  }
-  j["evals"] = json::array();
-  for (const auto& e : r.evals) {
-    j["evals"].push_back({{"epoch", e.epoch}, {"val_acc", e.val_acc}, {"test_acc", e.test_acc}, {"time_s", e.time_s}});
-  }
-  j["val_acc"] = r.val_acc;
-  j["test_acc"] = r.test_acc;
-  j["total_time_s"] = r.total_time_s;
-  return j.dump(2) + "\n";
+  const std::string feature = config.learnable_features == LearnableFeatures::replace ? "" : config.feature;
+  auto graph = local_graph_from_partition(**part, pc.graph_name, feature, config.label);
+  if (!graph.is_ok()) return graph.status().with_context(part_config);
+  return train_local(*graph, config);
 }
 
 }  // namespace dgld::trainer

@@ -6,6 +6,8 @@
 #include "common/file_util.h"
 #include "common/logging.h"
 #include "common/memory.h"
+#include "daemons/trainer_host/dist_trainer.h"
+#include "daemons/trainer_host/local_trainer.h"
 #include "daemons/trainer_host/options.h"
 
 using namespace dgld;
@@ -21,29 +23,15 @@ int main(int argc, char** argv) {
     return 2;
   }
   auto log = logger("trainer");
-  if (!o.standalone) {
-    auto result = trainer::train_distributed(o.dist, o.train);
-    if (!result.is_ok()) {
-      log->error("{}", result.status().message());
-      return 1;
-    }
-    log->info("done (rank {} of {}): val acc {:.4f}, test acc {:.4f}, {:.1f} s", result->rank, result->num_trainers,
-              result->result.val_acc, result->result.test_acc, result->result.total_time_s);
-    if (result->rank == 0 && !o.metrics_out.empty()) {
-      if (Status st = write_file_atomic(o.metrics_out, trainer::dist_metrics_json(*result)); !st.is_ok()) {
-        log->error("writing --metrics-out: {}", st.message());
-        return 1;
-      }
-    }
-    return 0;
-  }
-  auto result = trainer::train_standalone(o.part_config, o.train);
+  auto result = o.standalone ? trainer::train_standalone(o.part_config, o.train)
+                             : trainer::train_distributed(o.dist, o.train);
   if (!result.is_ok()) {
     log->error("{}", result.status().message());
     return 1;
   }
-  log->info("done: val acc {:.4f}, test acc {:.4f}, {:.1f} s", result->val_acc, result->test_acc, result->total_time_s);
-  if (!o.metrics_out.empty()) {
+  log->info("done (rank {} of {}): val acc {:.4f}, test acc {:.4f}, {:.1f} s", result->rank, result->num_trainers,
+            result->val_acc, result->test_acc, result->total_time_s);
+  if (result->rank == 0 && !o.metrics_out.empty()) {
     if (Status st = write_file_atomic(o.metrics_out, trainer::metrics_json(*result)); !st.is_ok()) {
       log->error("writing --metrics-out: {}", st.message());
       return 1;

@@ -74,17 +74,15 @@ Result<BlockTensors> make_block_tensors(const Block& block) {
   return t;
 }
 
-Result<ModelInput> make_model_input(const MiniBatch& batch, std::span<const float> input_rows, int64_t feat_dim) {
+Result<ModelInput> make_model_input(const MiniBatch& batch, torch::Tensor x) {
   if (batch.blocks.empty()) return invalid_argument("mini-batch has no blocks");
-  if (feat_dim < 1) return invalid_argument(fmt::format("feature dimension must be >= 1, got {}", feat_dim));
   const int64_t n = static_cast<int64_t>(batch.input_nodes.size());
   if (n != batch.blocks[0].num_src()) {
     return invalid_argument(fmt::format("mini-batch has {} input nodes but blocks[0] has {} src nodes", n,
                                         batch.blocks[0].num_src()));
   }
-  if (static_cast<int64_t>(input_rows.size()) != n * feat_dim) {
-    return invalid_argument(fmt::format("{} feature values given for {} input nodes of dimension {}",
-                                        input_rows.size(), n, feat_dim));
+  if (!x.defined() || x.dim() != 2 || x.size(0) != n) {
+    return invalid_argument(fmt::format("layer 0's input must have one row per input node ({})", n));
   }
   ModelInput in;
   in.blocks.reserve(batch.blocks.size());
@@ -93,9 +91,20 @@ Result<ModelInput> make_model_input(const MiniBatch& batch, std::span<const floa
     if (!t.is_ok()) return t.status().with_context(fmt::format("block {}", i));
     in.blocks.push_back(std::move(t).value());
   }
-  in.x = torch::empty({n, feat_dim}, torch::kFloat32);
-  if (n > 0) std::memcpy(in.x.data_ptr<float>(), input_rows.data(), input_rows.size() * sizeof(float));
+  in.x = std::move(x);
   return in;
+}
+
+Result<ModelInput> make_model_input(const MiniBatch& batch, std::span<const float> input_rows, int64_t feat_dim) {
+  if (feat_dim < 1) return invalid_argument(fmt::format("feature dimension must be >= 1, got {}", feat_dim));
+  const int64_t n = static_cast<int64_t>(batch.input_nodes.size());
+  if (static_cast<int64_t>(input_rows.size()) != n * feat_dim) {
+    return invalid_argument(fmt::format("{} feature values given for {} input nodes of dimension {}",
+                                        input_rows.size(), n, feat_dim));
+  }
+  auto x = torch::empty({n, feat_dim}, torch::kFloat32);
+  if (n > 0) std::memcpy(x.data_ptr<float>(), input_rows.data(), input_rows.size() * sizeof(float));
+  return make_model_input(batch, std::move(x));
 }
 
 torch::Tensor aggregate_sum(const BlockTensors& b, const torch::Tensor& h_src) {

@@ -51,6 +51,9 @@ struct ModelInput {
 // invalid_argument if the sizes disagree or a block is malformed.
 Result<ModelInput> make_model_input(const MiniBatch& batch, std::span<const float> input_rows,
                                     int64_t feat_dim);
+// The same with layer 0's input already a [input_nodes, d] tensor (features,
+// a learnable embedding, or both); x is used as is (not copied).
+Result<ModelInput> make_model_input(const MiniBatch& batch, torch::Tensor x);
 
 // Sum over in-edges of h_src rows into [num_dst, ...]; mean divides by the
 // in-degree, zero-degree dst giving 0.

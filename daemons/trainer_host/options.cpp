@@ -13,6 +13,8 @@ ParsedTrainerHostOptions parse_trainer_host_options(int argc, const char* const 
   ParsedTrainerHostOptions out;
   TrainerHostOptions& o = out.options;
   TrainConfig& t = o.train;
+  std::string learnable;
+  bool no_progress = false;
   o.log.program = "trainer-host";
   po::options_description desc("trainer-host options");
   desc.add_options()
@@ -37,7 +39,18 @@ ParsedTrainerHostOptions parse_trainer_host_options(int argc, const char* const 
       ("num-heads", po::value(&t.num_heads)->default_value(t.num_heads), "GAT attention heads")
       ("weight-decay", po::value(&t.weight_decay)->default_value(t.weight_decay), "Adam weight decay")
       ("row-normalize", po::bool_switch(&t.row_normalize), "divide each feature row by its sum")
-      ("replace", po::bool_switch(&t.replace), "sample neighbours with replacement");
+      ("replace", po::bool_switch(&t.replace), "sample neighbours with replacement")
+      ("feature", po::value(&t.feature)->default_value(t.feature), "float32 node tensor of input features")
+      ("label", po::value(&t.label)->default_value(t.label), "int64 node tensor of labels")
+      ("learnable-features", po::value(&learnable)->default_value("off"),
+       "a trained node embedding (DistEmbedding): off | replace (instead of the features) | concat")
+      ("embed-dim", po::value(&t.embed_dim)->default_value(t.embed_dim), "learnable embedding size")
+      ("sparse-optimizer", po::value(&t.sparse_optimizer)->default_value(t.sparse_optimizer),
+       "optimiser of the embedding: adagrad (SparseAdagrad) | adam (SparseAdam)")
+      ("sparse-lr", po::value(&t.sparse_lr)->default_value(t.sparse_lr), "learning rate of the embedding")
+      ("checkpoint-dir", po::value(&t.checkpoint_dir), "write a checkpoint after every epoch here")
+      ("resume", po::bool_switch(&t.resume), "continue from the last complete checkpoint in --checkpoint-dir")
+      ("no-progress", po::bool_switch(&no_progress), "no progress bar, even on a terminal");
   DistTrainOptions& d = o.dist;
   std::string sampler_endpoints;
   int collective_timeout_s = 60;
@@ -49,9 +62,13 @@ ParsedTrainerHostOptions parse_trainer_host_options(int argc, const char* const 
       ("rank", po::value(&d.rank)->default_value(d.rank), "distributed: requested trainer rank; -1: coordinator's choice")
       ("num-trainers", po::value(&d.num_trainers)->default_value(d.num_trainers),
        "distributed: trainers in the job (0: the coordinator's count)")
-      ("num-samplers", po::value(&o.num_samplers)->default_value(o.num_samplers),
-       "distributed: sampler-workers of this trainer (0: sample in the trainer)")
-      ("sampler-endpoints", po::value(&sampler_endpoints), "distributed: host:port,... of this trainer's sampler-workers")
+      ("num-samplers", po::value(&d.num_samplers)->default_value(d.num_samplers),
+       "distributed: sampler-workers this trainer starts (0: it samples itself; env DGL_NUM_SAMPLER)")
+      ("sampler-endpoints", po::value(&sampler_endpoints),
+       "distributed: host:port,... of sampler-workers already running (instead of starting them)")
+      ("sampler-worker", po::value(&d.sampler_worker_path), "distributed: sampler-worker executable (default: next to "
+       "trainer-host)")
+      ("job-id", po::value(&d.job_id), "distributed: shared-memory job id (env DGLD_JOB_ID; default: graph name and port)")
       ("rendezvous-port", po::value(&d.rendezvous_port)->default_value(d.rendezvous_port),
        "distributed: TCPStore port on machine 0 (0: its base port + 900)")
       ("collective-timeout-s", po::value(&collective_timeout_s)->default_value(collective_timeout_s),
@@ -69,17 +86,34 @@ ParsedTrainerHostOptions parse_trainer_host_options(int argc, const char* const 
     out.exit_code = 2;
     return out;
   };
-  if (o.part_config.empty()) {
-    if (const char* env = std::getenv("DGL_CONF_PATH"); env && *env) o.part_config = env;
+  // DGL's launcher passes settings as environment variables; dgl-launch adds
+  // the machine, the rank and the job's trainer count.
+  std::string env_error;
+  if (!flag_from_env(vm, "part-config", "DGL_CONF_PATH", o.part_config, env_error) ||
+      !flag_from_env(vm, "ip-config", "DGL_IP_CONFIG", d.ip_config, env_error) ||
+      !flag_from_env(vm, "num-servers", "DGL_NUM_SERVER", d.num_servers, env_error) ||
+      !flag_from_env(vm, "num-samplers", "DGL_NUM_SAMPLER", d.num_samplers, env_error) ||
+      !flag_from_env(vm, "machine-id", "DGLD_MACHINE_ID", d.machine_id, env_error) ||
+      !flag_from_env(vm, "rank", "DGLD_TRAINER_RANK", d.rank, env_error) ||
+      !flag_from_env(vm, "num-trainers", "DGLD_NUM_TRAINERS", d.num_trainers, env_error) ||
+      !flag_from_env(vm, "job-id", "DGLD_JOB_ID", d.job_id, env_error)) {
+    return fail(env_error);
   }
+  auto lf = parse_learnable_features(learnable);
+  if (!lf.is_ok()) return fail(lf.status().message());
+  t.learnable_features = *lf;
+  t.progress = !no_progress;
   if (o.part_config.empty()) return fail("--part-config (or DGL_CONF_PATH) is required");
   if (Status st = validate_train_config(t); !st.is_ok()) return fail(st.message());
   if (o.standalone) {
     o.log.role = "trainer/0";
     return out;
   }
-  if (d.ip_config.empty()) return fail("--ip-config is required without --standalone (distributed training)");
+  if (d.ip_config.empty()) {
+    return fail("--ip-config (or DGL_IP_CONFIG) is required without --standalone (distributed training)");
+  }
   if (d.num_servers < 1) return fail("--num-servers must be >= 1");
+  if (d.num_samplers < 0) return fail("--num-samplers must be >= 0");
   if (collective_timeout_s < 1) return fail("--collective-timeout-s must be >= 1");
   if (t.row_normalize) return fail("--row-normalize is only supported with --standalone");
   d.collective_timeout = std::chrono::seconds(collective_timeout_s);
@@ -95,10 +129,12 @@ ParsedTrainerHostOptions parse_trainer_host_options(int argc, const char* const 
     if (comma == std::string::npos) break;
     pos = comma + 1;
   }
-  if (static_cast<size_t>(o.num_samplers) != d.sampler_endpoints.size()) {
-    return fail("--num-samplers " + std::to_string(o.num_samplers) + " but --sampler-endpoints gives " +
-                std::to_string(d.sampler_endpoints.size()) + " (discovering samplers is not implemented yet)");
+  if (!d.sampler_endpoints.empty() && vm.count("num-samplers") && !vm["num-samplers"].defaulted() &&
+      static_cast<size_t>(d.num_samplers) != d.sampler_endpoints.size()) {
+    return fail("--num-samplers " + std::to_string(d.num_samplers) + " but --sampler-endpoints gives " +
+                std::to_string(d.sampler_endpoints.size()) + " endpoints");
   }
+  d.log_level = o.log.level;
   o.log.role = d.rank >= 0 ? "trainer/" + std::to_string(d.rank) : "trainer";
   return out;
 }

@@ -6,7 +6,7 @@
 
 #include "common/logging.h"
 #include "daemons/trainer_host/dist_trainer.h"
-#include "daemons/trainer_host/local_trainer.h"
+#include "daemons/trainer_host/training.h"
 
 namespace dgld::trainer {
 
@@ -14,10 +14,12 @@ struct TrainerHostOptions {
   bool standalone = false;   // one partition in one process, no servers
   std::string part_config;   // <graph_name>.json (env DGL_CONF_PATH)
   std::string metrics_out;   // metrics JSON path; empty: none
-  // Distributed mode (without --standalone): part_config and metrics_out above
-  // are copied in; num_samplers must equal sampler_endpoints' size.
+  // Distributed mode (without --standalone); part_config is copied in.
+  // Settings come from flags or, as under DGL's launcher, from the
+  // environment: DGL_IP_CONFIG, DGL_CONF_PATH, DGL_NUM_SERVER,
+  // DGL_NUM_SAMPLER, and dgl-launch's DGLD_MACHINE_ID, DGLD_TRAINER_RANK,
+  // DGLD_NUM_TRAINERS, DGLD_JOB_ID.
   DistTrainOptions dist;
-  int num_samplers = 0;      // sampler-workers for this trainer; 0: it samples itself
   TrainConfig train;
   LogOptions log;
 };

@@ -1,0 +1,55 @@
+#pragma once
+// The sampler-workers of one trainer, started as its child processes, as
+// DGL's trainers start their sampler processes: `count` sampler-worker
+// processes serving this trainer's rank, each listening on a free loopback
+// port that it reports through a pipe. Children get SIGTERM if the trainer
+// dies (PR_SET_PDEATHSIG); stop() (or the destructor) terminates them by PID
+// and reaps them. Torch-free.
+
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace dgld::trainer {
+
+struct SamplerChildrenOptions {
+  std::string executable;  // sampler-worker; empty: next to this executable (or ../sampler_worker/ in a build tree)
+  int count = 0;
+  std::string part_config, ip_config;
+  int machine_id = 0;
+  int num_servers = 1;
+  int group = 0;  // the trainer's rank
+  std::string job_id;
+  std::string log_level = "info";
+  int ready_timeout_s = 120;
+};
+
+class SamplerChildren {
+ public:
+  // Starts every child and waits until each reports its port; on any failure
+  // the ones started are stopped and the error names the child.
+  static Result<std::unique_ptr<SamplerChildren>> start(const SamplerChildrenOptions& options);
+  ~SamplerChildren();
+  SamplerChildren(const SamplerChildren&) = delete;
+  SamplerChildren& operator=(const SamplerChildren&) = delete;
+
+  // "127.0.0.1:<port>" of every child.
+  const std::vector<std::string>& endpoints() const { return endpoints_; }
+  // SIGTERM, then SIGKILL after a grace period; an error if one had already
+  // exited with a failure (naming it and its status).
+  Status stop();
+
+ private:
+  SamplerChildren() = default;
+  std::vector<pid_t> pids_;
+  std::vector<std::string> endpoints_;
+};
+
+// The sampler-worker executable next to the running program.
+std::string default_sampler_worker_path();
+
+}  // namespace dgld::trainer

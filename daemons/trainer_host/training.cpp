@@ -1,0 +1,203 @@
+#include "daemons/trainer_host/training.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "daemons/trainer_host/model.h"
+
+namespace dgld::trainer {
+
+Result<LearnableFeatures> parse_learnable_features(const std::string& text) {
+  if (text == "off" || text == "none") return LearnableFeatures::off;
+  if (text == "replace" || text == "on") return LearnableFeatures::replace;
+  if (text == "concat") return LearnableFeatures::concat;
+  return invalid_argument("--learnable-features '" + text + "': expected off, replace or concat");
+}
+
+const char* learnable_features_name(LearnableFeatures v) {
+  switch (v) {
+    case LearnableFeatures::off: return "off";
+    case LearnableFeatures::replace: return "replace";
+    case LearnableFeatures::concat: return "concat";
+  }
+  return "?";
+}
+
+Result<std::vector<int64_t>> parse_fan_out(const std::string& text) {
+  std::vector<int64_t> out;
+  size_t pos = 0;
+  while (true) {
+    const size_t comma = text.find(',', pos);
+    std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (item.empty() || used != item.size() || v < -1) {
+      return invalid_argument("--fan-out '" + text + "': '" + item + "' is not a fanout (an integer >= -1)");
+    }
+    out.push_back(v);
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return out;
+}
+
+Status validate_train_config(const TrainConfig& c) {
+  if (c.num_epochs < 1) return invalid_argument(fmt::format("--num-epochs must be >= 1, got {}", c.num_epochs));
+  if (c.num_hidden < 1) return invalid_argument(fmt::format("--num-hidden must be >= 1, got {}", c.num_hidden));
+  if (c.num_layers < 1) return invalid_argument(fmt::format("--num-layers must be >= 1, got {}", c.num_layers));
+  DGLD_ASSIGN_OR_RETURN(auto fanouts, parse_fan_out(c.fan_out));
+  if (static_cast<int>(fanouts.size()) != c.num_layers) {
+    return invalid_argument(fmt::format("--fan-out '{}' gives {} fanouts but --num-layers is {}: give one fanout "
+                                        "per layer",
+                                        c.fan_out, fanouts.size(), c.num_layers));
+  }
+  if (c.batch_size < 1) return invalid_argument(fmt::format("--batch-size must be >= 1, got {}", c.batch_size));
+  if (c.batch_size_eval < 1) {
+    return invalid_argument(fmt::format("--batch-size-eval must be >= 1, got {}", c.batch_size_eval));
+  }
+  if (!(c.lr > 0 && std::isfinite(c.lr))) return invalid_argument(fmt::format("--lr must be > 0, got {}", c.lr));
+  if (!(c.dropout >= 0 && c.dropout < 1)) {
+    return invalid_argument(fmt::format("--dropout must be in [0, 1), got {}", c.dropout));
+  }
+  if (c.eval_every < 0) return invalid_argument(fmt::format("--eval-every must be >= 0, got {}", c.eval_every));
+  if (c.log_every < 0) return invalid_argument(fmt::format("--log-every must be >= 0, got {}", c.log_every));
+  DGLD_RETURN_IF_ERROR(parse_model_kind(c.model).status().with_context("--model"));
+  if (c.num_threads < 0) return invalid_argument(fmt::format("--num-threads must be >= 0, got {}", c.num_threads));
+  if (c.num_heads < 1) return invalid_argument(fmt::format("--num-heads must be >= 1, got {}", c.num_heads));
+  if (!(c.weight_decay >= 0 && std::isfinite(c.weight_decay))) {
+    return invalid_argument(fmt::format("--weight-decay must be >= 0, got {}", c.weight_decay));
+  }
+  if (c.label.empty()) return invalid_argument("--label must name a node tensor");
+  if (c.feature.empty() && c.learnable_features != LearnableFeatures::replace) {
+    return invalid_argument("--feature is empty: name a node tensor, or train an embedding instead "
+                            "(--learnable-features replace)");
+  }
+  if (c.learnable_features != LearnableFeatures::off) {
+    if (c.embed_dim < 1) return invalid_argument(fmt::format("--embed-dim must be >= 1, got {}", c.embed_dim));
+    if (c.sparse_optimizer != "adagrad" && c.sparse_optimizer != "adam") {
+      return invalid_argument("--sparse-optimizer '" + c.sparse_optimizer + "': expected adagrad or adam");
+    }
+    if (!(c.sparse_lr > 0 && std::isfinite(c.sparse_lr))) {
+      return invalid_argument(fmt::format("--sparse-lr must be > 0, got {}", c.sparse_lr));
+    }
+  }
+  if (c.resume && c.checkpoint_dir.empty()) return invalid_argument("--resume needs --checkpoint-dir");
+  return Status::ok();
+}
+
+int resolve_num_threads(int num_threads) {
+  if (num_threads > 0) return num_threads;
+  if (const char* env = std::getenv("OMP_NUM_THREADS")) {
+    const int v = std::atoi(env);
+    if (v > 0) return v;
+  }
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+namespace {
+
+nlohmann::json config_json(const TrainConfig& c) {
+  return {{"num_epochs", c.num_epochs},
+          {"num_hidden", c.num_hidden},
+          {"num_layers", c.num_layers},
+          {"fan_out", c.fan_out},
+          {"batch_size", c.batch_size},
+          {"batch_size_eval", c.batch_size_eval},
+          {"lr", c.lr},
+          {"dropout", c.dropout},
+          {"eval_every", c.eval_every},
+          {"log_every", c.log_every},
+          {"model", c.model},
+          {"seed", c.seed},
+          {"num_threads", resolve_num_threads(c.num_threads)},
+          {"num_heads", c.num_heads},
+          {"weight_decay", c.weight_decay},
+          {"row_normalize", c.row_normalize},
+          {"replace", c.replace},
+          {"feature", c.feature},
+          {"label", c.label},
+          {"learnable_features", learnable_features_name(c.learnable_features)},
+          {"embed_dim", c.embed_dim},
+          {"sparse_optimizer", c.sparse_optimizer},
+          {"sparse_lr", c.sparse_lr}};
+}
+
+}  // namespace
+
+std::string metrics_json(const TrainResult& r) {
+  using nlohmann::json;
+  json j;
+  j["graph_name"] = r.graph_name;
+  j["model"] = r.config.model;
+  j["num_trainers"] = r.num_trainers;
+  j["rank"] = r.rank;
+  j["config"] = config_json(r.config);
+  j["num_classes"] = r.num_classes;
+  j["num_parameters"] = r.num_parameters;
+  if (r.resumed_from_epoch >= 0) j["resumed_from_epoch"] = r.resumed_from_epoch;
+  j["epochs"] = json::array();
+  for (const auto& e : r.epochs) {
+    j["epochs"].push_back({{"epoch", e.epoch},         {"loss", e.loss},
+                           {"train_acc", e.train_acc}, {"time_s", e.time_s},
+                           {"sample_s", e.sample_s},   {"fetch_s", e.fetch_s},
+                           {"compute_s", e.compute_s}, {"allreduce_s", e.allreduce_s},
+                           {"wait_s", e.wait_s},       {"seeds_per_s", e.seeds_per_s}});
+  }
+  j["evals"] = json::array();
+  for (const auto& e : r.evals) {
+    j["evals"].push_back({{"epoch", e.epoch}, {"val_acc", e.val_acc}, {"test_acc", e.test_acc}, {"time_s", e.time_s}});
+  }
+  j["val_acc"] = r.val_acc;
+  j["test_acc"] = r.test_acc;
+  j["total_time_s"] = r.total_time_s;
+  return j.dump(2) + "\n";
+}
+
+Status history_from_metrics_json(const std::string& text, TrainResult& into) {
+  try {
+    const auto j = nlohmann::json::parse(text);
+    into.epochs.clear();
+    into.evals.clear();
+    for (const auto& e : j.at("epochs")) {
+      EpochMetrics m;
+      m.epoch = e.at("epoch").get<int>();
+      m.loss = e.at("loss").get<double>();
+      m.train_acc = e.at("train_acc").get<double>();
+      m.time_s = e.at("time_s").get<double>();
+      m.sample_s = e.at("sample_s").get<double>();
+      m.fetch_s = e.at("fetch_s").get<double>();
+      m.compute_s = e.at("compute_s").get<double>();
+      m.allreduce_s = e.value("allreduce_s", 0.0);
+      m.wait_s = e.value("wait_s", 0.0);
+      m.seeds_per_s = e.at("seeds_per_s").get<double>();
+      into.epochs.push_back(m);
+    }
+    for (const auto& e : j.at("evals")) {
+      EvalMetrics m;
+      m.epoch = e.at("epoch").get<int>();
+      m.val_acc = e.at("val_acc").get<double>();
+      m.test_acc = e.at("test_acc").get<double>();
+      m.time_s = e.at("time_s").get<double>();
+      into.evals.push_back(m);
+    }
+    into.val_acc = j.at("val_acc").get<double>();
+    into.test_acc = j.at("test_acc").get<double>();
+  } catch (const std::exception& e) {
+    return corruption(std::string("metrics history: ") + e.what());
+  }
+  return Status::ok();
+}
+
+}  // namespace dgld::trainer

@@ -1,0 +1,111 @@
+#pragma once
+// What a training run is asked to do and what it reports, shared by the
+// standalone trainer (local_trainer.h) and the distributed one
+// (dist_trainer.h), which both run the one loop in training_loop.h.
+//
+// Torch-free: options parsing, tools and tests include it without LibTorch.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace dgld::trainer {
+
+// A trainable node embedding (DGL's DistEmbedding) as model input.
+enum class LearnableFeatures {
+  off,      // the input features only
+  replace,  // the embedding instead of the input features (graphs without features)
+  concat,   // [input features, embedding]
+};
+Result<LearnableFeatures> parse_learnable_features(const std::string& text);
+const char* learnable_features_name(LearnableFeatures v);
+
+// Flags of DGL's GraphSAGE example, same names and defaults, plus dgld
+// additions (marked).
+struct TrainConfig {
+  int num_epochs = 20;
+  int64_t num_hidden = 16;
+  int num_layers = 2;
+  std::string fan_out = "10,25";  // one fanout per layer, input layer first; -1: all, 0: none
+  int64_t batch_size = 1000;
+  int64_t batch_size_eval = 100000;
+  double lr = 0.003;
+  double dropout = 0.5;
+  int eval_every = 5;   // evaluate after every eval_every-th epoch (and after the last); 0: last only
+  int log_every = 20;   // log every log_every steps
+  std::string model = "sage";  // sage | gcn | gat
+  uint64_t seed = 0;
+  int num_threads = 0;  // LibTorch intra-op threads; 0: OMP_NUM_THREADS if set, else all cores
+  // dgld additions.
+  int num_heads = 1;           // GAT heads
+  double weight_decay = 0.0;   // Adam weight decay (L2), DGL's example uses none
+  bool row_normalize = false;  // divide each feature row by its sum (as the GCN paper does for Cora); standalone only
+  bool replace = false;        // sample with replacement
+  std::string feature = "features";  // float32 node tensor of input features ("_N/<feature>")
+  std::string label = "labels";      // int64 node tensor of labels
+  // DistEmbedding: a learnable per-node embedding, updated by a sparse optimiser.
+  LearnableFeatures learnable_features = LearnableFeatures::off;
+  int64_t embed_dim = 64;
+  std::string sparse_optimizer = "adagrad";  // adagrad | adam
+  double sparse_lr = 0.05;
+  // Checkpoints: after every epoch into checkpoint_dir (empty: none); resume
+  // continues from the last complete one.
+  std::string checkpoint_dir;
+  bool resume = false;
+  // A progress bar per epoch when stderr is a terminal; off: plain lines only.
+  bool progress = true;
+};
+
+// "10,25" -> {10, 25}; invalid_argument naming the bad item.
+Result<std::vector<int64_t>> parse_fan_out(const std::string& text);
+// Checks every field, and that fan_out has num_layers entries; the message
+// names the flag.
+Status validate_train_config(const TrainConfig& config);
+// The thread count a run uses for `config.num_threads`.
+int resolve_num_threads(int num_threads);
+
+struct EpochMetrics {
+  int epoch = 0;
+  double loss = 0;         // mean over the epoch's batches (of every trainer)
+  double train_acc = 0;    // over the epoch's seeds, in training mode
+  double time_s = 0;
+  double sample_s = 0;     // sampling blocks (on whoever made the batch; prefetched batches overlap training)
+  double fetch_s = 0;      // features and labels: pulling them and turning the batch into tensors
+  double compute_s = 0;    // forward, backward, optimiser steps (sparse ones included)
+  double allreduce_s = 0;  // gradient averaging across trainers
+  double wait_s = 0;       // this trainer blocked waiting for its next batch
+  double seeds_per_s = 0;  // training seeds of every trainer per second
+};
+
+struct EvalMetrics {
+  int epoch = 0;  // evaluated after this epoch
+  double val_acc = 0, test_acc = 0;
+  double time_s = 0;
+};
+
+struct TrainResult {
+  std::string graph_name;
+  TrainConfig config;
+  int num_trainers = 1;
+  int rank = 0;
+  int64_t num_classes = 0;
+  int64_t num_parameters = 0;
+  int resumed_from_epoch = -1;  // the checkpoint's last epoch; -1: a fresh run
+  std::vector<EpochMetrics> epochs;
+  std::vector<EvalMetrics> evals;
+  double val_acc = 0, test_acc = 0;  // from the last evaluation
+  double total_time_s = 0;
+};
+
+// The metrics JSON trainer-host writes (rank 0):
+// {"graph_name","model","num_trainers","config":{...},"epochs":[{"epoch",
+//  "loss","train_acc","time_s","sample_s","fetch_s","compute_s",
+//  "allreduce_s","wait_s","seeds_per_s"}],"evals":[...],"val_acc","test_acc",
+//  "total_time_s", ...}.
+std::string metrics_json(const TrainResult& result);
+// The epochs and evaluations of a metrics JSON (a checkpoint's history).
+Status history_from_metrics_json(const std::string& text, TrainResult& into);
+
+}  // namespace dgld::trainer

@@ -1,0 +1,429 @@
+#include "daemons/trainer_host/training_loop.h"
+
+#include <dlfcn.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "common/file_util.h"
+#include "common/logging.h"
+#include "daemons/trainer_host/checkpoint.h"
+#include "daemons/trainer_host/progress.h"
+
+namespace dgld::trainer {
+
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+// Flattens every parameter's gradient into one bucket with `extra` values
+// appended, and copies an averaged bucket back into the gradients.
+torch::Tensor gradient_bucket(const std::vector<torch::Tensor>& params, std::initializer_list<double> extra) {
+  std::vector<torch::Tensor> flat;
+  flat.reserve(params.size() + 1);
+  for (const auto& p : params) {
+    flat.push_back(p.grad().defined() ? p.grad().reshape({-1}) : torch::zeros({p.numel()}, p.options()));
+  }
+  flat.push_back(torch::tensor(std::vector<float>(extra.begin(), extra.end()), torch::kFloat32));
+  return torch::cat(flat);
+}
+
+void unflatten_gradients(std::vector<torch::Tensor>& params, const torch::Tensor& bucket) {
+  torch::NoGradGuard no_grad;
+  int64_t off = 0;
+  for (auto& p : params) {
+    auto g = bucket.narrow(0, off, p.numel()).view_as(p);
+    if (p.grad().defined()) {
+      p.mutable_grad().copy_(g);
+    } else {
+      p.mutable_grad() = g.clone();
+    }
+    off += p.numel();
+  }
+}
+
+class Loop {
+ public:
+  Loop(TrainingBackend& b, const TrainConfig& c) : b_(b), c_(c), log_(logger("trainer")) {}
+  Result<TrainResult> run();
+
+ private:
+  Status setup();
+  Status train_epoch(int epoch, EpochMetrics& m);
+  Result<EvalMetrics> evaluate(int epoch);
+  Result<torch::Tensor> layer0(std::span<const int64_t> ids, const torch::Tensor& features, bool train);
+  nlohmann::json checkpoint_meta(int epoch) const;
+  Status save_checkpoint(int epoch);
+  Result<int> resume();
+
+  TrainingBackend& b_;
+  const TrainConfig& c_;
+  std::shared_ptr<spdlog::logger> log_;
+  ModelConfig mc_;
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<torch::optim::Adam> optimizer_;
+  std::unique_ptr<SparseEmbedding> embedding_;
+  std::unique_ptr<CheckpointDir> ckpt_;
+  TrainResult r_;
+  double previous_time_s_ = 0;  // total_time_s of the run a resume continues
+};
+
+Result<torch::Tensor> Loop::layer0(std::span<const int64_t> ids, const torch::Tensor& features, bool train) {
+  if (!embedding_) return features;
+  DGLD_ASSIGN_OR_RETURN(auto e, embedding_->lookup(ids, train));
+  if (c_.learnable_features == LearnableFeatures::replace) return e;
+  return torch::cat({features, e}, 1);
+}
+
+Status Loop::setup() {
+  DGLD_ASSIGN_OR_RETURN(mc_.kind, parse_model_kind(c_.model));
+  mc_.in_dim = b_.feat_dim() + (c_.learnable_features != LearnableFeatures::off ? c_.embed_dim : 0);
+  mc_.num_hidden = c_.num_hidden;
+  mc_.num_classes = b_.num_classes();
+  mc_.num_layers = c_.num_layers;
+  mc_.dropout = c_.dropout;
+  mc_.num_heads = c_.num_heads;
+  torch::manual_seed(c_.seed);
+  DGLD_ASSIGN_OR_RETURN(model_, Model::create(mc_));
+  auto params = model_->impl().net->parameters();
+  if (b_.world_size() > 1) {  // every trainer starts from rank 0's weights
+    torch::NoGradGuard no_grad;
+    std::vector<torch::Tensor> flat;
+    for (auto& p : params) flat.push_back(p.detach().reshape({-1}));
+    auto bucket = torch::cat(flat);
+    DGLD_RETURN_IF_ERROR(b_.broadcast(bucket, "broadcasting rank 0's initial weights"));
+    int64_t off = 0;
+    for (auto& p : params) {
+      p.copy_(bucket.narrow(0, off, p.numel()).view_as(p));
+      off += p.numel();
+    }
+  }
+  torch::manual_seed(c_.seed + 1 + static_cast<uint64_t>(b_.rank()));  // dropout differs per trainer
+  optimizer_ = std::make_unique<torch::optim::Adam>(params,
+                                                    torch::optim::AdamOptions(c_.lr).weight_decay(c_.weight_decay));
+  if (c_.learnable_features != LearnableFeatures::off) {
+    DGLD_ASSIGN_OR_RETURN(auto kind, parse_sparse_optimizer(c_.sparse_optimizer));
+    DGLD_ASSIGN_OR_RETURN(auto store, b_.create_embedding_store(embedding_table_dims(kind, c_.embed_dim), c_.seed));
+    SparseOptimizerOptions so;
+    so.kind = kind;
+    so.lr = c_.sparse_lr;
+    so.eps = kind == SparseOptimizerKind::adagrad ? 1e-10 : 1e-8;
+    embedding_ = std::make_unique<SparseEmbedding>(std::move(store), so);
+  }
+  if (!c_.checkpoint_dir.empty()) {
+    ckpt_ = std::make_unique<CheckpointDir>(c_.checkpoint_dir, b_.rank());
+    DGLD_RETURN_IF_ERROR(ckpt_->prepare());
+  }
+  r_.graph_name = b_.graph_name();
+  r_.config = c_;
+  r_.num_trainers = b_.world_size();
+  r_.rank = b_.rank();
+  r_.num_classes = mc_.num_classes;
+  r_.num_parameters = model_->num_parameters();
+  log_->info("training {}{} on '{}' ({} nodes) with {} trainer(s): {} steps per epoch, fanouts {}, batch {}",
+             model_->describe(),
+             embedding_ ? fmt::format(" with a learnable {}-dim embedding ({}, {})", c_.embed_dim,
+                                      learnable_features_name(c_.learnable_features), c_.sparse_optimizer)
+                        : "",
+             b_.graph_name(), b_.num_nodes(), b_.world_size(), b_.steps_per_epoch(), c_.fan_out, c_.batch_size);
+  return Status::ok();
+}
+
+Status Loop::train_epoch(int epoch, EpochMetrics& m) {
+  const auto t_epoch = Clock::now();
+  auto& net = model_->impl().net;
+  net->train();
+  auto params = net->parameters();
+  const int64_t steps = b_.steps_per_epoch();
+  const int world = b_.world_size();
+  b_.start_epoch(epoch);
+  ProgressBar bar(c_.progress, epoch, steps);
+  double loss_sum = 0, correct_sum = 0, seeds_sum = 0;  // over every trainer
+  for (int64_t step = 0; step < steps; ++step) {
+    const std::string where = fmt::format("epoch {} step {}", epoch, step);
+    auto next = b_.next_batch();
+    if (!next.is_ok()) return next.status().with_context(where);
+    client::Batch& batch = *next;
+    m.sample_s += batch.timings.sample_s;
+    m.wait_s += batch.timings.wait_s;
+
+    auto t0 = Clock::now();
+    const int64_t n_in = static_cast<int64_t>(batch.mini_batch.input_nodes.size());
+    if (batch.features.size() != static_cast<size_t>(n_in * b_.feat_dim())) {
+      return internal_error(fmt::format("{}: the batch has {} feature values for {} input nodes of dimension {}",
+                                        where, batch.features.size(), n_in, b_.feat_dim()));
+    }
+    auto features = rows_tensor(batch.features, n_in, b_.feat_dim());
+    auto x = layer0(batch.mini_batch.input_nodes, features, /*train=*/true);
+    if (!x.is_ok()) return x.status().with_context(where + ": embedding lookup");
+    auto input = make_model_input(batch.mini_batch, *x);
+    if (!input.is_ok()) return input.status().with_context(where);
+    const auto labels = ids_tensor(batch.labels);
+    m.fetch_s += batch.timings.fetch_s + seconds_since(t0);
+
+    t0 = Clock::now();
+    auto logits = forward_checked(*model_, *input);
+    if (!logits.is_ok()) return logits.status().with_context(where);
+    auto loss = torch::nn::functional::cross_entropy(*logits, labels);
+    optimizer_->zero_grad();
+    loss.backward();
+    const double loss_value = loss.item<double>();
+    const double batch_correct = logits->argmax(1).eq(labels).sum().item<double>();
+    const double batch_seeds = static_cast<double>(batch.labels.size());
+    m.compute_s += seconds_since(t0);
+
+    // One bucket: every gradient, then this step's loss and counts.
+    t0 = Clock::now();
+    auto bucket = gradient_bucket(params, {loss_value, batch_correct, batch_seeds});
+    if (world > 1) {
+      DGLD_RETURN_IF_ERROR(b_.allreduce(bucket, Reduce::sum, where + ": gradient allreduce"));
+      bucket.div_(static_cast<double>(world));
+    }
+    unflatten_gradients(params, bucket);
+    const int64_t tail = bucket.size(0) - 3;
+    const double step_loss = bucket[tail].item<double>();  // mean over the trainers
+    m.allreduce_s += seconds_since(t0);
+    if (!std::isfinite(step_loss)) {
+      return internal_error(fmt::format("the loss became {} at {} (this trainer's loss: {}; lr {}): training "
+                                        "stopped{}; try a lower --lr",
+                                        step_loss, where, loss_value, c_.lr,
+                                        ckpt_ ? ", the last checkpoint is kept" : ""));
+    }
+
+    t0 = Clock::now();
+    optimizer_->step();
+    if (embedding_) {
+      if (Status st = embedding_->step(); !st.is_ok()) return st.with_context(where + ": sparse optimiser");
+    }
+    m.compute_s += seconds_since(t0);
+
+    loss_sum += step_loss;
+    correct_sum += bucket[tail + 1].item<double>() * world;
+    seeds_sum += bucket[tail + 2].item<double>() * world;
+    const double elapsed = seconds_since(t_epoch);
+    bar.update(step + 1, loss_sum / static_cast<double>(step + 1), elapsed > 0 ? seeds_sum / elapsed : 0.0);
+    if (c_.log_every > 0 && (step + 1) % c_.log_every == 0) {
+      bar.clear();
+      log_->info("Part {} | Epoch {:05d} | Step {:05d} | Loss {:.4f} | Train Acc {:.4f} | Speed (samples/sec) {:.1f}",
+                 b_.part_id(), epoch, step, loss_value, batch_seeds > 0 ? batch_correct / batch_seeds : 0.0,
+                 elapsed > 0 ? seeds_sum / elapsed : 0.0);
+    }
+  }
+  bar.clear();
+  m.loss = steps > 0 ? loss_sum / static_cast<double>(steps) : 0.0;
+  m.train_acc = seeds_sum > 0 ? correct_sum / seeds_sum : 0.0;
+  m.time_s = seconds_since(t_epoch);
+  m.seeds_per_s = m.time_s > 0 ? seeds_sum / m.time_s : 0.0;
+  return Status::ok();
+}
+
+Result<EvalMetrics> Loop::evaluate(int epoch) {
+  const auto t0 = Clock::now();
+  auto& net = model_->impl().net;
+  net->eval();
+  Result<EvalCounts> counts = EvalCounts{};
+  {
+    torch::NoGradGuard no_grad;
+    counts = b_.evaluate(net, [this](std::span<const int64_t> ids, const torch::Tensor& features) {
+      return layer0(ids, features, /*train=*/false);
+    });
+  }
+  net->train();
+  if (!counts.is_ok()) return counts.status().with_context(fmt::format("evaluation after epoch {}", epoch));
+  EvalMetrics e;
+  e.epoch = epoch;
+  e.val_acc = counts->val_total > 0 ? static_cast<double>(counts->val_correct) / counts->val_total : 0.0;
+  e.test_acc = counts->test_total > 0 ? static_cast<double>(counts->test_correct) / counts->test_total : 0.0;
+  e.time_s = seconds_since(t0);
+  return e;
+}
+
+nlohmann::json Loop::checkpoint_meta(int epoch) const {
+  return {{"format", 1},
+          {"epoch", epoch},
+          {"graph_name", b_.graph_name()},
+          {"num_nodes", b_.num_nodes()},
+          {"num_trainers", b_.world_size()},
+          {"rank", b_.rank()},
+          {"model", c_.model},
+          {"in_dim", mc_.in_dim},
+          {"num_hidden", mc_.num_hidden},
+          {"num_classes", mc_.num_classes},
+          {"num_layers", mc_.num_layers},
+          {"num_heads", mc_.num_heads},
+          {"feature", c_.feature},
+          {"learnable_features", learnable_features_name(c_.learnable_features)},
+          {"embed_dim", embedding_ ? c_.embed_dim : 0},
+          {"sparse_optimizer", embedding_ ? c_.sparse_optimizer : ""},
+          {"metrics", nlohmann::json::parse(metrics_json(r_))}};
+}
+
+Status Loop::save_checkpoint(int epoch) {
+  const auto t0 = Clock::now();
+  torch::serialize::OutputArchive archive;
+  {
+    torch::serialize::OutputArchive model_ar, optim_ar;
+    model_->impl().net->save(model_ar);
+    optimizer_->save(optim_ar);
+    archive.write("model", model_ar);
+    archive.write("optimizer", optim_ar);
+  }
+  {
+    auto gen = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    archive.write("rng", gen.get_state());
+  }
+  if (embedding_) DGLD_RETURN_IF_ERROR(embedding_->save(archive));
+  const auto state = ckpt_->state_path(epoch);
+  const auto tmp = state.string() + ".tmp";
+  try {
+    archive.save_to(tmp);
+  } catch (const c10::Error& e) {
+    return io_error(fmt::format("writing checkpoint {}: {}", tmp, first_line(e.what_without_backtrace())));
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, state, ec);
+  if (ec) return io_error(fmt::format("renaming {} to {}: {}", tmp, state.string(), ec.message()));
+  DGLD_RETURN_IF_ERROR(write_file_atomic(ckpt_->meta_path(epoch), checkpoint_meta(epoch).dump(2) + "\n"));
+  if (b_.world_size() > 1) {  // phase two only once every trainer has its files
+    auto one = torch::ones({1}, torch::kInt64);
+    DGLD_RETURN_IF_ERROR(b_.allreduce(one, Reduce::sum, fmt::format("epoch {}: checkpoint barrier", epoch)));
+  }
+  DGLD_RETURN_IF_ERROR(ckpt_->commit(epoch));
+  log_->info("checkpoint of epoch {} written to {} ({:.2f} s)", epoch, ckpt_->dir().string(), seconds_since(t0));
+  return Status::ok();
+}
+
+Result<int> Loop::resume() {
+  DGLD_ASSIGN_OR_RETURN(int mine, ckpt_->latest());
+  auto t = torch::tensor({static_cast<int64_t>(mine)}, torch::kInt64);
+  DGLD_RETURN_IF_ERROR(b_.allreduce(t, Reduce::max, "agreeing on the checkpoint to resume from"));
+  const int epoch = static_cast<int>(t.item<int64_t>());
+  if (epoch < 0) {
+    log_->warn("--resume: no checkpoint in {} yet; starting from epoch 0", c_.checkpoint_dir);
+    return 0;
+  }
+  const auto meta_path = ckpt_->meta_path(epoch);
+  auto text = read_file(meta_path);
+  if (!text.is_ok()) {
+    return text.status().with_context(fmt::format("resuming from epoch {} (committed by another trainer; is {} "
+                                                  "this trainer's checkpoint directory?)",
+                                                  epoch, c_.checkpoint_dir));
+  }
+  nlohmann::json meta;
+  try {
+    meta = nlohmann::json::parse(*text);
+  } catch (const std::exception& e) {
+    return corruption(fmt::format("{}: {}", meta_path.string(), e.what()));
+  }
+  const nlohmann::json want = checkpoint_meta(epoch);
+  for (const char* key : {"format", "graph_name", "num_nodes", "num_trainers", "model", "in_dim", "num_hidden",
+                          "num_classes", "num_layers", "num_heads", "feature", "learnable_features", "embed_dim",
+                          "sparse_optimizer"}) {
+    if (!meta.contains(key) || meta[key] != want[key]) {
+      return invalid_argument(fmt::format("{}: the checkpoint has {} = {}, but this run has {} (a checkpoint of "
+                                          "another graph, model or job; use another --checkpoint-dir)",
+                                          meta_path.string(), key, meta.contains(key) ? meta[key].dump() : "nothing",
+                                          want[key].dump()));
+    }
+  }
+  const auto state = ckpt_->state_path(epoch);
+  try {
+    torch::serialize::InputArchive archive, model_ar, optim_ar;
+    archive.load_from(state.string());
+    archive.read("model", model_ar);
+    archive.read("optimizer", optim_ar);
+    model_->impl().net->load(model_ar);
+    optimizer_->load(optim_ar);
+    torch::Tensor rng;
+    archive.read("rng", rng);
+    auto gen = at::detail::getDefaultCPUGenerator();
+    {
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      gen.set_state(rng);
+    }
+    if (embedding_) DGLD_RETURN_IF_ERROR(embedding_->load(archive).with_context(state.string()));
+  } catch (const c10::Error& e) {
+    return corruption(fmt::format("{}: {}", state.string(), first_line(e.what_without_backtrace())));
+  }
+  DGLD_RETURN_IF_ERROR(history_from_metrics_json(meta["metrics"].dump(), r_).with_context(meta_path.string()));
+  previous_time_s_ = meta["metrics"].value("total_time_s", 0.0);
+  r_.resumed_from_epoch = epoch;
+  log_->info("resumed from the checkpoint of epoch {} in {}", epoch, ckpt_->dir().string());
+  return epoch + 1;
+}
+
+Result<TrainResult> Loop::run() {
+  const auto t_start = Clock::now();
+  DGLD_RETURN_IF_ERROR(setup());
+  int first_epoch = 0;
+  if (c_.resume) {
+    DGLD_ASSIGN_OR_RETURN(first_epoch, resume());
+  }
+  for (int epoch = first_epoch; epoch < c_.num_epochs; ++epoch) {
+    EpochMetrics m;
+    m.epoch = epoch;
+    DGLD_RETURN_IF_ERROR(train_epoch(epoch, m));
+    log_->info("Epoch {:05d} | Loss {:.4f} | Train Acc {:.4f} | Time {:.3f} s (sample {:.3f}, fetch {:.3f}, "
+               "compute {:.3f}, allreduce {:.3f}, wait {:.3f}) | {:.0f} seeds/s",
+               epoch, m.loss, m.train_acc, m.time_s, m.sample_s, m.fetch_s, m.compute_s, m.allreduce_s, m.wait_s,
+               m.seeds_per_s);
+    r_.epochs.push_back(m);
+    const bool last = epoch == c_.num_epochs - 1;
+    if (last || (c_.eval_every > 0 && (epoch + 1) % c_.eval_every == 0)) {
+      DGLD_ASSIGN_OR_RETURN(EvalMetrics e, evaluate(epoch));
+      log_->info("Epoch {:05d} | Val Acc {:.4f} | Test Acc {:.4f} | eval {:.3f} s", epoch, e.val_acc, e.test_acc,
+                 e.time_s);
+      r_.val_acc = e.val_acc;
+      r_.test_acc = e.test_acc;
+      r_.evals.push_back(e);
+    }
+    r_.total_time_s = previous_time_s_ + seconds_since(t_start);
+    if (ckpt_) DGLD_RETURN_IF_ERROR(save_checkpoint(epoch));
+  }
+  r_.total_time_s = previous_time_s_ + seconds_since(t_start);
+  return r_;
+}
+
+}  // namespace
+
+void set_torch_threads(int n) {
+  at::set_num_threads(n);
+  using SetFn = void (*)(int);
+  if (auto fn = reinterpret_cast<SetFn>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) fn(n);
+}
+
+torch::Tensor ids_tensor(std::span<const int64_t> ids) {
+  auto t = torch::empty({static_cast<int64_t>(ids.size())}, torch::kInt64);
+  if (!ids.empty()) std::memcpy(t.data_ptr<int64_t>(), ids.data(), ids.size() * sizeof(int64_t));
+  return t;
+}
+
+torch::Tensor rows_tensor(std::span<const float> rows, int64_t n, int64_t d) {
+  auto t = torch::empty({n, d}, torch::kFloat32);
+  const size_t count = static_cast<size_t>(n * d);
+  if (count > 0) std::memcpy(t.data_ptr<float>(), rows.data(), count * sizeof(float));
+  return t;
+}
+
+Result<TrainResult> run_training(TrainingBackend& backend, const TrainConfig& config) {
+  DGLD_RETURN_IF_ERROR(validate_train_config(config));
+  try {
+    Loop loop(backend, config);
+    return loop.run();
+  } catch (const c10::Error& e) {
+    return internal_error(std::string("training failed in LibTorch: ") + first_line(e.what_without_backtrace()));
+  } catch (const std::exception& e) {
+    return internal_error(std::string("training failed: ") + e.what());
+  }
+}
+
+}  // namespace dgld::trainer

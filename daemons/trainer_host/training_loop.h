@@ -1,0 +1,80 @@
+#pragma once
+// The one training loop of trainer-host, over a TrainingBackend that says
+// where batches come from and who the peers are: LocalBackend (standalone:
+// the whole graph in this process, one trainer) or DistBackend (a trainer of
+// a distributed job). The loop owns the model, Adam, the optional learnable
+// embedding (SparseEmbedding), checkpoints and progress; per step it runs
+// forward and backward, averages the gradients over the trainers (one
+// flattened bucket per step; the bucket also carries the loss and accuracy
+// counts, so a NaN on any trainer stops every trainer at the same step), and
+// steps the optimisers. Evaluation is the backend's layer-wise inference.
+//
+// Private to training code (LibTorch).
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+
+#include <torch/torch.h>
+
+#include "common/client/data_loader.h"
+#include "common/status.h"
+#include "daemons/trainer_host/model_impl.h"
+#include "daemons/trainer_host/sparse_embedding.h"
+#include "daemons/trainer_host/training.h"
+
+namespace dgld::trainer {
+
+enum class Reduce { sum, min, max };
+
+struct EvalCounts {
+  int64_t val_correct = 0, val_total = 0, test_correct = 0, test_total = 0;
+};
+
+// Layer 0's input for nodes `ids` given their feature rows ([n, feat_dim];
+// [n, 0] when no input features are used): the features, a learnable
+// embedding, or both concatenated.
+using Layer0Input = std::function<Result<torch::Tensor>(std::span<const int64_t> ids, const torch::Tensor& features)>;
+
+class TrainingBackend {
+ public:
+  virtual ~TrainingBackend() = default;
+  virtual int rank() const = 0;
+  virtual int world_size() const = 0;
+  virtual int part_id() const = 0;  // the machine / partition, for log lines
+  virtual const std::string& graph_name() const = 0;
+  virtual int64_t num_nodes() const = 0;
+  virtual int64_t feat_dim() const = 0;         // width of the batches' feature rows (0: none fetched)
+  virtual int64_t num_classes() const = 0;      // the same on every trainer
+  virtual int64_t steps_per_epoch() const = 0;  // the same on every trainer
+  virtual void start_epoch(int epoch) = 0;
+  virtual Result<client::Batch> next_batch() = 0;
+  // Collectives over every trainer, in place; no-ops for one trainer.
+  virtual Status allreduce(torch::Tensor& t, Reduce op, const std::string& what) = 0;
+  virtual Status broadcast(torch::Tensor& t, const std::string& what) = 0;
+  // Layer-wise full-neighbour inference of `net` (in eval mode) over every
+  // node; correct / total counts of the val and test nodes summed over the
+  // trainers.
+  virtual Result<EvalCounts> evaluate(GnnNet& net, const Layer0Input& input) = 0;
+  // Storage for a learnable embedding with these tables (called once, by
+  // every trainer, when learnable features are on).
+  virtual Result<std::unique_ptr<EmbeddingStore>> create_embedding_store(const std::vector<int64_t>& table_dims,
+                                                                         uint64_t seed) = 0;
+};
+
+// Trains and evaluates as `config` asks. Deterministic for a given config,
+// thread count and trainer count. Errors name the epoch and step; a NaN or
+// infinite loss stops every trainer with a clear message and leaves the last
+// checkpoint as it was.
+Result<TrainResult> run_training(TrainingBackend& backend, const TrainConfig& config);
+
+// at::set_num_threads plus OpenBLAS's own pool.
+void set_torch_threads(int n);
+
+torch::Tensor ids_tensor(std::span<const int64_t> ids);
+// [n, d] float tensor copied from `rows`, which holds n*d floats (d may be 0).
+torch::Tensor rows_tensor(std::span<const float> rows, int64_t n, int64_t d);
+
+}  // namespace dgld::trainer
