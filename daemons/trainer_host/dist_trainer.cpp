@@ -498,7 +498,6 @@ Status DistBackend::finish() {
 
 Result<TrainResult> train_distributed(const DistTrainOptions& options, const TrainConfig& config) {
   DGLD_RETURN_IF_ERROR(validate_train_config(config));
-  if (config.row_normalize) return invalid_argument("--row-normalize is only supported with --standalone");
   if (options.ip_config.empty()) return invalid_argument("--ip-config is required for distributed training");
   if (options.part_config.empty()) return invalid_argument("--part-config is required");
   try {

@@ -77,22 +77,7 @@ class LocalBackend final : public TrainingBackend {
  public:
   LocalBackend(const LocalGraph& g, const TrainConfig& c, std::vector<int64_t> fanouts, int64_t num_classes)
       : g_(g), c_(c), num_classes_(num_classes), source_(g.in_edges), sampler_(std::move(fanouts), c.replace),
-        order_(g.train_ids) {
-    features_ = g_.features;
-    if (c_.row_normalize) {
-      const size_t d = static_cast<size_t>(g_.feat_dim);
-      normalized_.assign(g_.features.begin(), g_.features.end());
-      for (int64_t v = 0; v < g_.num_nodes; ++v) {
-        float* row = normalized_.data() + static_cast<size_t>(v) * d;
-        double sum = 0;
-        for (size_t j = 0; j < d; ++j) sum += row[j];
-        if (sum != 0) {
-          for (size_t j = 0; j < d; ++j) row[j] = static_cast<float>(row[j] / sum);
-        }
-      }
-      features_ = normalized_;
-    }
-  }
+        order_(g.train_ids), features_(g.features) {}
 
   int rank() const override { return 0; }
   int world_size() const override { return 1; }
@@ -107,6 +92,7 @@ class LocalBackend final : public TrainingBackend {
   void start_epoch(int epoch) override {
     epoch_ = epoch;
     step_ = 0;
+    order_ = g_.train_ids;  // each epoch's order depends on (seed, epoch) only, so a resumed run repeats it
     shuffle_ids(order_, mix(c_.seed, static_cast<uint64_t>(epoch)));
   }
   Result<client::Batch> next_batch() override;
@@ -127,11 +113,12 @@ class LocalBackend final : public TrainingBackend {
       std::memcpy(out.data() + i * d, features_.data() + static_cast<size_t>(nodes[i]) * d, d * sizeof(float));
     }
   }
-  void count(const torch::Tensor& logits, std::span<const int64_t> ids, int64_t& correct, int64_t& total) const {
+  static void count(const torch::Tensor& logits, const torch::Tensor& labels, std::span<const int64_t> ids,
+                    int64_t& correct, int64_t& total) {
     total = static_cast<int64_t>(ids.size());
     if (ids.empty()) return;
     const auto idx = ids_tensor(ids);
-    correct = logits.index_select(0, idx).argmax(1).eq(ids_tensor(g_.labels).index_select(0, idx)).sum().item<int64_t>();
+    correct = logits.index_select(0, idx).argmax(1).eq(labels.index_select(0, idx)).sum().item<int64_t>();
   }
 
   const LocalGraph& g_;
@@ -139,9 +126,8 @@ class LocalBackend final : public TrainingBackend {
   int64_t num_classes_;
   LocalGraphSource source_;
   MultiLayerNeighborSampler sampler_;
-  std::vector<float> normalized_;  // row-normalised copy of the features, when asked for
-  std::span<const float> features_;
   std::vector<int64_t> order_;
+  std::span<const float> features_;
   int epoch_ = 0;
   int64_t step_ = 0;
 };
@@ -197,8 +183,9 @@ Result<EvalCounts> LocalBackend::evaluate(GnnNet& net, const Layer0Input& input)
     h = out;
   }
   EvalCounts c;
-  count(h, g_.val_ids, c.val_correct, c.val_total);
-  count(h, g_.test_ids, c.test_correct, c.test_total);
+  const auto labels = ids_tensor(g_.labels);
+  count(h, labels, g_.val_ids, c.val_correct, c.val_total);
+  count(h, labels, g_.test_ids, c.test_correct, c.test_total);
   return c;
 }
 

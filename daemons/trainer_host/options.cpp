@@ -115,7 +115,6 @@ ParsedTrainerHostOptions parse_trainer_host_options(int argc, const char* const 
   if (d.num_servers < 1) return fail("--num-servers must be >= 1");
   if (d.num_samplers < 0) return fail("--num-samplers must be >= 0");
   if (collective_timeout_s < 1) return fail("--collective-timeout-s must be >= 1");
-  if (t.row_normalize) return fail("--row-normalize is only supported with --standalone");
   d.collective_timeout = std::chrono::seconds(collective_timeout_s);
   d.part_config = o.part_config;
   size_t pos = 0;

@@ -41,7 +41,7 @@ struct TrainConfig {
   // dgld additions.
   int num_heads = 1;           // GAT heads
   double weight_decay = 0.0;   // Adam weight decay (L2), DGL's example uses none
-  bool row_normalize = false;  // divide each feature row by its sum (as the GCN paper does for Cora); standalone only
+  bool row_normalize = false;  // divide each feature row by its sum (as the GCN paper does for Cora)
   bool replace = false;        // sample with replacement
   std::string feature = "features";  // float32 node tensor of input features ("_N/<feature>")
   std::string label = "labels";      // int64 node tensor of labels

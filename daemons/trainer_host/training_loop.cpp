@@ -77,10 +77,15 @@ class Loop {
 };
 
 Result<torch::Tensor> Loop::layer0(std::span<const int64_t> ids, const torch::Tensor& features, bool train) {
-  if (!embedding_) return features;
+  torch::Tensor x = features;
+  if (c_.row_normalize && x.size(1) > 0) {  // each row divided by its sum (rows summing to 0 kept)
+    auto sum = x.sum(1, /*keepdim=*/true);
+    x = x / torch::where(sum == 0, torch::ones_like(sum), sum);
+  }
+  if (!embedding_) return x;
   DGLD_ASSIGN_OR_RETURN(auto e, embedding_->lookup(ids, train));
   if (c_.learnable_features == LearnableFeatures::replace) return e;
-  return torch::cat({features, e}, 1);
+  return torch::cat({x, e}, 1);
 }
 
 Status Loop::setup() {
@@ -325,9 +330,9 @@ Result<int> Loop::resume() {
     return corruption(fmt::format("{}: {}", meta_path.string(), e.what()));
   }
   const nlohmann::json want = checkpoint_meta(epoch);
-  for (const char* key : {"format", "graph_name", "num_nodes", "num_trainers", "model", "in_dim", "num_hidden",
-                          "num_classes", "num_layers", "num_heads", "feature", "learnable_features", "embed_dim",
-                          "sparse_optimizer"}) {
+  for (const char* key : {"format", "graph_name", "num_nodes", "num_trainers", "model", "feature",
+                          "learnable_features", "embed_dim", "sparse_optimizer", "in_dim", "num_hidden",
+                          "num_classes", "num_layers", "num_heads"}) {
     if (!meta.contains(key) || meta[key] != want[key]) {
       return invalid_argument(fmt::format("{}: the checkpoint has {} = {}, but this run has {} (a checkpoint of "
                                           "another graph, model or job; use another --checkpoint-dir)",

@@ -15,6 +15,7 @@
 #include "common/part_config.h"
 #include "common/partition/partition.h"
 #include "daemons/trainer_host/options.h"
+#include "daemons/trainer_host/progress.h"
 #include "tests/support/process.h"
 
 using namespace dgld;
@@ -254,4 +255,163 @@ TEST_CASE("a partition without labels or features is refused by name", "[sbm]") 
   CHECK(r.status().code() == StatusCode::not_found);
   CHECK((r.status().message().find("_N/features") != std::string::npos ||
          r.status().message().find("_N/labels") != std::string::npos));
+}
+
+TEST_CASE("a run resumed from its checkpoint ends exactly as the uninterrupted run", "[sbm][checkpoint]") {
+  testing::TempDir dir("dgld-trainer-ckpt");
+  TrainConfig c = short_run(4, 5, 0.01, 0);
+  c.checkpoint_dir = (dir.path() / "whole").string();
+  auto whole = train_standalone(sbm().config.string(), c);
+  REQUIRE(whole.is_ok());
+  CHECK(fs::exists(dir.path() / "whole/rank-0/LATEST"));
+  // Only the last two epochs' files are kept.
+  CHECK(fs::exists(dir.path() / "whole/rank-0/epoch-3.pt"));
+  CHECK(fs::exists(dir.path() / "whole/rank-0/epoch-2.pt"));
+  CHECK_FALSE(fs::exists(dir.path() / "whole/rank-0/epoch-1.pt"));
+
+  // The same job stopped after 2 epochs, then resumed for the other 2.
+  c.checkpoint_dir = (dir.path() / "split").string();
+  c.num_epochs = 2;
+  auto first = train_standalone(sbm().config.string(), c);
+  REQUIRE(first.is_ok());
+  CHECK(read_file(dir.path() / "split/rank-0/LATEST").value() == "1\n");
+  c.num_epochs = 4;
+  c.resume = true;
+  auto second = train_standalone(sbm().config.string(), c);
+  REQUIRE(second.is_ok());
+  CHECK(second->resumed_from_epoch == 1);
+  REQUIRE(second->epochs.size() == 4);  // the history of the first part and the two new epochs
+  for (size_t i = 0; i < 4; ++i) {
+    INFO("epoch " << i);
+    CHECK(second->epochs[i].loss == whole->epochs[i].loss);
+  }
+  CHECK(second->test_acc == whole->test_acc);
+
+  SECTION("resuming a finished run trains nothing more") {
+    auto again = train_standalone(sbm().config.string(), c);
+    REQUIRE(again.is_ok());
+    CHECK(again->resumed_from_epoch == 3);
+    CHECK(again->epochs.size() == 4);
+    CHECK(again->test_acc == whole->test_acc);
+  }
+  SECTION("a checkpoint of another model or shape is refused by name") {
+    TrainConfig other = c;
+    other.model = "gcn";
+    auto r = train_standalone(sbm().config.string(), other);
+    REQUIRE_FALSE(r.is_ok());
+    INFO(r.status().message());
+    CHECK(r.status().message().find("epoch-3.json: the checkpoint has model = \"sage\", but this run has \"gcn\"") !=
+          std::string::npos);
+    other = c;
+    other.num_hidden = 32;
+    r = train_standalone(sbm().config.string(), other);
+    REQUIRE_FALSE(r.is_ok());
+    CHECK(r.status().message().find("num_hidden") != std::string::npos);
+  }
+  SECTION("a damaged LATEST is an error naming it") {
+    std::ofstream(dir.path() / "split/rank-0/LATEST") << "three\n";
+    auto r = train_standalone(sbm().config.string(), c);
+    REQUIRE_FALSE(r.is_ok());
+    CHECK(r.status().message().find("LATEST: expected an epoch number, found 'three'") != std::string::npos);
+  }
+  SECTION("--resume with no checkpoint yet starts from epoch 0") {
+    TrainConfig fresh = c;
+    fresh.checkpoint_dir = (dir.path() / "empty").string();
+    fresh.num_epochs = 1;
+    auto r = train_standalone(sbm().config.string(), fresh);
+    REQUIRE(r.is_ok());
+    CHECK(r->resumed_from_epoch == -1);
+    CHECK(r->epochs.size() == 1);
+  }
+}
+
+TEST_CASE("a NaN loss stops training and keeps the last checkpoint", "[sbm][checkpoint]") {
+  testing::TempDir dir("dgld-trainer-nan");
+  TrainConfig c = short_run(1, 2, 0.01, 0);
+  c.checkpoint_dir = dir.path().string();
+  REQUIRE(train_standalone(sbm().config.string(), c).is_ok());
+  c.resume = true;
+  c.num_epochs = 4;
+  c.lr = 1e30;  // diverges within a few steps
+  auto r = train_standalone(sbm().config.string(), c);
+  REQUIRE_FALSE(r.is_ok());
+  INFO(r.status().message());
+  CHECK(r.status().message().find("the loss became") != std::string::npos);
+  CHECK(r.status().message().find("the last checkpoint is kept") != std::string::npos);
+  CHECK(read_file(dir.path() / "rank-0/LATEST").value() == "0\n");
+}
+
+TEST_CASE("a learnable embedding trains with SparseAdagrad and SparseAdam", "[sbm][embedding]") {
+  // replace: no input features at all, the graph structure and the labels
+  // shape the embedding; concat: features and embedding side by side.
+  TrainConfig c = short_run(6, 4, 0.01, 0);
+  c.learnable_features = LearnableFeatures::replace;
+  c.embed_dim = 16;
+  for (const char* opt : {"adagrad", "adam"}) {
+    INFO(opt);
+    c.sparse_optimizer = opt;
+    c.sparse_lr = std::string(opt) == "adam" ? 0.01 : 0.1;
+    auto r = train_standalone(sbm().config.string(), c);
+    REQUIRE(r.is_ok());
+    WARN("SBM, embedding only (" << opt << "): loss " << r->epochs.front().loss << " -> " << r->epochs.back().loss
+                                 << ", test acc " << r->test_acc);
+    CHECK(r->epochs.back().loss < r->epochs.front().loss);
+    CHECK(r->test_acc > 2.0 / 8);  // well above chance for 8 classes
+  }
+  c.learnable_features = LearnableFeatures::concat;
+  c.sparse_optimizer = "adagrad";
+  auto r = train_standalone(sbm().config.string(), c);
+  REQUIRE(r.is_ok());
+  CHECK(r->test_acc > 0.4);
+  auto j = nlohmann::json::parse(metrics_json(*r));
+  CHECK(j["config"]["learnable_features"] == "concat");
+
+  SECTION("the embedding is checkpointed with the model") {
+    testing::TempDir dir("dgld-trainer-emb-ckpt");
+    c.num_epochs = 2;
+    c.checkpoint_dir = dir.path().string();
+    auto whole = train_standalone(sbm().config.string(), c);
+    REQUIRE(whole.is_ok());
+    fs::remove_all(dir.path());
+    c.num_epochs = 1;
+    REQUIRE(train_standalone(sbm().config.string(), c).is_ok());
+    c.num_epochs = 2;
+    c.resume = true;
+    auto resumed = train_standalone(sbm().config.string(), c);
+    REQUIRE(resumed.is_ok());
+    CHECK(resumed->epochs[1].loss == whole->epochs[1].loss);
+    CHECK(resumed->test_acc == whole->test_acc);
+    c.embed_dim = 8;
+    auto other = train_standalone(sbm().config.string(), c);
+    REQUIRE_FALSE(other.is_ok());
+    CHECK(other.status().message().find("embed_dim") != std::string::npos);
+  }
+}
+
+TEST_CASE("an unknown --feature or --label is refused, listing the partition's tensors", "[sbm]") {
+  TrainConfig c = short_run(1, 0, 0.01, 0);
+  c.feature = "feat";
+  auto r = train_standalone(sbm().config.string(), c);
+  REQUIRE_FALSE(r.is_ok());
+  INFO(r.status().message());
+  CHECK(r.status().message().find("no node tensor '_N/feat' (--feature feat; it has: ") != std::string::npos);
+  CHECK(r.status().message().find("_N/features") != std::string::npos);
+  c = short_run(1, 0, 0.01, 0);
+  c.label = "label";
+  r = train_standalone(sbm().config.string(), c);
+  REQUIRE_FALSE(r.is_ok());
+  CHECK(r.status().message().find("'_N/label'") != std::string::npos);
+  c = {};
+  c.resume = true;
+  CHECK(validate_train_config(c).message() == "--resume needs --checkpoint-dir");
+  const char* bad[] = {"trainer-host", "--standalone", "--part-config", "x.json", "--learnable-features", "maybe"};
+  CHECK(parse_trainer_host_options(6, bad).exit_code == 2);
+}
+
+TEST_CASE("the progress bar's line") {
+  CHECK(ProgressBar::render(3, 5, 10, 1.23456, 4210.4, 10) == "epoch 3 [#####.....]  5/10  loss 1.2346  4210 seeds/s");
+  CHECK(ProgressBar::render(0, 0, 0, 0, 0, 4) == "epoch 0 [....] 0/0  loss 0.0000  0 seeds/s");
+  // Not a terminal under the test runner: nothing is drawn.
+  ProgressBar bar(true, 0, 10);
+  CHECK_FALSE(bar.shown());
 }
