@@ -28,7 +28,7 @@ ParsedOptions parse_graph_server_options(int argc, const char* const argv[]) {
       ("num-samplers", po::value(&o.num_samplers)->default_value(0), "samplers per trainer (env DGL_NUM_SAMPLER)")
       ("num-server-threads", po::value(&o.num_threads)->default_value(2), "request handler threads")
       ("listen-any", po::bool_switch(&o.listen_any), "listen on 0.0.0.0 instead of the ip_config address")
-      ("job-id", po::value(&o.job_id), "names shared-memory segments (default: graph name and port)")
+      ("job-id", po::value(&o.job_id), "names shared-memory segments (env DGLD_JOB_ID; default: graph name and port)")
       ("no-verify", po::bool_switch(&no_verify), "skip the partition checksum check at start")
       ("heartbeat-interval-ms", po::value(&hb_interval)->default_value(hb_interval), "client heartbeat interval")
       ("heartbeat-timeout-ms", po::value(&hb_timeout)->default_value(hb_timeout),
@@ -49,7 +49,8 @@ ParsedOptions parse_graph_server_options(int argc, const char* const argv[]) {
             flag_from_env(vm, "server-id", "DGL_SERVER_ID", o.server_id, err) &&
             flag_from_env(vm, "num-servers", "DGL_NUM_SERVER", o.num_servers, err) &&
             flag_from_env(vm, "num-clients", "DGL_NUM_CLIENT", o.num_clients, err) &&
-            flag_from_env(vm, "num-samplers", "DGL_NUM_SAMPLER", o.num_samplers, err);
+            flag_from_env(vm, "num-samplers", "DGL_NUM_SAMPLER", o.num_samplers, err) &&
+            flag_from_env(vm, "job-id", "DGLD_JOB_ID", o.job_id, err);
   if (ok && part_config.empty()) err = "--part-config (or DGL_CONF_PATH) is required", ok = false;
   if (ok && ip_config.empty()) err = "--ip-config (or DGL_IP_CONFIG) is required", ok = false;
   if (ok && o.server_id < 0) err = "--server-id (or DGL_SERVER_ID) is required and must be >= 0", ok = false;

@@ -1,7 +1,8 @@
 #pragma once
 // graph-server's configuration, from flags or from DGL's environment variables
 // (DGL_SERVER_ID, DGL_NUM_SERVER, DGL_CONF_PATH, DGL_IP_CONFIG, DGL_NUM_CLIENT,
-// DGL_NUM_SAMPLER) when the flags are absent, so DGL launch scripts keep working.
+// DGL_NUM_SAMPLER; DGLD_JOB_ID from dgl-launch) when the flags are absent, so DGL
+// launch scripts keep working.
 
 #include <chrono>
 #include <filesystem>

@@ -1,0 +1,22 @@
+#pragma once
+// The machine agent: `dgl-launch --machine-agent`, one per machine of a job,
+// started by the launcher over one ssh session (or as a local child with
+// --local). It prepares and checks the workspace, starts the machine's
+// graph-servers and trainers each in its own process group, streams their
+// output (and keeps a log file per process in <workspace>/dgld-logs/<job>/),
+// records their PIDs there (machine-<m>.json), and stops everything it
+// started, by process group, then by the job id in the processes'
+// environment, and removes the job's shared memory on this machine, when told
+// to stop, on SIGTERM/SIGINT/SIGHUP, or when its stdin ends (the launcher or
+// the connection died). Protocol: protocol.h.
+
+#include <string>
+
+#include "common/logging.h"
+
+namespace dgld::launch {
+
+// Runs until stopped; the exit code (0 after a clean stop).
+int run_machine_agent(const std::string& job_id, int machine, const LogOptions& log);
+
+}  // namespace dgld::launch
