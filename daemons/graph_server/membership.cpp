@@ -27,9 +27,21 @@ int Membership::active_count_locked(ClientRole role) const {
 Result<ClientRecord> Membership::register_client(ClientRole role, int machine_id, int64_t pid,
                                                  const std::string& host, int group, int requested_rank) {
   std::lock_guard lock(mu_);
-  std::set<int> taken;
+  if (active_count_locked(ClientRole::trainer) + active_count_locked(ClientRole::sampler) == 0 &&
+      (!clients_.empty() || !dropped_.empty())) {
+    // Everyone of the last job has left or was dropped: this client starts a
+    // new one (long-lived servers serve job after job), with no history.
+    logger("cluster")->info("a new job begins: forgetting {} client(s) and {} drop(s) of the last one",
+                            clients_.size(), dropped_.size());
+    clients_.clear();
+    dropped_.clear();
+    dropped_trainers_.clear();
+    first_drop_by_role_.clear();
+    barriers_.clear();
+  }
+  std::set<int> taken;  // ranks of clients still in the job; a rank that left may be taken again
   for (const auto& [id, c] : clients_) {
-    if (c.role == role) taken.insert(c.rank);
+    if (c.role == role && !c.left) taken.insert(c.rank);
   }
   int rank = requested_rank;
   if (rank >= 0) {
@@ -125,6 +137,7 @@ void Membership::drop_locked(ClientRecord& c, const std::string& why, std::vecto
   const std::string what = c.describe() + " " + why;
   logger("cluster")->error("dropping {}", what);
   dropped_.push_back(what);
+  if (c.role == ClientRole::trainer) dropped_trainers_.push_back(what);
   first_drop_by_role_.emplace(static_cast<int>(c.role), what);
   const ClientRole role = c.role;
   const int id = c.client_id;
@@ -200,6 +213,11 @@ std::optional<ClientRecord> Membership::find(int client_id) const {
 std::vector<std::string> Membership::dropped() const {
   std::lock_guard lock(mu_);
   return dropped_;
+}
+
+std::vector<std::string> Membership::dropped_trainers() const {
+  std::lock_guard lock(mu_);
+  return dropped_trainers_;
 }
 
 int Membership::num_active() const {

@@ -2,7 +2,9 @@
 // The coordinator's view of the job (server 0 of machine 0 only): who has
 // registered, their ranks, heartbeats and barriers. Unlike DGL, a client that
 // stops heartbeating or drops its connection is removed, and every barrier
-// that waits on it fails with an error naming it. Thread-safe.
+// that waits on it fails with an error naming it. Once every client has left
+// or was dropped, the next registration starts a new job with a clean slate,
+// so long-lived servers (systemd) serve job after job. Thread-safe.
 
 #include <chrono>
 #include <functional>
@@ -66,7 +68,11 @@ class Membership {
   void sweep(Clock::time_point now = Clock::now());
 
   std::optional<ClientRecord> find(int client_id) const;
+  // Every client dropped in this job, and the trainers alone (what the
+  // heartbeat reply tells clients: a dead sampler-worker is its trainer's
+  // data loader's business, not a reason to stop the job).
   std::vector<std::string> dropped() const;
+  std::vector<std::string> dropped_trainers() const;
   int num_active() const;
   const MembershipOptions& options() const { return opts_; }
 
@@ -85,6 +91,7 @@ class Membership {
   std::map<int, ClientRecord> clients_;
   std::map<std::pair<int, std::string>, PendingBarrier> barriers_;  // (role, name)
   std::vector<std::string> dropped_;  // descriptions of dropped clients, in order
+  std::vector<std::string> dropped_trainers_;
   std::map<int, std::string> first_drop_by_role_;
   int next_id_ = 0;
 };

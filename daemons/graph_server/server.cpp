@@ -396,7 +396,7 @@ void GraphServer::Impl::on_heartbeat(const RequestContext& ctx, Message&& m) {
   if (Status st = membership->heartbeat(m.as<fbs::Heartbeat>()->client_id()); !st.is_ok()) {
     return ctx.reply_error(st);
   }
-  auto dropped = membership->dropped();
+  auto dropped = membership->dropped_trainers();
   flatbuffers::FlatBufferBuilder fbb;
   ctx.reply(finish(fbs::MessageKind::HeartbeatReply, fbb, [&](auto& b) {
     return fbs::CreateHeartbeatReply(b, b.CreateVectorOfStrings(dropped));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <numeric>
+#include <random>
 
 #include <fmt/format.h>
 
@@ -153,6 +154,10 @@ class DistEmbeddingStore final : public EmbeddingStore {
   }
   int world_size() const override { return coll_.world(); }
   std::vector<int64_t> owned_ids() const override { return owners_.owned_by(coll_.rank()); }
+  Status sync() override {
+    auto one = torch::ones({1}, torch::kInt64);
+    return coll_.allreduce(one, Reduce::sum, "embedding update barrier");
+  }
 
   Status route(const std::vector<int64_t>& ids, const torch::Tensor& grads, std::vector<int64_t>& owned_ids,
                torch::Tensor& owned_grads) override {
@@ -231,7 +236,9 @@ class DistBackend final : public TrainingBackend {
  private:
   Result<std::vector<int64_t>> split(const std::string& mask, bool required);
   Status check_node_tensor(const std::string& name, DType dtype, bool matrix) const;
+  // Collective; the tensor is deleted by destroy_tensor() or finish().
   Result<client::DistTensor> create_tensor(const std::string& name, int64_t dim, client::Init init, uint64_t seed);
+  Status destroy_tensor(const std::string& name);
   Status count_correct(std::span<const int64_t> nodes, const torch::Tensor& logits, EvalCounts& counts) const;
 
   const DistTrainOptions& o_;
@@ -244,6 +251,8 @@ class DistBackend final : public TrainingBackend {
   std::unique_ptr<client::DistDataLoader> loader_;
   std::vector<int64_t> train_ids_, eval_nodes_;
   std::vector<int> machine_of_rank_;
+  int64_t run_id_ = 0;                // names this run's DistTensors apart from any other run's
+  std::vector<std::string> created_;  // DistTensors this run created and must delete
   int64_t feat_dim_ = 0, num_classes_ = 0, steps_per_epoch_ = 0;
   int eval_round_ = 0;
 };
@@ -321,6 +330,10 @@ Status DistBackend::setup() {
   machines[rank] = cluster_->machine_id();
   DGLD_RETURN_IF_ERROR(coll_->allreduce(machines, Reduce::sum, "exchanging the trainers' machines"));
   for (int r = 0; r < world; ++r) machine_of_rank_.push_back(static_cast<int>(machines[r].item<int64_t>()));
+  auto run_id = torch::zeros({1}, torch::kInt64);
+  if (rank == 0) run_id[0] = static_cast<int64_t>(std::random_device{}() & 0x7fffffff);
+  DGLD_RETURN_IF_ERROR(coll_->broadcast(run_id, "agreeing on the run id"));
+  run_id_ = run_id.item<int64_t>();
 
   std::vector<std::string> endpoints = o_.sampler_endpoints;
   if (endpoints.empty() && o_.num_samplers > 0) {
@@ -375,14 +388,22 @@ Result<client::DistTensor> DistBackend::create_tensor(const std::string& name, i
   spec.init_a = -1.0;
   spec.init_b = 1.0;
   spec.seed = seed;
-  return client::DistTensor::create(*cluster_, spec, o_.collective_timeout);
+  auto t = client::DistTensor::create(*cluster_, spec, o_.collective_timeout);
+  if (t.is_ok()) created_.push_back(name);
+  return t;
+}
+
+Status DistBackend::destroy_tensor(const std::string& name) {
+  created_.erase(std::remove(created_.begin(), created_.end(), name), created_.end());
+  DGLD_ASSIGN_OR_RETURN(auto t, client::DistTensor::open(*cluster_, name));
+  return t.destroy(o_.collective_timeout).with_context("deleting DistTensor '" + name + "'");
 }
 
 Result<std::unique_ptr<EmbeddingStore>> DistBackend::create_embedding_store(const std::vector<int64_t>& dims,
                                                                             uint64_t seed) {
   std::vector<client::DistTensor> tables;
   for (size_t i = 0; i < dims.size(); ++i) {
-    DGLD_ASSIGN_OR_RETURN(auto t, create_tensor(fmt::format("dgld.embedding.{}", i), dims[i],
+    DGLD_ASSIGN_OR_RETURN(auto t, create_tensor(fmt::format("dgld.{}.embedding.{}", run_id_, i), dims[i],
                                                 i == 0 ? client::Init::uniform : client::Init::zeros, seed));
     tables.push_back(std::move(t));
   }
@@ -426,7 +447,7 @@ Result<EvalCounts> DistBackend::evaluate(GnnNet& net, const Layer0Input& input) 
     const bool last = l == L - 1;
     const int64_t out_dim = net->layer_out_dim(l);
     if (!last) {
-      DGLD_ASSIGN_OR_RETURN(cur, create_tensor(fmt::format("dgld.eval{}.h{}", round, l), out_dim,
+      DGLD_ASSIGN_OR_RETURN(cur, create_tensor(fmt::format("dgld.{}.eval{}.h{}", run_id_, round, l), out_dim,
                                                client::Init::zeros, 0));
     }
     for (size_t start = 0; start < eval_nodes_.size(); start += static_cast<size_t>(c_.batch_size_eval)) {
@@ -458,7 +479,7 @@ Result<EvalCounts> DistBackend::evaluate(GnnNet& net, const Layer0Input& input) 
     // Layer l is complete everywhere before anyone reads it.
     auto one = torch::ones({1}, torch::kInt64);
     DGLD_RETURN_IF_ERROR(coll_->allreduce(one, Reduce::sum, fmt::format("evaluation: layer {} barrier", l)));
-    if (prev) DGLD_RETURN_IF_ERROR(prev->destroy(o_.collective_timeout));
+    if (prev) DGLD_RETURN_IF_ERROR(destroy_tensor(prev->name()));
     prev = std::move(cur);
     cur.reset();
   }
@@ -472,8 +493,16 @@ Status DistBackend::finish() {
   // Everyone is done with the servers before rank 0 may shut them down.
   DGLD_RETURN_IF_ERROR(
       cluster_->barrier("dgld-train-end", o_.collective_timeout).with_context("end-of-training barrier"));
+  // The run's DistTensors (the embedding) go; the servers may serve another run.
+  for (const auto& name : std::vector<std::string>(created_)) DGLD_RETURN_IF_ERROR(destroy_tensor(name));
+  const auto stats = loader_->stats();
+  log_->info("batches made by sampler-workers: {}, by this trainer: {}, re-issued after a worker failed: {}",
+             stats.batches_by_workers, stats.batches_by_trainer, stats.reissued);
   loader_.reset();
-  if (samplers_) DGLD_RETURN_IF_ERROR(samplers_->stop());
+  if (samplers_) {
+    // A sampler-worker that died mid-run had its batches re-issued: a warning.
+    if (Status st = samplers_->stop(); !st.is_ok()) log_->warn("stopping the sampler-workers: {}", st.message());
+  }
   const bool shutdown = rank() == 0 && o_.shutdown_servers;
   if (!shutdown) DGLD_RETURN_IF_ERROR(cluster_->leave().with_context("leaving the cluster"));
   // The other trainers have left (their Leave answered) before rank 0 stops

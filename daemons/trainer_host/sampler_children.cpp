@@ -141,7 +141,9 @@ Result<std::unique_ptr<SamplerChildren>> SamplerChildren::start(const SamplerChi
     c->endpoints_.push_back(fmt::format("127.0.0.1:{}", *port));
   }
   for (int fd : read_fds) ::close(fd);
-  logger("trainer")->info("started {} sampler-worker(s): {}", o.count, fmt::join(c->endpoints_, ", "));
+  std::vector<std::string> described;
+  for (int i = 0; i < o.count; ++i) described.push_back(fmt::format("{} (pid {})", c->endpoints_[i], c->pids_[i]));
+  logger("trainer")->info("started {} sampler-worker(s): {}", o.count, fmt::join(described, ", "));
   return c;
 }
 

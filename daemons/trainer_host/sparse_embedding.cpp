@@ -123,7 +123,8 @@ Status SparseEmbedding::step() {
   DGLD_RETURN_IF_ERROR(store_->route(last_ids_, grads.contiguous(), owned_ids, owned_grads));
   last_ids_.clear();
   last_rows_ = torch::Tensor();
-  return apply(owned_ids, owned_grads);
+  DGLD_RETURN_IF_ERROR(apply(owned_ids, owned_grads));
+  return store_->sync();
 }
 
 Status SparseEmbedding::apply(const std::vector<int64_t>& ids, const torch::Tensor& grads) {

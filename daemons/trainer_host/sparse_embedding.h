@@ -45,6 +45,10 @@ class EmbeddingStore {
                        std::vector<int64_t>& owned_ids, torch::Tensor& owned_grads) = 0;
   // Trainers taking part in route() (the gradient average divides by it).
   virtual int world_size() const = 0;
+  // Collective, after every trainer applied its updates: no trainer looks up
+  // rows of the next step before all of this step's writes are done (so runs
+  // are reproducible, as DGL's sparse optimisers end a step with a barrier).
+  virtual Status sync() { return Status::ok(); }
   // The ids this trainer owns (its checkpoint shard), ascending.
   virtual std::vector<int64_t> owned_ids() const = 0;
 };

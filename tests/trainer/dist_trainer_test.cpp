@@ -7,6 +7,8 @@
 
 #include <signal.h>
 
+#include <cerrno>
+
 #include <deque>
 #include <fstream>
 
@@ -31,19 +33,26 @@ PartitionedGraph& dataset() {
 
 fs::path trainer_host_bin() { return build_root() / "daemons/trainer_host/trainer-host"; }
 
+// Two simulated machines on loopback, one graph-server each, and the
+// trainers a test starts (trainers_per_machine on each machine, rank r on
+// machine r / trainers_per_machine).
 struct Job {
   TempDir dir{"dgld-dist-train-job"};
   uint16_t base = free_port_range(24);
   fs::path ip_config = dir.path() / "ip_config.txt";
+  int trainers_per_machine;
   std::deque<Process> servers;
   std::deque<Process> trainers;
 
-  Job() {
+  explicit Job(int trainers_per_machine = 1, int samplers_per_trainer = 0)
+      : trainers_per_machine(trainers_per_machine) {
     std::ofstream(ip_config) << "127.0.0.1 " << base << "\n127.0.0.1 " << base + 10 << "\n";
+    const int clients = 2 * trainers_per_machine * (1 + samplers_per_trainer);
     for (int id = 0; id < 2; ++id) {
       servers.push_back(Process::start(
           {graph_server_bin().string(), "--part-config", dataset().json.string(), "--ip-config", ip_config.string(),
-           "--server-id", std::to_string(id), "--num-servers", "1", "--num-clients", "2",
+           "--server-id", std::to_string(id), "--num-servers", "1", "--num-clients", std::to_string(clients),
+           "--num-samplers", std::to_string(samplers_per_trainer),
            "--heartbeat-interval-ms", "200", "--heartbeat-timeout-ms", "2000"},
           dir.path() / ("server" + std::to_string(id) + ".log")));
     }
@@ -56,31 +65,56 @@ struct Job {
     for (auto& s : servers) s.signal(SIGTERM);
     for (auto& s : servers) s.wait(10s);
   }
+  int num_trainers() const { return 2 * trainers_per_machine; }
   fs::path metrics() const { return dir.path() / "metrics.json"; }
+  // The training flags every case shares (a small, quick model).
+  std::vector<std::string> train_flags(int epochs) const {
+    return {"--rendezvous-port", std::to_string(base + 20),
+            "--collective-timeout-s", "20",
+            "--num-epochs", std::to_string(epochs),
+            "--fan-out", "5,10",
+            "--batch-size", "200",
+            "--batch-size-eval", "500",
+            "--num-hidden", "32",
+            "--lr", "0.01",
+            "--eval-every", "10",
+            "--num-threads", "2",
+            "--seed", "7",
+            "--metrics-out", metrics().string()};
+  }
   Process& start_trainer(int rank, int epochs, const std::vector<std::string>& extra = {}) {
     std::vector<std::string> argv = {trainer_host_bin().string(),
                                      "--ip-config", ip_config.string(),
                                      "--part-config", dataset().json.string(),
-                                     "--machine-id", std::to_string(rank),
+                                     "--machine-id", std::to_string(rank / trainers_per_machine),
                                      "--num-servers", "1",
                                      "--rank", std::to_string(rank),
-                                     "--num-trainers", "2",
-                                     "--rendezvous-port", std::to_string(base + 20),
-                                     "--collective-timeout-s", "20",
-                                     "--num-epochs", std::to_string(epochs),
-                                     "--fan-out", "5,10",
-                                     "--batch-size", "200",
-                                     "--batch-size-eval", "500",
-                                     "--num-hidden", "32",
-                                     "--lr", "0.01",
-                                     "--eval-every", "10",
-                                     "--num-threads", "2",
-                                     "--seed", "7",
-                                     "--metrics-out", metrics().string()};
+                                     "--num-trainers", std::to_string(num_trainers())};
+    for (const auto& f : train_flags(epochs)) argv.push_back(f);
     argv.insert(argv.end(), extra.begin(), extra.end());
     trainers.push_back(Process::start(argv, dir.path() / ("trainer" + std::to_string(rank) + ".log"),
                                       {{"OMP_NUM_THREADS", "2"}}));
     return trainers.back();
+  }
+  // All trainers; rank 0 stops the servers at the end. Every one must exit 0.
+  void run_all(int epochs, const std::vector<std::string>& extra = {}) {
+    trainers.clear();
+    for (int r = 0; r < num_trainers(); ++r) {
+      auto flags = extra;
+      if (r == 0 && servers_stop_at_end) flags.push_back("--shutdown-servers");
+      start_trainer(r, epochs, flags);
+    }
+    for (auto& t : trainers) {
+      const auto rc = t.wait(120s);
+      INFO("trainer log:\n" << t.log());
+      REQUIRE(rc == std::optional<int>(0));
+    }
+  }
+  bool servers_stop_at_end = true;
+  nlohmann::json read_metrics() const {
+    auto text = read_file(metrics());
+    REQUIRE(text.is_ok());
+    return nlohmann::json::parse(*text);
   }
 };
 
@@ -88,20 +122,16 @@ struct Job {
 
 TEST_CASE("dist trainer: two trainers train data-parallel and agree on accuracy", "[dist]") {
   Job job;
-  auto& t0 = job.start_trainer(0, 30, {"--shutdown-servers"});
-  auto& t1 = job.start_trainer(1, 30);
-  const auto rc1 = t1.wait(80s);
-  const auto rc0 = t0.wait(20s);
-  INFO("trainer 0 log:\n" << t0.log());
-  INFO("trainer 1 log:\n" << t1.log());
-  REQUIRE(rc0 == std::optional<int>(0));
-  REQUIRE(rc1 == std::optional<int>(0));
-  auto text = read_file(job.metrics());
-  REQUIRE(text.is_ok());
-  auto j = nlohmann::json::parse(*text);
+  job.run_all(30);
+  auto j = job.read_metrics();
   CHECK(j["num_trainers"] == 2);
   CHECK(j["rank"] == 0);
   REQUIRE(j["epochs"].size() == 30);
+  for (const char* k : {"epoch", "loss", "train_acc", "time_s", "sample_s", "fetch_s", "compute_s", "allreduce_s",
+                        "seeds_per_s"}) {
+    INFO(k);
+    CHECK(j["epochs"][0].contains(k));
+  }
   CHECK(j["epochs"][0]["allreduce_s"].get<double>() > 0);
   CHECK(j["epochs"][29]["loss"].get<double>() < j["epochs"][0]["loss"].get<double>());
   REQUIRE(j["evals"].size() == 3);
@@ -109,10 +139,98 @@ TEST_CASE("dist trainer: two trainers train data-parallel and agree on accuracy"
   CHECK(j["val_acc"].get<double>() > 0.5);
   // Both trainers report the same (allreduced) accuracy.
   const std::string acc = "test acc " + fmt::format("{:.4f}", j["test_acc"].get<double>());
-  CHECK(t0.log().find(acc) != std::string::npos);
-  CHECK(t1.log().find(acc) != std::string::npos);
+  CHECK(job.trainers[0].log().find(acc) != std::string::npos);
+  CHECK(job.trainers[1].log().find(acc) != std::string::npos);
   // Rank 0 was asked to stop the servers once everyone was done.
   for (auto& s : job.servers) CHECK(s.wait(20s).has_value());
+}
+
+TEST_CASE("dist trainer: two trainers per machine (four in all)", "[dist]") {
+  Job job(2);
+  job.run_all(8);
+  auto j = job.read_metrics();
+  CHECK(j["num_trainers"] == 4);
+  WARN("4 trainers, 8 epochs: test acc " << j["test_acc"].get<double>());
+  CHECK(j["test_acc"].get<double>() > 0.5);
+  // Each trainer took a quarter of the training seeds (node_split, force_even).
+  for (auto& t : job.trainers) CHECK(t.log().find("of 4 (machine") != std::string::npos);
+}
+
+TEST_CASE("dist trainer: settings from DGL's environment variables; sampler-workers started by the trainer",
+          "[dist][samplers]") {
+  Job job(1, /*samplers_per_trainer=*/1);
+  for (int r = 0; r < 2; ++r) {
+    std::vector<std::string> argv = {trainer_host_bin().string()};
+    for (const auto& f : job.train_flags(3)) argv.push_back(f);
+    if (r == 0) argv.push_back("--shutdown-servers");
+    job.trainers.push_back(Process::start(argv, job.dir.path() / ("trainer" + std::to_string(r) + ".log"),
+                                          {{"OMP_NUM_THREADS", "2"},
+                                           {"DGL_IP_CONFIG", job.ip_config.string()},
+                                           {"DGL_CONF_PATH", dataset().json.string()},
+                                           {"DGL_NUM_SERVER", "1"},
+                                           {"DGL_NUM_SAMPLER", "1"},
+                                           {"DGLD_MACHINE_ID", std::to_string(r)},
+                                           {"DGLD_TRAINER_RANK", std::to_string(r)},
+                                           {"DGLD_NUM_TRAINERS", "2"}}));
+  }
+  for (auto& t : job.trainers) {
+    const auto rc = t.wait(120s);
+    INFO("trainer log:\n" << t.log());
+    REQUIRE(rc == std::optional<int>(0));
+    const std::string log = t.log();
+    const auto at = log.find("started 1 sampler-worker(s): 127.0.0.1:");
+    REQUIRE(at != std::string::npos);
+    const auto pid_at = log.find("(pid ", at);
+    REQUIRE(pid_at != std::string::npos);
+    const pid_t pid = std::stoi(log.substr(pid_at + 5));
+    INFO("sampler-worker pid " << pid);
+    CHECK((::kill(pid, 0) != 0 && errno == ESRCH));  // stopped and reaped with its trainer
+    CHECK(log.find("batches made by sampler-workers: 0,") == std::string::npos);
+    CHECK(log.find("batches made by sampler-workers: ") != std::string::npos);
+  }
+  CHECK(job.read_metrics()["epochs"].size() == 3);
+}
+
+TEST_CASE("dist trainer: a learnable embedding, checkpoints, and an exact resume", "[dist][checkpoint]") {
+  Job job;
+  job.servers_stop_at_end = false;  // three runs against the same servers
+  auto flags = [&](const std::string& ckpt) {
+    return std::vector<std::string>{"--learnable-features", "concat", "--embed-dim", "8",
+                                    "--checkpoint-dir", (job.dir.path() / ckpt).string()};
+  };
+  job.run_all(3, flags("whole"));
+  const auto whole = job.read_metrics();
+  CHECK(fs::exists(job.dir.path() / "whole/rank-0/epoch-2.pt"));
+  CHECK(fs::exists(job.dir.path() / "whole/rank-1/epoch-2.pt"));
+  CHECK(read_file(job.dir.path() / "whole/rank-1/LATEST").value() == "2\n");
+
+  job.run_all(1, flags("split"));
+  auto resume = flags("split");
+  resume.push_back("--resume");
+  job.run_all(3, resume);
+  const auto resumed = job.read_metrics();
+  CHECK(resumed["resumed_from_epoch"] == 0);
+  REQUIRE(resumed["epochs"].size() == 3);
+  for (int e = 0; e < 3; ++e) {
+    INFO("epoch " << e);
+    CHECK(resumed["epochs"][e]["loss"].get<double>() == Approx(whole["epochs"][e]["loss"].get<double>()).epsilon(1e-6));
+  }
+  CHECK(resumed["test_acc"].get<double>() == Approx(whole["test_acc"].get<double>()).margin(0.002));
+  for (auto& t : job.trainers) CHECK(t.log().find("resumed from the checkpoint of epoch 0") != std::string::npos);
+}
+
+TEST_CASE("dist trainer: an unknown --feature stops every trainer with the partition's tensors named", "[dist]") {
+  Job job;
+  job.start_trainer(0, 1, {"--feature", "nope"});
+  job.start_trainer(1, 1, {"--feature", "nope"});
+  for (auto& t : job.trainers) {
+    const auto rc = t.wait(60s);
+    INFO(t.log());
+    REQUIRE(rc.has_value());
+    CHECK(*rc == 1);
+    CHECK(t.log().find("--feature: partition") != std::string::npos);
+    CHECK(t.log().find("has no node tensor '_N/nope' (it has: ") != std::string::npos);
+  }
 }
 
 TEST_CASE("dist trainer: a killed trainer makes its peer fail, not hang", "[dist]") {
