@@ -116,10 +116,45 @@ bool is_listening(const Endpoint& e, std::chrono::milliseconds timeout) {
   return ok;
 }
 
+struct SweepResult {
+  int killed = 0;
+  int shm_removed = 0;
+};
+
+// The job's processes left on this machine (by DGLD_JOB_ID/DGLD_MACHINE_ID in
+// their environment; SIGTERM first when grace > 0) and its shared memory.
+SweepResult sweep_job(const std::string& job_id, int machine, std::chrono::milliseconds grace) {
+  SweepResult r;
+  if (job_id.empty()) return r;
+  auto pids = find_job_processes(job_id, machine);
+  std::erase(pids, ::getppid());
+  r.killed = static_cast<int>(pids.size());
+  for (pid_t pid : pids) {
+    logger("launcher")->warn("pid {} of job {} is still running outside its process group: {}", pid, job_id,
+                             grace.count() > 0 ? "SIGTERM" : "SIGKILL");
+    ::kill(pid, grace.count() > 0 ? SIGTERM : SIGKILL);
+  }
+  const auto deadline = Clock::now() + grace;
+  while (!pids.empty() && Clock::now() < deadline) {
+    std::this_thread::sleep_for(20ms);
+    pids = find_job_processes(job_id, machine);
+    std::erase(pids, ::getppid());
+  }
+  for (pid_t pid : pids) ::kill(pid, SIGKILL);
+  for (const auto& seg : job_shm_segments(job_id, machine)) {
+    if (::unlink(("/dev/shm/" + seg).c_str()) == 0) {
+      ++r.shm_removed;
+      logger("launcher")->info("removed shared-memory segment /{}", seg);
+    }
+  }
+  return r;
+}
+
 class Agent {
  public:
-  Agent(std::string job_id, int machine, LogOptions log)
-      : job_id_(std::move(job_id)), machine_(machine), log_opts_(std::move(log)) {}
+  Agent(std::string job_id, int machine, int silence_timeout_s, LogOptions log)
+      : job_id_(std::move(job_id)), machine_(machine), silence_timeout_(std::chrono::seconds(silence_timeout_s)),
+        log_opts_(std::move(log)) {}
 
   int run() {
     sigset_t set;
@@ -129,8 +164,13 @@ class Agent {
     sigfd_ = ::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
     ::signal(SIGPIPE, SIG_IGN);
     emit({{"ev", "hello"}, {"version", DGLD_VERSION}, {"pid", ::getpid()}, {"machine", machine_}});
+    last_input_ = Clock::now();
     while (!stop_reason_) {
       pump(50ms);
+      if (Clock::now() - last_input_ > silence_timeout_) {
+        request_stop(fmt::format("nothing from dgl-launch for {} s (its machine or the network is gone?)",
+                                 silence_timeout_.count()));
+      }
       reap();
       probe_servers();
       drain_groups();
@@ -194,6 +234,7 @@ class Agent {
       request_stop("dgl-launch's connection closed (the launcher or its ssh session ended)");
       return;
     }
+    last_input_ = Clock::now();
     in_buf_.append(buf, static_cast<size_t>(n));
     size_t nl;
     while ((nl = in_buf_.find('\n')) != std::string::npos) {
@@ -251,7 +292,9 @@ class Agent {
     }
     const std::string op = j->value("op", "");
     try {
-      if (op == "prepare") {
+      if (op == "ping") {
+        // liveness only
+      } else if (op == "prepare") {
         prepare(*j);
       } else if (op == "check") {
         check();
@@ -518,23 +561,9 @@ class Agent {
     }
     pump_until(Clock::now() + 2s);
     // Last sweep by job identity: anything that left its process group.
-    if (!job_id_.empty()) {
-      for (pid_t pid : find_job_processes(job_id_, machine_)) {
-        if (pid == ::getppid()) continue;
-        log()->warn("pid {} of job {} outlived its process group: SIGKILL", pid, job_id_);
-        ::kill(pid, SIGKILL);
-        ++killed;
-      }
-    }
-    int shm_removed = 0;
-    if (!job_id_.empty()) {
-      for (const auto& seg : job_shm_segments(job_id_, machine_)) {
-        if (::unlink(("/dev/shm/" + seg).c_str()) == 0) {
-          ++shm_removed;
-          log()->info("removed shared-memory segment /{}", seg);
-        }
-      }
-    }
+    const SweepResult swept = sweep_job(job_id_, machine_, 0ms);
+    killed += swept.killed;
+    const int shm_removed = swept.shm_removed;
     for (auto& c : children_) {
       if (c->status && !c->reported) {
         flush_child(*c, true);
@@ -575,6 +604,8 @@ class Agent {
 
   std::string job_id_;
   int machine_;
+  std::chrono::seconds silence_timeout_;
+  Clock::time_point last_input_;
   LogOptions log_opts_;
   AgentSpec spec_;
   bool have_spec_ = false;
@@ -592,19 +623,36 @@ class Agent {
 
 }  // namespace
 
-int run_machine_agent(const std::string& job_id, int machine, const LogOptions& log) {
-  LogOptions lo = log;
+namespace {
+// Logging and the identity checks both agent modes share; an error message or "".
+std::string setup_agent(const std::string& job_id, int machine, LogOptions& lo) {
   lo.role = "agent/m" + std::to_string(machine);
-  if (Status st = setup_logging(lo); !st.is_ok()) {
-    std::fprintf(stderr, "dgl-launch --machine-agent: %s\n", st.message().c_str());
+  if (Status st = setup_logging(lo); !st.is_ok()) return st.message();
+  if (machine < 0) return "--machine is required";
+  if (Status st = validate_job_id(job_id); !st.is_ok()) return st.message();
+  return "";
+}
+}  // namespace
+
+int run_machine_agent(const std::string& job_id, int machine, int silence_timeout_s, const LogOptions& log) {
+  LogOptions lo = log;
+  if (auto err = setup_agent(job_id, machine, lo); !err.empty()) {
+    std::fprintf(stderr, "dgl-launch --machine-agent: %s\n", err.c_str());
     return 2;
   }
-  if (machine < 0) {
-    std::fprintf(stderr, "dgl-launch --machine-agent: --machine is required\n");
-    return 2;
-  }
-  Agent agent(job_id, machine, lo);
+  Agent agent(job_id, machine, silence_timeout_s, lo);
   return agent.run();
+}
+
+int run_agent_cleanup(const std::string& job_id, int machine, int grace_ms, const LogOptions& log) {
+  LogOptions lo = log;
+  if (auto err = setup_agent(job_id, machine, lo); !err.empty()) {
+    std::fprintf(stderr, "dgl-launch --machine-agent --cleanup: %s\n", err.c_str());
+    return 2;
+  }
+  const SweepResult r = sweep_job(job_id, machine, std::chrono::milliseconds(grace_ms));
+  const std::string line = encode_line({{"ev", "cleaned"}, {"killed", r.killed}, {"shm_removed", r.shm_removed}}) + "\n";
+  return write_all(1, line) ? 0 : 1;
 }
 
 }  // namespace dgld::launch

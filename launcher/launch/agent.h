@@ -16,7 +16,14 @@
 
 namespace dgld::launch {
 
-// Runs until stopped; the exit code (0 after a clean stop).
-int run_machine_agent(const std::string& job_id, int machine, const LogOptions& log);
+// Runs until stopped; the exit code (0 after a clean stop). `silence_timeout_s`:
+// stop when nothing (not even a ping) came from the launcher for this long.
+int run_machine_agent(const std::string& job_id, int machine, int silence_timeout_s, const LogOptions& log);
+
+// `dgl-launch --machine-agent --cleanup`: what the launcher runs on a machine
+// whose agent vanished. Kills the job's processes there (found by DGLD_JOB_ID
+// and DGLD_MACHINE_ID in their environment; SIGTERM, SIGKILL after
+// `grace_ms`), removes its shared memory, prints one `cleaned` line.
+int run_agent_cleanup(const std::string& job_id, int machine, int grace_ms, const LogOptions& log);
 
 }  // namespace dgld::launch

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
@@ -71,9 +72,11 @@ struct AgentConn {
   Subprocess proc;
   std::thread out_reader, err_reader;
   std::deque<std::string> err_tail;
+  std::mutex write_mu;  // the launcher's thread and the pinger write to stdin
   json prepared_info;
+  std::atomic<bool> eof{false};
   bool hello = false, prepared = false, copied = false, checked = false, servers_ready = false,
-       trainers_ready = false, stopped = false, eof = false, fetch_done = false;
+       trainers_ready = false, stopped = false, fetch_done = false;
   std::optional<std::string> fetched;
 };
 
@@ -131,7 +134,7 @@ class Launcher {
     StopSignals signals;  // first, before any thread: SIGINT/SIGTERM blocked everywhere
     const auto t0 = Clock::now();
     if (Status st = prepare_local(); !st.is_ok()) {
-      log()->error("{}", st.message());
+      log()->error("failed before anything started: {}", st.message());
       return kExitNotStarted;
     }
     signals.watch([this](const std::string& sig) {
@@ -190,6 +193,9 @@ class Launcher {
         return not_found("ssh (the OpenSSH client) is not installed here; --local runs on this machine only");
       }
       local_rsync_ = !find_executable("rsync", path ? path : "", {}).empty();
+      std::string tmpl = (fs::temp_directory_path() / "dgl-launch-XXXXXX").string();
+      if (::mkdtemp(tmpl.data()) == nullptr) return io_error("cannot create a directory for ssh control sockets: " + errno_string());
+      control_dir_ = tmpl;
     }
     return Status::ok();
   }
@@ -199,25 +205,51 @@ class Launcher {
   }
 
   // ------------------------------------------------------------ agents
-  std::vector<std::string> ssh_options() const {
-    std::vector<std::string> v = {"-o", "BatchMode=yes", "-o", fmt::format("ConnectTimeout={}", o_.connect_timeout_s),
-                                  "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3"};
-    if (!o_.identity_file.empty()) v.insert(v.end(), {"-i", o_.identity_file, "-o", "IdentitiesOnly=yes"});
+  // How a mux role: the agent's connection is the master of its machine's
+  // control socket; copies and the clean-up reuse it (no new handshake) and
+  // fall back to a connection of their own when it is gone.
+  enum class Mux { master, client };
+
+  // ssh -o options; the user's --ssh-option first, so they win (ssh keeps the first value).
+  std::vector<std::string> ssh_options(int machine, Mux mux) const {
+    std::vector<std::string> v;
     for (const auto& kv : o_.ssh_options) v.insert(v.end(), {"-o", kv});
+    v.insert(v.end(), {"-o", "BatchMode=yes", "-o", fmt::format("ConnectTimeout={}", o_.connect_timeout_s), "-o",
+                       "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3"});
+    if (!o_.identity_file.empty()) v.insert(v.end(), {"-i", o_.identity_file, "-o", "IdentitiesOnly=yes"});
+    if (!control_dir_.empty()) {
+      v.insert(v.end(), {"-o", fmt::format("ControlPath={}/m{}", control_dir_.string(), machine), "-o",
+                         mux == Mux::master ? "ControlMaster=yes" : "ControlMaster=no", "-o", "ControlPersist=no"});
+    }
     return v;
   }
 
-  std::vector<std::string> ssh_command() const {
+  std::vector<std::string> ssh_command(int machine, Mux mux) const {
     std::vector<std::string> v = {"ssh", "-T", "-x", "-a"};
     if (o_.ssh_port) v.insert(v.end(), {"-p", std::to_string(o_.ssh_port)});
     if (!o_.ssh_username.empty()) v.insert(v.end(), {"-l", o_.ssh_username});
-    auto opts = ssh_options();
+    auto opts = ssh_options(machine, mux);
     v.insert(v.end(), opts.begin(), opts.end());
     return v;
   }
 
   std::string remote_target(const MachinePlan& m) const {
     return o_.ssh_username.empty() ? m.address.host : o_.ssh_username + "@" + m.address.host;
+  }
+
+  // dgl-launch --machine-agent on machine m: directly with --local, else through ssh.
+  std::vector<std::string> agent_command(const MachinePlan& m, const std::vector<std::string>& extra,
+                                         Mux mux = Mux::client) const {
+    std::vector<std::string> argv = {o_.agent_bin, "--machine-agent", "--job-id", plan_.job_id,
+                                     "--machine", std::to_string(m.machine), "--log-level", o_.log.level};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    if (o_.local) return argv;
+    std::vector<std::string> quoted;
+    for (const auto& x : argv) quoted.push_back(shell_quote(x));
+    std::vector<std::string> ssh = ssh_command(m.machine, mux);
+    ssh.push_back(m.address.host);
+    ssh.push_back("exec " + join(quoted, " "));
+    return ssh;
   }
 
   AgentSpec spec_for(const MachinePlan& m) const {
@@ -247,21 +279,11 @@ class Launcher {
       auto a = std::make_unique<AgentConn>();
       a->machine = m.machine;
       a->label = m.label;
-      std::vector<std::string> agent_argv = {o_.agent_bin, "--machine-agent", "--job-id", plan_.job_id,
-                                             "--machine", std::to_string(m.machine), "--log-level", o_.log.level};
       SpawnOptions so;
       so.pipe_stdin = true;
       so.separate_stderr = true;
       so.parent_death_signal = SIGTERM;
-      if (o_.local) {
-        so.argv = agent_argv;
-      } else {
-        std::vector<std::string> quoted;
-        for (const auto& x : agent_argv) quoted.push_back(shell_quote(x));
-        so.argv = ssh_command();
-        so.argv.push_back(m.address.host);
-        so.argv.push_back("exec " + join(quoted, " "));
-      }
+      so.argv = agent_command(m, {"--agent-timeout-s", std::to_string(o_.agent_timeout_s)}, Mux::master);
       log()->debug("machine {}: {}", m.machine, join(so.argv, " "));
       auto proc = Subprocess::spawn(so);
       if (!proc.is_ok()) {
@@ -290,6 +312,7 @@ class Launcher {
   }
 
   void send(AgentConn& a, const json& j) {
+    std::lock_guard lock(a.write_mu);
     if (a.eof || a.proc.stdin_fd() < 0) return;
     if (!write_all(a.proc.stdin_fd(), encode_line(j) + "\n")) {
       log()->debug("{}: cannot write to the agent: {}", a.label, errno_string());
@@ -478,18 +501,23 @@ class Launcher {
   }
 
   // ------------------------------------------------------------ copying
-  std::vector<std::string> rsync_command(const fs::path& from, const MachinePlan& m, const fs::path& to) const {
-    std::vector<std::string> ssh = ssh_command();
+  // rsync of `sources` into `dest` on machine m; `relative`: sources hold "/./" and keep their path below it (-R).
+  std::vector<std::string> rsync_command(const std::vector<std::string>& sources, const MachinePlan& m,
+                                         const std::string& dest, bool relative) const {
     std::vector<std::string> quoted;
-    for (const auto& x : ssh) quoted.push_back(shell_quote(x));
-    return {"rsync", "-a", "--checksum", "--protect-args", "--timeout=60", "-e", join(quoted, " "), from.string(),
-            remote_target(m) + ":" + to.string()};
+    for (const auto& x : ssh_command(m.machine, Mux::client)) quoted.push_back(shell_quote(x));
+    std::vector<std::string> v = {"rsync", "-a", "--checksum", "--protect-args", "--timeout=60",
+                                  "--out-format=dgld-sent %n", "-e", join(quoted, " ")};
+    if (relative) v.push_back("--relative");
+    v.insert(v.end(), sources.begin(), sources.end());
+    v.push_back(remote_target(m) + ":" + dest);
+    return v;
   }
 
   std::vector<std::string> scp_command(const fs::path& from, const MachinePlan& m, const fs::path& to) const {
     std::vector<std::string> v = {"scp", "-q", "-p"};
     if (o_.ssh_port) v.insert(v.end(), {"-P", std::to_string(o_.ssh_port)});
-    auto opts = ssh_options();
+    auto opts = ssh_options(m.machine, Mux::client);
     v.insert(v.end(), opts.begin(), opts.end());
     v.insert(v.end(), {from.string(), remote_target(m) + ":" + to.string()});
     return v;
@@ -502,11 +530,27 @@ class Launcher {
       return not_found(fmt::format("host {} (machine {}): --copy-method rsync, but rsync is not installed {}", m.label,
                                    m.machine, local_rsync_ ? "there" : "here"));
     }
-    const auto t0 = Clock::now();
-    int copied = 0, current = 0;
+    // One command per transfer: with rsync, every file below the launcher's directory in one
+    // (-R keeps their paths), others alone; with scp, each file whose checksum differs there.
+    struct Transfer {
+      std::vector<std::string> argv;
+      std::string what;
+      int files = 0;
+    };
+    std::vector<Transfer> transfers;
+    int current = 0;
+    Transfer batch{{}, "", 0};
+    std::vector<std::string> batch_sources;
     for (const auto& f : m.files) {
       const fs::path from = local_path(f), to = in_workspace(o_.workspace, f);
-      if (!rsync) {
+      const fs::path rel = fs::path(f).lexically_normal();
+      if (rsync && rel.is_relative() && !rel.empty() && *rel.begin() != "..") {
+        batch_sources.push_back((cwd_ / "." / rel).string());
+        batch.what += (batch.what.empty() ? "" : ", ") + rel.string();
+        ++batch.files;
+      } else if (rsync) {
+        transfers.push_back({rsync_command({from.string()}, m, to.string(), false), from.string(), 1});
+      } else {
         DGLD_ASSIGN_OR_RETURN(auto d, digest_file(from));
         const json& there = prepared["files"];
         if (there.contains(f) && there[f].value("size", uint64_t{0}) == d.size &&
@@ -514,23 +558,41 @@ class Launcher {
           ++current;
           continue;
         }
+        transfers.push_back({scp_command(from, m, to), from.string(), 1});
       }
-      const auto argv = rsync ? rsync_command(from, m, to) : scp_command(from, m, to);
+    }
+    if (batch.files) {
+      batch.argv = rsync_command(batch_sources, m, o_.workspace + "/", true);
+      transfers.insert(transfers.begin(), std::move(batch));
+    }
+    const auto t0 = Clock::now();
+    int sent = 0, files = 0;
+    for (const auto& t : transfers) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-      DGLD_ASSIGN_OR_RETURN(auto r, run_command(argv, std::max(left, 1ms), &cancel_copies_));
+      DGLD_ASSIGN_OR_RETURN(auto r, run_command(t.argv, std::max(left, 1ms), &cancel_copies_));
       if (r.cancelled) return closed_error("copy cancelled");
       if (r.timed_out || r.status != 0) {
         return io_error(fmt::format("host {} (machine {}): copying {} to {} with {} failed ({}): {}", m.label, m.machine,
-                                    from.string(), to.string(), rsync ? "rsync" : "scp",
+                                    t.what, o_.workspace, rsync ? "rsync" : "scp",
                                     r.timed_out ? fmt::format("not done within --copy-timeout-s {}", o_.copy_timeout_s)
                                                 : describe_exit(r.status),
                                     r.output));
       }
-      ++copied;
+      files += t.files;
+      if (!rsync) sent += t.files;
+      std::istringstream lines(r.output);
+      for (std::string line; std::getline(lines, line);) {
+        if (line.rfind("dgld-sent ", 0) == 0 && line.back() != '/') ++sent;  // files, not directories
+      }
     }
-    log()->info("host {}: {} {} file(s){} with {} in {:.1f} s", m.label, rsync ? "synchronised" : "copied", copied,
-                current ? fmt::format(" ({} already up to date)", current) : "", rsync ? "rsync --checksum" : "scp",
-                std::chrono::duration<double>(Clock::now() - t0).count());
+    const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (rsync) {
+      log()->info("host {}: rsync --checksum: {} of {} file(s) transferred, the rest already there, in {:.1f} s",
+                  m.label, sent, files, secs);
+    } else {
+      log()->info("host {}: scp: {} file(s) copied, {} already there with the same checksum, in {:.1f} s", m.label,
+                  sent, current, secs);
+    }
     return Status::ok();
   }
 
@@ -573,6 +635,14 @@ class Launcher {
   // ------------------------------------------------------------ phases
   void run_phases() {
     start_agents();
+    pinger_ = std::thread([this] {
+      std::unique_lock lock(ping_mu_);
+      while (!ping_cv_.wait_for(lock, 2s, [&] { return ping_stop_; })) {
+        lock.unlock();
+        for (auto& a : agents_) send(*a, {{"op", "ping"}});
+        lock.lock();
+      }
+    });
     if (!wait_all(&AgentConn::prepared, std::chrono::seconds(o_.connect_timeout_s + 30), "to 'prepare'")) return;
     if (!o_.no_copy && !copy_files()) return;
     send_all({{"op", "check"}});
@@ -634,11 +704,18 @@ class Launcher {
         handle(*ev);
       }
     }
+    {
+      std::lock_guard lock(ping_mu_);
+      ping_stop_ = true;
+    }
+    ping_cv_.notify_all();
+    if (pinger_.joinable()) pinger_.join();
     for (auto& a : agents_) {
-      if (!a->stopped && a->proc.pid() > 0) {
+      if (!a->stopped && a->proc.pid() > 0 && !a->eof) {
         log()->warn("host {} (machine {}): its agent did not confirm the stop; closing the connection (the agent "
                     "stops everything when it ends)", a->label, a->machine);
       }
+      std::lock_guard lock(a->write_mu);
       a->proc.close_stdin();
     }
     for (auto& a : agents_) {
@@ -653,15 +730,51 @@ class Launcher {
       if (a->out_reader.joinable()) a->out_reader.join();
       if (a->err_reader.joinable()) a->err_reader.join();
     }
+    for (auto& a : agents_) {
+      if (!a->stopped && a->hello) clean_up_after(*a);
+    }
     // Drain what the readers left, for the record (exit lines, last output).
     while (auto ev = q_.pop_until(Clock::now())) {
       if (ev->kind == Event::Kind::line || ev->kind == Event::Kind::err_line) handle(*ev);
     }
+    if (!control_dir_.empty()) {
+      std::error_code ec;
+      fs::remove_all(control_dir_, ec);
+    }
+  }
+
+  // A machine whose agent vanished (killed, or its connection lost): one more
+  // connection kills what the job left there, by job id.
+  void clean_up_after(const AgentConn& a) {
+    const MachinePlan& m = plan_.machines[static_cast<size_t>(a.machine)];
+    const auto argv = agent_command(m, {"--cleanup", "--stop-grace-ms", std::to_string(std::min(o_.grace_ms, 1000))});
+    auto r = run_command(argv, std::chrono::seconds(o_.connect_timeout_s + 5));
+    std::optional<json> cleaned;
+    if (r.is_ok() && r->status == 0) {
+      std::string rest = r->output;
+      while (!rest.empty()) {
+        const auto nl = rest.find('\n');
+        auto j = decode_line(rest.substr(0, nl));
+        if (j.is_ok() && j->value("ev", "") == "cleaned") cleaned = *j;
+        rest = nl == std::string::npos ? "" : rest.substr(nl + 1);
+      }
+    }
+    if (!cleaned) {
+      log()->error("host {} (machine {}): cannot clean up after its lost agent ({}); processes of job {} may remain "
+                   "there: run '{} --machine-agent --cleanup --job-id {} --machine {}' on it", a.label, a.machine,
+                   r.is_ok() ? describe_exit(r->status) + ": " + r->output : r.status().message(), plan_.job_id,
+                   o_.agent_bin, plan_.job_id, a.machine);
+      return;
+    }
+    log()->warn("host {} (machine {}): cleaned up after its lost agent: {} process(es) of the job killed, {} "
+                "shared-memory segment(s) removed", a.label, a.machine, cleaned->value("killed", 0),
+                cleaned->value("shm_removed", 0));
   }
 
   LaunchOptions o_;
   JobPlan plan_;
   fs::path cwd_;
+  fs::path control_dir_;  // ssh control sockets, one per machine (removed at the end)
   bool local_rsync_ = false;
   EventQueue q_;
   std::vector<std::unique_ptr<AgentConn>> agents_;
@@ -672,6 +785,10 @@ class Launcher {
   int trainers_done_ = 0;
   std::atomic<bool> cancel_copies_{false};
   std::vector<std::thread> copiers_;
+  std::thread pinger_;
+  std::mutex ping_mu_;
+  std::condition_variable ping_cv_;
+  bool ping_stop_ = false;
 };
 
 }  // namespace
@@ -687,7 +804,13 @@ int run_job(LaunchOptions options) {
 int run_launch_tool(int argc, const char* const argv[]) {
   auto parsed = parse_launch_options(argc, argv);
   if (parsed.exit_code >= 0) return parsed.exit_code;
-  if (parsed.agent) return run_machine_agent(parsed.agent_job_id, parsed.agent_machine, parsed.options.log);
+  if (parsed.agent && parsed.cleanup) {
+    return run_agent_cleanup(parsed.agent_job_id, parsed.agent_machine, parsed.options.grace_ms, parsed.options.log);
+  }
+  if (parsed.agent) {
+    return run_machine_agent(parsed.agent_job_id, parsed.agent_machine, parsed.options.agent_timeout_s,
+                             parsed.options.log);
+  }
   return run_job(std::move(parsed.options));
 }
 

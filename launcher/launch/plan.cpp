@@ -117,11 +117,14 @@ ParsedLaunchOptions parse_launch_options(int argc, const char* const argv[]) {
       ("connect-timeout-s", po::value(&o.connect_timeout_s)->default_value(o.connect_timeout_s), "ssh connect timeout")
       ("start-timeout-s", po::value(&o.start_timeout_s)->default_value(o.start_timeout_s),
        "how long graph-servers may take to listen")
-      ("copy-timeout-s", po::value(&o.copy_timeout_s)->default_value(o.copy_timeout_s), "deadline of the file copy");
+      ("copy-timeout-s", po::value(&o.copy_timeout_s)->default_value(o.copy_timeout_s), "deadline of the file copy")
+      ("agent-timeout-s", po::value(&o.agent_timeout_s)->default_value(o.agent_timeout_s),
+       "a machine's agent stops its processes when it hears nothing from dgl-launch for this long");
   po::options_description agent("Internal");
   agent.add_options()
       ("machine-agent", po::bool_switch(&out.agent), "run as the agent of one machine (started by dgl-launch)")
-      ("machine", po::value(&out.agent_machine), "agent: machine id");
+      ("machine", po::value(&out.agent_machine), "agent: machine id")
+      ("cleanup", po::bool_switch(&out.cleanup), "agent: kill what is left of --job-id on this machine, then exit");
   po::options_description all;
   all.add(job).add(remote).add(agent);
   add_log_options(all, o.log);
@@ -157,8 +160,9 @@ Status validate_launch_options(const LaunchOptions& o) {
   if (o.num_omp_threads < 0) return invalid_argument("--num-omp-threads must be >= 0");
   if (o.ssh_port < 0 || o.ssh_port > 65535) return invalid_argument("--ssh-port must be in 0..65535");
   if (o.grace_ms < 0) return invalid_argument("--stop-grace-ms must be >= 0");
-  if (o.connect_timeout_s < 1 || o.start_timeout_s < 1 || o.copy_timeout_s < 1) {
-    return invalid_argument("--connect-timeout-s, --start-timeout-s and --copy-timeout-s must be >= 1");
+  if (o.connect_timeout_s < 1 || o.start_timeout_s < 1 || o.copy_timeout_s < 1 || o.agent_timeout_s < 5) {
+    return invalid_argument("--connect-timeout-s, --start-timeout-s and --copy-timeout-s must be >= 1, "
+                            "--agent-timeout-s >= 5");
   }
   if (o.copy_method != "auto" && o.copy_method != "rsync" && o.copy_method != "scp") {
     return invalid_argument("--copy-method must be auto, rsync or scp, not '" + o.copy_method + "'");

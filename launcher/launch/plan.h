@@ -41,6 +41,7 @@ struct LaunchOptions {
   int connect_timeout_s = 10;
   int start_timeout_s = 120;     // servers listening
   int copy_timeout_s = 3600;
+  int agent_timeout_s = 30;      // an agent that hears nothing (not even a ping) for this long stops the job there
   bool server_log_level_set = false;
   LogOptions log;
   std::vector<std::string> command;  // the trainer command (after "--")
@@ -50,6 +51,7 @@ struct LaunchOptions {
 struct ParsedLaunchOptions {
   LaunchOptions options;
   bool agent = false;            // --machine-agent: run as a machine's agent
+  bool cleanup = false;          // with --machine-agent: only kill what is left of the job there
   std::string agent_job_id;
   int agent_machine = -1;
   int exit_code = -1;

@@ -1,0 +1,138 @@
+#include "tests/launch/launch_util.h"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support/partitioned_graph.h"
+
+namespace dgld::testing {
+namespace fs = std::filesystem;
+
+fs::path launch_bin() { return build_root() / "launcher/launch/dgl-launch"; }
+fs::path trainer_host_bin() { return build_root() / "daemons/trainer_host/trainer-host"; }
+fs::path fake_trainer() { return source_root() / "tests/launch/fake_trainer.sh"; }
+
+void partition_small_graph(const fs::path& dir, int num_parts) {
+  auto p = Process::start({partition_bin().string(), "--generate",
+                           "sbm:nodes=2000,avg_degree=8,classes=4,feat_dim=8,seed=3", "--num-parts",
+                           std::to_string(num_parts), "--graph-name", "g", "--output", (dir / "parts").string()},
+                          dir / "partition.log");
+  if (p.wait(std::chrono::minutes(2)) != 0) throw std::runtime_error("dgl-partition failed: " + p.log());
+}
+
+void write_ip_config(const fs::path& dir, const std::vector<std::pair<std::string, int>>& machines) {
+  std::ofstream out(dir / "ip_config.txt");
+  for (const auto& [host, port] : machines) out << host << " " << port << "\n";
+}
+
+Process start_launch(const std::vector<std::string>& args, const fs::path& cwd, const fs::path& log,
+                     const std::string& netns) {
+  std::vector<std::string> argv;
+  if (!netns.empty()) argv = {"/usr/sbin/ip", "netns", "exec", netns};
+  argv.insert(argv.end(), {"/usr/bin/env", "-C", cwd.string(), launch_bin().string()});
+  argv.insert(argv.end(), args.begin(), args.end());
+  return Process::start(argv, log);
+}
+
+namespace {
+// The NUL-separated strings of /proc/<pid>/<what>.
+std::vector<std::string> proc_strings(const fs::path& dir, const char* what) {
+  std::ifstream in(dir / what, std::ios::binary);
+  std::vector<std::string> out;
+  std::string s;
+  while (std::getline(in, s, '\0')) out.push_back(s);
+  return out;
+}
+}  // namespace
+
+std::vector<pid_t> job_processes(const std::string& job_id) {
+  std::vector<pid_t> out;
+  const std::string env = "DGLD_JOB_ID=" + job_id;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const pid_t pid = std::stoi(name);
+    if (pid == ::getpid()) continue;
+    bool match = false;
+    for (const auto& s : proc_strings(e.path(), "environ")) match = match || s == env;
+    for (const auto& s : proc_strings(e.path(), "cmdline")) match = match || s == job_id;
+    if (match) out.push_back(pid);
+  }
+  return out;
+}
+
+std::vector<pid_t> wait_job_gone(const std::string& job_id, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    auto left = job_processes(job_id);
+    if (left.empty() || std::chrono::steady_clock::now() >= deadline) return left;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+std::string describe_pids(const std::vector<pid_t>& pids) {
+  std::string out;
+  for (pid_t pid : pids) {
+    out += std::to_string(pid) + ":";
+    for (const auto& s : proc_strings(fs::path("/proc") / std::to_string(pid), "cmdline")) out += " " + s;
+    out += "\n";
+  }
+  return out;
+}
+
+namespace {
+std::optional<nlohmann::json> machine_record(const fs::path& workspace, const std::string& job_id, int machine) {
+  std::ifstream in(workspace / "dgld-logs" / job_id / ("machine-" + std::to_string(machine) + ".json"));
+  if (!in) return std::nullopt;
+  auto j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded()) return std::nullopt;
+  return j;
+}
+}  // namespace
+
+std::optional<pid_t> recorded_pid(const fs::path& workspace, const std::string& job_id, int machine,
+                                  const std::string& role, int rank) {
+  auto j = machine_record(workspace, job_id, machine);
+  if (!j) return std::nullopt;
+  for (const auto& p : (*j)["processes"]) {
+    if (p["role"] == role && p["rank"] == rank) return p["pid"].get<pid_t>();
+  }
+  return std::nullopt;
+}
+
+std::optional<pid_t> recorded_agent_pid(const fs::path& workspace, const std::string& job_id, int machine) {
+  auto j = machine_record(workspace, job_id, machine);
+  if (!j) return std::nullopt;
+  return (*j)["agent_pid"].get<pid_t>();
+}
+
+bool port_free(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  ::close(fd);
+  return ok;
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace dgld::testing

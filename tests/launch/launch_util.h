@@ -1,0 +1,52 @@
+#pragma once
+// Test support for dgl-launch: the binaries, a small partitioned graph, the
+// launcher started in a directory (and optionally a network namespace), and
+// the checks that nothing of a job survives: processes found by the job id
+// in their environment or command line, shared memory, ports.
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tests/support/process.h"
+
+namespace dgld::testing {
+
+std::filesystem::path launch_bin();
+std::filesystem::path trainer_host_bin();
+std::filesystem::path fake_trainer();
+
+// dgl-partition --generate (a small SBM graph) into `dir`/parts/g.json.
+void partition_small_graph(const std::filesystem::path& dir, int num_parts);
+
+// Writes `dir`/ip_config.txt: one "host port" line per machine.
+void write_ip_config(const std::filesystem::path& dir, const std::vector<std::pair<std::string, int>>& machines);
+
+// dgl-launch `args` run in `cwd` (through `env -C`), inside network namespace
+// `netns` when given (through `ip netns exec`); both exec, so the PID is the launcher's.
+Process start_launch(const std::vector<std::string>& args, const std::filesystem::path& cwd,
+                     const std::filesystem::path& log, const std::string& netns = "");
+
+// PIDs of every process that belongs to the job: DGLD_JOB_ID=<job> in its
+// environment, or the job id as an argument (the agents).
+std::vector<pid_t> job_processes(const std::string& job_id);
+// Waits up to `timeout` until no process of the job remains; what remains.
+std::vector<pid_t> wait_job_gone(const std::string& job_id, std::chrono::milliseconds timeout);
+// "pid: command line" of each, for failure messages.
+std::string describe_pids(const std::vector<pid_t>& pids);
+
+// The pid of role/rank recorded by machine m's agent in <workspace>/dgld-logs/<job>/machine-<m>.json.
+std::optional<pid_t> recorded_pid(const std::filesystem::path& workspace, const std::string& job_id, int machine,
+                                  const std::string& role, int rank);
+std::optional<pid_t> recorded_agent_pid(const std::filesystem::path& workspace, const std::string& job_id, int machine);
+
+// True when 127.0.0.1:port can be bound (nothing left listening).
+bool port_free(int port);
+
+std::string read_text(const std::filesystem::path& p);
+
+}  // namespace dgld::testing
