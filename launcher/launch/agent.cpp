@@ -122,8 +122,9 @@ struct SweepResult {
 };
 
 // The job's processes left on this machine (by DGLD_JOB_ID/DGLD_MACHINE_ID in
-// their environment; SIGTERM first when grace > 0) and its shared memory.
-SweepResult sweep_job(const std::string& job_id, int machine, std::chrono::milliseconds grace) {
+// their environment, which only processes a launcher started carry; SIGTERM
+// first when grace > 0) and, unless `keep_shm`, its shared memory.
+SweepResult sweep_job(const std::string& job_id, int machine, std::chrono::milliseconds grace, bool keep_shm) {
   SweepResult r;
   if (job_id.empty()) return r;
   auto pids = find_job_processes(job_id, machine);
@@ -141,6 +142,7 @@ SweepResult sweep_job(const std::string& job_id, int machine, std::chrono::milli
     std::erase(pids, ::getppid());
   }
   for (pid_t pid : pids) ::kill(pid, SIGKILL);
+  if (keep_shm) return r;
   for (const auto& seg : job_shm_segments(job_id, machine)) {
     if (::unlink(("/dev/shm/" + seg).c_str()) == 0) {
       ++r.shm_removed;
@@ -373,10 +375,16 @@ class Agent {
     if (files_ok) check_configs(problems);
     if (!spec_.servers.empty()) check_program(spec_.servers, "graph-server", true, problems);
     if (!spec_.trainers.empty()) check_program(spec_.trainers, "trainer command", false, problems);
-    for (const auto* ports : {&spec_.server_ports, &spec_.other_ports}) {
-      for (const auto& e : *ports) {
+    for (const auto& e : spec_.server_ports) {
+      if (!spec_.external_servers) {
         if (auto p = port_problem(e); !p.empty()) problems.push_back(p);
+      } else if (!is_listening(e, 1000ms)) {
+        problems.push_back(fmt::format("no graph-server listens on {}:{} (--external-servers: start them first, "
+                                       "e.g. systemctl start dgld-graph-server@<job>-<server id>)", e.host, e.port));
       }
+    }
+    for (const auto& e : spec_.other_ports) {
+      if (auto p = port_problem(e); !p.empty()) problems.push_back(p);
     }
     if (!problems.empty()) {
       std::string msg;
@@ -561,7 +569,7 @@ class Agent {
     }
     pump_until(Clock::now() + 2s);
     // Last sweep by job identity: anything that left its process group.
-    const SweepResult swept = sweep_job(job_id_, machine_, 0ms);
+    const SweepResult swept = sweep_job(job_id_, machine_, 0ms, spec_.external_servers);
     killed += swept.killed;
     const int shm_removed = swept.shm_removed;
     for (auto& c : children_) {
@@ -644,13 +652,13 @@ int run_machine_agent(const std::string& job_id, int machine, int silence_timeou
   return agent.run();
 }
 
-int run_agent_cleanup(const std::string& job_id, int machine, int grace_ms, const LogOptions& log) {
+int run_agent_cleanup(const std::string& job_id, int machine, int grace_ms, bool keep_shm, const LogOptions& log) {
   LogOptions lo = log;
   if (auto err = setup_agent(job_id, machine, lo); !err.empty()) {
     std::fprintf(stderr, "dgl-launch --machine-agent --cleanup: %s\n", err.c_str());
     return 2;
   }
-  const SweepResult r = sweep_job(job_id, machine, std::chrono::milliseconds(grace_ms));
+  const SweepResult r = sweep_job(job_id, machine, std::chrono::milliseconds(grace_ms), keep_shm);
   const std::string line = encode_line({{"ev", "cleaned"}, {"killed", r.killed}, {"shm_removed", r.shm_removed}}) + "\n";
   return write_all(1, line) ? 0 : 1;
 }

@@ -23,7 +23,8 @@ int run_machine_agent(const std::string& job_id, int machine, int silence_timeou
 // `dgl-launch --machine-agent --cleanup`: what the launcher runs on a machine
 // whose agent vanished. Kills the job's processes there (found by DGLD_JOB_ID
 // and DGLD_MACHINE_ID in their environment; SIGTERM, SIGKILL after
-// `grace_ms`), removes its shared memory, prints one `cleaned` line.
-int run_agent_cleanup(const std::string& job_id, int machine, int grace_ms, const LogOptions& log);
+// `grace_ms`), removes its shared memory unless `keep_shm` (servers not
+// started by the launcher own it), prints one `cleaned` line.
+int run_agent_cleanup(const std::string& job_id, int machine, int grace_ms, bool keep_shm, const LogOptions& log);
 
 }  // namespace dgld::launch

@@ -266,6 +266,7 @@ class Launcher {
     s.start_timeout_ms = o_.start_timeout_s * 1000;
     s.omp_threads_auto_divisor = o_.num_omp_threads > 0 ? 0 : o_.num_trainers;
     s.hash_files = !o_.no_copy && !o_.local && !(o_.copy_method != "scp" && local_rsync_);
+    s.external_servers = m.external_servers;
     s.files = m.files;
     s.servers = m.servers;
     s.trainers = m.trainers;
@@ -647,12 +648,15 @@ class Launcher {
     if (!o_.no_copy && !copy_files()) return;
     send_all({{"op", "check"}});
     if (!wait_all(&AgentConn::checked, 90s, "to 'check'")) return;
-    send_all({{"op", "start"}, {"group", "servers"}});
-    if (!wait_all(&AgentConn::servers_ready, std::chrono::seconds(o_.start_timeout_s + 15), "with servers listening")) {
-      return;
+    if (!o_.external_servers) {
+      send_all({{"op", "start"}, {"group", "servers"}});
+      if (!wait_all(&AgentConn::servers_ready, std::chrono::seconds(o_.start_timeout_s + 15), "with servers listening")) {
+        return;
+      }
     }
-    log()->info("all {} graph-server(s) listening; starting {} trainer(s)",
-                o_.num_servers * static_cast<int>(plan_.machines.size()), total_trainers());
+    log()->info("all {} graph-server(s) listening{}; starting {} trainer(s)",
+                o_.num_servers * static_cast<int>(plan_.machines.size()),
+                o_.external_servers ? " (external: left running at the end)" : "", total_trainers());
     send_all({{"op", "start"}, {"group", "trainers"}});
     if (!wait_all(&AgentConn::trainers_ready, 60s, "with trainers started")) return;
     if (!wait_for([&] { return trainers_done_ == total_trainers(); }, Clock::time_point::max(),
@@ -747,7 +751,9 @@ class Launcher {
   // connection kills what the job left there, by job id.
   void clean_up_after(const AgentConn& a) {
     const MachinePlan& m = plan_.machines[static_cast<size_t>(a.machine)];
-    const auto argv = agent_command(m, {"--cleanup", "--stop-grace-ms", std::to_string(std::min(o_.grace_ms, 1000))});
+    std::vector<std::string> extra = {"--cleanup", "--stop-grace-ms", std::to_string(std::min(o_.grace_ms, 1000))};
+    if (o_.external_servers) extra.push_back("--keep-shm");
+    const auto argv = agent_command(m, extra);
     auto r = run_command(argv, std::chrono::seconds(o_.connect_timeout_s + 5));
     std::optional<json> cleaned;
     if (r.is_ok() && r->status == 0) {
@@ -793,11 +799,38 @@ class Launcher {
 
 }  // namespace
 
+namespace {
+// --write-server-env DIR: the systemd environment files of every graph-server of the job.
+int write_server_env(const LaunchOptions& o) {
+  auto fail = [](const Status& st) {
+    logger("launcher")->error("{}", st.message());
+    return kExitNotStarted;
+  };
+  auto machines = load_ip_config(o.ip_config);
+  if (!machines.is_ok()) return fail(machines.status());
+  auto config = load_part_config(o.part_config);
+  if (!config.is_ok()) return fail(config.status());
+  LaunchOptions with_bin = o;
+  with_bin.graph_server_bin = "graph-server";
+  auto plan = make_job_plan(with_bin, *machines, *config);
+  if (!plan.is_ok()) return fail(plan.status());
+  for (const auto& [name, text] : server_env_files(o, *plan)) {
+    const fs::path p = fs::path(o.write_server_env) / name;
+    std::error_code ec;
+    fs::create_directories(p.parent_path(), ec);
+    if (Status st = write_file_atomic(p, text); !st.is_ok()) return fail(st);
+    logger("launcher")->info("wrote {}", p.string());
+  }
+  return kExitOk;
+}
+}  // namespace
+
 int run_job(LaunchOptions options) {
   if (Status st = setup_logging(options.log); !st.is_ok()) {
     std::cerr << "dgl-launch: " << st.message() << "\n";
     return kExitNotStarted;
   }
+  if (!options.write_server_env.empty()) return write_server_env(options);
   return Launcher(std::move(options)).run();
 }
 
@@ -805,7 +838,8 @@ int run_launch_tool(int argc, const char* const argv[]) {
   auto parsed = parse_launch_options(argc, argv);
   if (parsed.exit_code >= 0) return parsed.exit_code;
   if (parsed.agent && parsed.cleanup) {
-    return run_agent_cleanup(parsed.agent_job_id, parsed.agent_machine, parsed.options.grace_ms, parsed.options.log);
+    return run_agent_cleanup(parsed.agent_job_id, parsed.agent_machine, parsed.options.grace_ms, parsed.keep_shm,
+                             parsed.options.log);
   }
   if (parsed.agent) {
     return run_machine_agent(parsed.agent_job_id, parsed.agent_machine, parsed.options.agent_timeout_s,

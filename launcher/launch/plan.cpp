@@ -105,6 +105,10 @@ ParsedLaunchOptions parse_launch_options(int argc, const char* const argv[]) {
   po::options_description remote("Machines");
   remote.add_options()
       ("local", po::bool_switch(&o.local), "run every machine's processes on this host, without ssh")
+      ("external-servers", po::bool_switch(&o.external_servers),
+       "the graph-servers already run (systemd units): start and stop only the trainers; needs the servers' --job-id")
+      ("write-server-env", po::value(&o.write_server_env),
+       "write DIR/machine-<m>/<job>-<server id>.env for dgld-graph-server@.service and exit")
       ("ssh-port", po::value(&o.ssh_port)->default_value(o.ssh_port), "ssh port (0: ssh's default)")
       ("ssh-username", po::value(&o.ssh_username), "remote user (default: ssh's)")
       ("identity-file", po::value(&o.identity_file), "ssh private key")
@@ -124,7 +128,8 @@ ParsedLaunchOptions parse_launch_options(int argc, const char* const argv[]) {
   agent.add_options()
       ("machine-agent", po::bool_switch(&out.agent), "run as the agent of one machine (started by dgl-launch)")
       ("machine", po::value(&out.agent_machine), "agent: machine id")
-      ("cleanup", po::bool_switch(&out.cleanup), "agent: kill what is left of --job-id on this machine, then exit");
+      ("cleanup", po::bool_switch(&out.cleanup), "agent: kill what is left of --job-id on this machine, then exit")
+      ("keep-shm", po::bool_switch(&out.keep_shm), "agent --cleanup: leave the job's shared memory (external servers)");
   po::options_description all;
   all.add(job).add(remote).add(agent);
   add_log_options(all, o.log);
@@ -177,6 +182,14 @@ Status validate_launch_options(const LaunchOptions& o) {
     if (kv.find('=') == std::string::npos) return invalid_argument("--ssh-option: '" + kv + "' is not KEY=VALUE");
   }
   if (!o.job_id.empty()) DGLD_RETURN_IF_ERROR(validate_job_id(o.job_id));
+  if (o.external_servers && o.job_id.empty()) {
+    return invalid_argument("--external-servers needs --job-id: the one in the servers' environment files "
+                            "(DGLD_JOB_ID), so the trainers find their shared memory");
+  }
+  if (!o.write_server_env.empty()) {
+    if (o.job_id.empty()) return invalid_argument("--write-server-env needs --job-id (it names the units and files)");
+    return Status::ok();  // no command: nothing runs
+  }
   if (o.command.empty()) {
     return invalid_argument("no trainer command: put it after '--' (e.g. -- trainer-host --num-epochs 10)");
   }
@@ -218,6 +231,30 @@ std::string find_metrics_out(const std::vector<std::string>& command) {
   return "";
 }
 
+std::map<std::string, std::string> server_env_files(const LaunchOptions& o, const JobPlan& plan) {
+  std::map<std::string, std::string> files;
+  const std::filesystem::path ws(o.workspace);
+  for (const auto& m : plan.machines) {
+    for (const auto& s : m.servers) {
+      std::string text = fmt::format(
+          "# graph-server {} of dgld job {}: machine {} ({}), written by dgl-launch --write-server-env.\n"
+          "# Install as /etc/dgld/{}-{}.env on that machine, then: systemctl enable --now dgld-graph-server@{}-{}\n",
+          s.rank, plan.job_id, m.machine, m.label, plan.job_id, s.rank, plan.job_id, s.rank);
+      for (const auto& [k, v] : s.env) {
+        if (k == "DGLD_MACHINE_ID") continue;  // marks processes a launcher started (and sweeps)
+        const bool path = k == "DGL_CONF_PATH" || k == "DGL_IP_CONFIG";
+        const std::filesystem::path p(v);
+        text += k + "=" + (path && p.is_relative() ? (ws / p).lexically_normal().string() : v) + "\n";
+      }
+      std::string args;
+      for (size_t i = 1; i < s.argv.size(); ++i) args += (i > 1 ? " " : "") + s.argv[i];
+      text += "DGLD_GRAPH_SERVER_ARGS=" + args + "\n";
+      files[fmt::format("machine-{}/{}-{}.env", m.machine, plan.job_id, s.rank)] = text;
+    }
+  }
+  return files;
+}
+
 Result<JobPlan> make_job_plan(const LaunchOptions& o, const std::vector<MachineAddress>& machines,
                               const PartitionConfig& config) {
   const int M = static_cast<int>(machines.size());
@@ -252,6 +289,7 @@ Result<JobPlan> make_job_plan(const LaunchOptions& o, const std::vector<MachineA
     const MachineAddress& a = machines[static_cast<size_t>(m)];
     MachinePlan mp;
     mp.machine = m;
+    mp.external_servers = o.external_servers;
     mp.address = a;
     mp.label = host_count[a.host] > 1 ? fmt::format("{}:{}", a.host, a.base_port) : a.host;
     auto with_extra = [&](std::map<std::string, std::string> env) {
@@ -267,6 +305,7 @@ Result<JobPlan> make_job_plan(const LaunchOptions& o, const std::vector<MachineA
                                             a.line, a.base_port + j, j));
       }
       mp.server_ports.push_back({a.host, a.base_port + j});
+      if (o.external_servers) continue;
       ProcessSpec s;
       s.role = "server";
       s.rank = m * S + j;

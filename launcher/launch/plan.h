@@ -32,6 +32,8 @@ struct LaunchOptions {
   std::string identity_file;
   std::vector<std::string> ssh_options;  // extra `ssh -o` options, K=V
   bool local = false;            // run every machine's processes on this host, no ssh
+  bool external_servers = false; // graph-servers already run (systemd): start trainers only, leave servers alone
+  std::string write_server_env;  // write each server's environment file here (for systemd) and exit
   bool no_copy = false;          // shared filesystem: copy nothing
   std::string copy_method = "auto";  // auto (rsync when both sides have it) | rsync | scp
   std::string job_id;            // empty: <graph>-<random>
@@ -52,6 +54,7 @@ struct ParsedLaunchOptions {
   LaunchOptions options;
   bool agent = false;            // --machine-agent: run as a machine's agent
   bool cleanup = false;          // with --machine-agent: only kill what is left of the job there
+  bool keep_shm = false;         // with --cleanup: the job's servers run on (external), leave their shared memory
   std::string agent_job_id;
   int agent_machine = -1;
   int exit_code = -1;
@@ -72,6 +75,7 @@ struct Endpoint {
 
 struct MachinePlan {
   int machine = 0;
+  bool external_servers = false;       // servers not started here: server_ports must already listen
   MachineAddress address;
   std::string label;             // host, or host:base_port when a host is listed twice
   std::vector<ProcessSpec> servers;
@@ -87,6 +91,12 @@ struct JobPlan {
   std::string metrics_out;       // the trainer command's --metrics-out, "" when absent
   std::vector<MachinePlan> machines;
 };
+
+// The environment file of every graph-server of the job, for systemd
+// (config/systemd/dgld-graph-server@.service): "machine-<m>/<job>-<server id>.env"
+// -> its text. Paths are made absolute with the workspace; no DGLD_MACHINE_ID, so
+// a launcher's teardown sweep never matches these servers.
+std::map<std::string, std::string> server_env_files(const LaunchOptions& o, const JobPlan& plan);
 
 // Checks the options on their own (counts, K=V syntax, a command present).
 Status validate_launch_options(const LaunchOptions& o);

@@ -48,6 +48,7 @@ json to_json(const AgentSpec& s) {
               {"start_timeout_ms", s.start_timeout_ms},
               {"omp_threads_auto_divisor", s.omp_threads_auto_divisor},
               {"hash_files", s.hash_files},
+              {"external_servers", s.external_servers},
               {"files", s.files},
               {"servers", servers},
               {"trainers", trainers},
@@ -70,6 +71,7 @@ Result<AgentSpec> agent_spec_from_json(const json& j) {
     s.start_timeout_ms = j.at("start_timeout_ms").get<int>();
     s.omp_threads_auto_divisor = j.at("omp_threads_auto_divisor").get<int>();
     s.hash_files = j.at("hash_files").get<bool>();
+    s.external_servers = j.at("external_servers").get<bool>();
     s.files = j.at("files").get<std::vector<std::string>>();
     for (const auto& p : j.at("servers")) s.servers.push_back(process_from_json(p));
     for (const auto& p : j.at("trainers")) s.trainers.push_back(process_from_json(p));

@@ -34,6 +34,7 @@ struct AgentSpec {
   int start_timeout_ms = 120000;
   int omp_threads_auto_divisor = 0;  // >0: trainers without OMP_NUM_THREADS get cores / this
   bool hash_files = false;       // report size + crc32 of `files` in `prepared`
+  bool external_servers = false; // the servers run already: server_ports must listen; their shared memory stays
   std::vector<std::string> files;
   std::vector<ProcessSpec> servers;
   std::vector<ProcessSpec> trainers;

@@ -10,7 +10,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <deque>
 #include <fstream>
+#include <map>
+#include <sstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -18,6 +21,7 @@
 #include "launcher/launch/files.h"
 #include "launcher/launch/subprocess.h"
 #include "tests/launch/launch_util.h"
+#include "tests/support/partitioned_graph.h"
 
 using namespace dgld;
 using namespace dgld::testing;
@@ -284,5 +288,67 @@ TEST_CASE("launch --local: trainer-host trains on two machines with sampler-work
   CHECK(metrics["num_trainers"] == 2);
   CHECK(metrics["rank"] == 0);
   CHECK(metrics["epochs"].size() == 3);
+  job.check_nothing_left();
+}
+
+TEST_CASE("launch --local --external-servers: servers run from --write-server-env files (as systemd runs them) "
+          "serve the job and keep running", "[launch]") {
+  LocalJob job;
+  fs::create_directories(job.ws);
+  fs::copy(job.src, job.ws, fs::copy_options::recursive);
+  const fs::path env_dir = job.dir.path() / "env";
+  const std::vector<std::string> config = {"--workspace", job.ws.string(), "--ip-config", "ip_config.txt",
+                                           "--part-config", "parts/g.json", "--job-id", job.job_id};
+  auto writer = config;
+  writer.insert(writer.end(), {"--write-server-env", env_dir.string()});
+  auto w = start_launch(writer, job.src, job.dir.path() / "write.log");
+  REQUIRE(w.wait(30s) == std::optional<int>(0));
+  const fs::path env0 = env_dir / "machine-0" / (job.job_id + "-0.env");
+  const fs::path env1 = env_dir / "machine-1" / (job.job_id + "-1.env");
+  CHECK_THAT(read_text(env1), Catch::Contains("DGL_SERVER_ID=1\n") &&
+                                  Catch::Contains("DGL_CONF_PATH=" + (job.ws / "parts/g.json").string() + "\n") &&
+                                  Catch::Contains("DGLD_JOB_ID=" + job.job_id + "\n") &&
+                                  Catch::Contains("DGLD_GRAPH_SERVER_ARGS=--num-server-threads 2\n"));
+  CHECK_THAT(read_text(env1), !Catch::Contains("DGLD_MACHINE_ID"));
+
+  auto args = config;
+  args.insert(args.end(), {"--local", "--external-servers", "--no-copy", "--", fake_trainer().string()});
+  // Servers not running yet: refused before any trainer starts.
+  auto early = start_launch(args, job.src, job.dir.path() / "early.log");
+  REQUIRE(early.wait(30s) == std::optional<int>(2));
+  CHECK_THAT(early.log(), Catch::Contains("no graph-server listens on 127.0.0.1:" + std::to_string(job.base)));
+
+  // What systemd does with dgld-graph-server@.service: EnvironmentFile=, then
+  // ExecStart=graph-server $DGLD_GRAPH_SERVER_ARGS.
+  std::deque<Process> servers;
+  for (const fs::path& f : {env0, env1}) {
+    std::map<std::string, std::string> env;
+    std::istringstream in(read_text(f));
+    for (std::string line; std::getline(in, line);) {
+      if (line.empty() || line[0] == '#') continue;
+      env[line.substr(0, line.find('='))] = line.substr(line.find('=') + 1);
+    }
+    std::vector<std::string> argv = {graph_server_bin().string()};
+    std::istringstream words(env["DGLD_GRAPH_SERVER_ARGS"]);
+    for (std::string w; words >> w;) argv.push_back(w);
+    servers.push_back(Process::start(argv, job.dir.path() / f.filename().replace_extension(".log"), env));
+  }
+  for (auto& s : servers) REQUIRE(s.wait_for_log("listening on", 30s));
+
+  auto p = start_launch(args, job.src, job.dir.path() / "launch.log");
+  const auto rc = p.wait(60s);
+  INFO(p.log());
+  REQUIRE(rc == std::optional<int>(0));
+  CHECK_THAT(p.log(), Catch::Contains("fake trainer rank 1 of 2 on machine 1: servers of 2 machines reachable"));
+  CHECK_THAT(p.log(), Catch::Contains("(external: left running at the end)"));
+  // The trainers are gone, the servers (and their shared memory) are not.
+  for (auto& s : servers) CHECK(s.running());
+  CHECK_FALSE(launch::job_shm_segments(job.job_id, 0).empty());
+  auto left = job_processes(job.job_id);
+  for (auto& s : servers) std::erase(left, s.pid());
+  INFO("left:\n" << describe_pids(left));
+  CHECK(left.empty());
+  for (auto& s : servers) s.signal(SIGTERM);
+  for (auto& s : servers) CHECK(s.wait(20s) == std::optional<int>(0));
   job.check_nothing_left();
 }
