@@ -10,6 +10,12 @@ namespace dgld {
 void tune_allocator_for_large_buffers() {
   // 32 MiB is glibc's largest mmap threshold: smaller blocks come from the heap.
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  // Larger ones would still be fresh mmaps (a mini-batch's input features on
+  // a million-node graph are ~100 MB): with mmap off they come from the heap
+  // too and are reused instead of page-faulted and zeroed for every batch
+  // (measured: standalone GraphSAGE epoch on 1 M nodes, fetch 46 s -> see
+  // docs/performance.md).
+  mallopt(M_MMAP_MAX, 0);
   // Do not hand freed heap memory back to the kernel after every large free.
   mallopt(M_TRIM_THRESHOLD, 256 << 20);
 }

@@ -30,7 +30,7 @@ ParsedTrainerHostOptions parse_trainer_host_options(int argc, const char* const 
        "nodes per chunk of layer-wise inference")
       ("lr", po::value(&t.lr)->default_value(t.lr), "Adam learning rate")
       ("dropout", po::value(&t.dropout)->default_value(t.dropout), "dropout between layers")
-      ("eval-every", po::value(&t.eval_every)->default_value(t.eval_every), "evaluate every N epochs (0: at the end)")
+      ("eval-every", po::value(&t.eval_every)->default_value(t.eval_every), "evaluate every N epochs and at the end (0: at the end only, -1: never)")
       ("log-every", po::value(&t.log_every)->default_value(t.log_every), "log every N steps (0: never)")
       ("model", po::value(&t.model)->default_value(t.model), "sage | gcn | gat")
       ("seed", po::value(&t.seed)->default_value(t.seed), "random seed (weights, shuffling, sampling, dropout)")

@@ -71,7 +71,9 @@ Status validate_train_config(const TrainConfig& c) {
   if (!(c.dropout >= 0 && c.dropout < 1)) {
     return invalid_argument(fmt::format("--dropout must be in [0, 1), got {}", c.dropout));
   }
-  if (c.eval_every < 0) return invalid_argument(fmt::format("--eval-every must be >= 0, got {}", c.eval_every));
+  if (c.eval_every < -1) {
+    return invalid_argument(fmt::format("--eval-every must be >= -1 (-1: never), got {}", c.eval_every));
+  }
   if (c.log_every < 0) return invalid_argument(fmt::format("--log-every must be >= 0, got {}", c.log_every));
   DGLD_RETURN_IF_ERROR(parse_model_kind(c.model).status().with_context("--model"));
   if (c.num_threads < 0) return invalid_argument(fmt::format("--num-threads must be >= 0, got {}", c.num_threads));

@@ -33,7 +33,7 @@ struct TrainConfig {
   int64_t batch_size_eval = 100000;
   double lr = 0.003;
   double dropout = 0.5;
-  int eval_every = 5;   // evaluate after every eval_every-th epoch (and after the last); 0: last only
+  int eval_every = 5;   // evaluate after every eval_every-th epoch and after the last; 0: the last only; -1: never
   int log_every = 20;   // log every log_every steps
   std::string model = "sage";  // sage | gcn | gat
   uint64_t seed = 0;

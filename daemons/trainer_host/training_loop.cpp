@@ -166,7 +166,7 @@ Status Loop::train_epoch(int epoch, EpochMetrics& m) {
       return internal_error(fmt::format("{}: the batch has {} feature values for {} input nodes of dimension {}",
                                         where, batch.features.size(), n_in, b_.feat_dim()));
     }
-    auto features = rows_tensor(batch.features, n_in, b_.feat_dim());
+    auto features = adopt_rows(std::move(batch.features), n_in, b_.feat_dim());
     auto x = layer0(batch.mini_batch.input_nodes, features, /*train=*/true);
     if (!x.is_ok()) return x.status().with_context(where + ": embedding lookup");
     auto input = make_model_input(batch.mini_batch, *x);
@@ -383,7 +383,7 @@ Result<TrainResult> Loop::run() {
                m.seeds_per_s);
     r_.epochs.push_back(m);
     const bool last = epoch == c_.num_epochs - 1;
-    if (last || (c_.eval_every > 0 && (epoch + 1) % c_.eval_every == 0)) {
+    if (c_.eval_every >= 0 && (last || (c_.eval_every > 0 && (epoch + 1) % c_.eval_every == 0))) {
       DGLD_ASSIGN_OR_RETURN(EvalMetrics e, evaluate(epoch));
       log_->info("Epoch {:05d} | Val Acc {:.4f} | Test Acc {:.4f} | eval {:.3f} s", epoch, e.val_acc, e.test_acc,
                  e.time_s);
@@ -410,6 +410,11 @@ torch::Tensor ids_tensor(std::span<const int64_t> ids) {
   auto t = torch::empty({static_cast<int64_t>(ids.size())}, torch::kInt64);
   if (!ids.empty()) std::memcpy(t.data_ptr<int64_t>(), ids.data(), ids.size() * sizeof(int64_t));
   return t;
+}
+
+torch::Tensor adopt_rows(std::vector<float>&& rows, int64_t n, int64_t d) {
+  auto* owned = new std::vector<float>(std::move(rows));
+  return torch::from_blob(owned->data(), {n, d}, [owned](void*) { delete owned; }, torch::kFloat32);
 }
 
 torch::Tensor rows_tensor(std::span<const float> rows, int64_t n, int64_t d) {
