@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <deque>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -131,6 +132,8 @@ TEST_CASE("launch --local: a trainer that fails stops every process and names it
   const auto t0 = std::chrono::steady_clock::now();
   const auto rc = p.wait(15s);
   const auto took = std::chrono::steady_clock::now() - t0;
+  std::printf("measured: %s: launcher exited %.2f s after the event\n",
+              Catch::getResultCapture().getCurrentTestName().c_str(), std::chrono::duration<double>(took).count());
   const std::string log = p.log();
   INFO(log);
   REQUIRE(rc == std::optional<int>(1));
@@ -151,6 +154,8 @@ TEST_CASE("launch --local: SIGINT or SIGTERM stops every process within 5 s", "[
   p.signal(sig);
   const auto rc = p.wait(10s);
   const auto took = std::chrono::steady_clock::now() - t0;
+  std::printf("measured: %s: launcher exited %.2f s after the event\n",
+              Catch::getResultCapture().getCurrentTestName().c_str(), std::chrono::duration<double>(took).count());
   INFO(p.log());
   REQUIRE(rc == std::optional<int>(128 + sig));
   CHECK(took < 5s);
@@ -168,6 +173,8 @@ TEST_CASE("launch --local: a machine whose agent dies fails the job; what it lef
   const auto t0 = std::chrono::steady_clock::now();
   const auto rc = p.wait(15s);
   const auto took = std::chrono::steady_clock::now() - t0;
+  std::printf("measured: %s: launcher exited %.2f s after the event\n",
+              Catch::getResultCapture().getCurrentTestName().c_str(), std::chrono::duration<double>(took).count());
   INFO(p.log());
   REQUIRE(rc == std::optional<int>(1));
   CHECK(took < 10s);

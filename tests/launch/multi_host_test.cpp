@@ -8,6 +8,7 @@
 
 #include <signal.h>
 
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <thread>
@@ -150,6 +151,8 @@ TEST_CASE("multi-host: kill -9 of a remote trainer stops the job everywhere with
   const auto t0 = std::chrono::steady_clock::now();
   const auto rc = p.wait(30s);
   const auto took = std::chrono::steady_clock::now() - t0;
+  std::printf("measured: %s: launcher exited %.2f s after the event\n",
+              Catch::getResultCapture().getCurrentTestName().c_str(), std::chrono::duration<double>(took).count());
   INFO(p.log());
   REQUIRE(rc.has_value());
   CHECK(*rc == 1);
@@ -167,6 +170,8 @@ TEST_CASE("multi-host: SIGINT to the launcher stops the job everywhere within 5 
   const auto t0 = std::chrono::steady_clock::now();
   const auto rc = p.wait(30s);
   const auto took = std::chrono::steady_clock::now() - t0;
+  std::printf("measured: %s: launcher exited %.2f s after the event\n",
+              Catch::getResultCapture().getCurrentTestName().c_str(), std::chrono::duration<double>(took).count());
   INFO(p.log());
   REQUIRE(rc == std::optional<int>(130));
   CHECK(took < 5s);
