@@ -1,5 +1,7 @@
 #include "common/client/data_loader.h"
 
+#include "common/buffer_pool.h"
+
 #include <algorithm>
 #include <condition_variable>
 #include <cstring>
@@ -62,19 +64,21 @@ Result<std::pair<std::string, uint16_t>> split_endpoint(const std::string& ep) {
 
 // ---------------------------------------------------------------- BatchBuilder
 
-BatchBuilder::BatchBuilder(Cluster& cluster, BatchSpec spec, ThreadPool* pool)
+BatchBuilder::BatchBuilder(Cluster& cluster, BatchSpec spec, ThreadPool* pool,
+                           std::shared_ptr<BufferPool> buffers)
     : spec_(std::move(spec)),
+      buffers_(buffers ? std::move(buffers) : std::make_shared<BufferPool>()),
       source_(std::make_unique<DistNeighborSource>(cluster, DistSampleOptions{.pool = pool})),
       sampler_(spec_.fanouts, spec_.replace),
       cluster_(&cluster) {}
 
 Result<std::unique_ptr<BatchBuilder>> BatchBuilder::create(Cluster& cluster, BatchSpec spec,
-                                                           ThreadPool* pool) {
+                                                           ThreadPool* pool, std::shared_ptr<BufferPool> buffers) {
   if (spec.fanouts.empty()) return invalid_argument("BatchBuilder: no fanouts");
   for (int64_t f : spec.fanouts) {
     if (f < -1) return invalid_argument("BatchBuilder: fanout " + std::to_string(f) + " < -1");
   }
-  std::unique_ptr<BatchBuilder> b(new BatchBuilder(cluster, spec, pool));
+  std::unique_ptr<BatchBuilder> b(new BatchBuilder(cluster, spec, pool, std::move(buffers)));
   DistGraph g(cluster);
   if (!spec.feature.empty()) {
     DGLD_ASSIGN_OR_RETURN(DistTensor t, g.ndata(spec.feature));
@@ -120,7 +124,8 @@ Result<Batch> BatchBuilder::build(int64_t batch_id, std::span<const int64_t> see
       rows = others;
       out.features_skipped_machine = skip_features_of;
     }
-    out.features.resize(rows.size() * static_cast<size_t>(out.feature_dim));
+    out.features = buffers_->take(rows.size() * static_cast<size_t>(out.feature_dim));
+    out.features_pool = buffers_;
     if (Status st = feature_->pull_into(rows, out.features.data()); !st.is_ok()) {
       return st.with_context("features of batch " + std::to_string(batch_id));
     }
@@ -177,7 +182,8 @@ net::OutMessage encode_sample_batch_reply(Batch&& batch) {
   return m;
 }
 
-Result<Batch> decode_sample_batch_reply(net::Message&& m, const std::string& peer) {
+Result<Batch> decode_sample_batch_reply(net::Message&& m, const std::string& peer,
+                                        const std::shared_ptr<BufferPool>& buffers) {
   if (m.kind() != static_cast<uint16_t>(fbs::MessageKind::SampleBatchReply)) {
     return protocol_error("reply from " + peer + " has kind " + std::to_string(m.kind()) +
                           ", expected SampleBatchReply");
@@ -224,6 +230,10 @@ Result<Batch> decode_sample_batch_reply(net::Message&& m, const std::string& pee
   const int64_t rows = static_cast<int64_t>(mb.input_nodes.size());
   const size_t fb = m.blobs[5 * num_blocks].size();
   out.features_skipped_machine = r->skipped_features_of();
+  if (buffers && fb % sizeof(float) == 0) {  // copy_blob then only copies
+    out.features = buffers->take(fb / sizeof(float));
+    out.features_pool = buffers;
+  }
   if (out.feature_dim == 0) {
     if (fb != 0) return protocol_error("SampleBatchReply from " + peer + ": features without feature_dim");
   } else if (out.features_skipped_machine >= 0) {
@@ -265,7 +275,8 @@ Status fill_skipped_features(Cluster& cluster, const std::string& feature, Batch
   const IdRange r = cluster.partition_book().node_range(m);
   const auto& input = batch.mini_batch.input_nodes;
   const size_t others = batch.features.size() / dim;
-  std::vector<float> full(input.size() * dim);
+  std::vector<float> full =
+      batch.features_pool ? batch.features_pool->take(input.size() * dim) : std::vector<float>(input.size() * dim);
   size_t k = 0;
   for (size_t i = 0; i < input.size(); ++i) {
     const int64_t v = input[i];
@@ -283,6 +294,7 @@ Status fill_skipped_features(Cluster& cluster, const std::string& feature, Batch
     return protocol_error("SampleBatchReply from " + peer + ": " + std::to_string(others) +
                           " feature rows for " + std::to_string(remote_inputs) + " input nodes of other machines");
   }
+  if (batch.features_pool) batch.features_pool->give(std::move(batch.features));
   batch.features = std::move(full);
   batch.features_skipped_machine = -1;
   return Status::ok();
@@ -295,6 +307,9 @@ struct DistDataLoader::Impl {
   DataLoaderOptions o;
   std::vector<int64_t> train_ids;
   std::unique_ptr<BatchBuilder> builder;  // the trainer's own
+  // Feature buffers of every batch, recycled by the consumer (prefetch
+  // batches plus the ones being made and consumed).
+  std::shared_ptr<BufferPool> buffers;
   std::unique_ptr<net::IoThreads> io;
   struct Remote {
     std::string endpoint;
@@ -392,7 +407,7 @@ struct DistDataLoader::Impl {
       auto reply = rem.client->call(
           encode_sample_batch(t.batch_id, seeds, batch_rng_seed(o.seed, t.epoch, t.batch_id), o.spec, skip),
           o.batch_timeout);
-      Result<Batch> b = reply.is_ok() ? decode_sample_batch_reply(std::move(*reply), rem.endpoint)
+      Result<Batch> b = reply.is_ok() ? decode_sample_batch_reply(std::move(*reply), rem.endpoint, buffers)
                                       : Result<Batch>(reply.status());
       if (b.is_ok() && b->features_skipped_machine != skip) {
         b = protocol_error("sampler-worker " + rem.endpoint + " did not follow skip_features_of");
@@ -466,8 +481,9 @@ Result<std::unique_ptr<DistDataLoader>> DistDataLoader::create(Cluster& cluster,
   auto impl = std::make_unique<Impl>();
   impl->cluster = &cluster;
   impl->o = std::move(options);
+  impl->buffers = std::make_shared<BufferPool>(static_cast<size_t>(impl->o.prefetch) + 4);
   impl->train_ids = std::move(train_ids);
-  DGLD_ASSIGN_OR_RETURN(impl->builder, BatchBuilder::create(cluster, impl->o.spec, impl->o.pool));
+  DGLD_ASSIGN_OR_RETURN(impl->builder, BatchBuilder::create(cluster, impl->o.spec, impl->o.pool, impl->buffers));
   if (!impl->o.samplers.empty()) {
     impl->io = std::make_unique<net::IoThreads>(1);
     net::ConnectOptions co;

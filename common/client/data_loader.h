@@ -29,6 +29,7 @@
 #include "common/status.h"
 
 namespace dgld {
+class BufferPool;
 class ThreadPool;
 }
 
@@ -54,6 +55,9 @@ struct Batch {
   int64_t batch_id = -1;
   MiniBatch mini_batch;         // seeds, blocks (input layer first), input_nodes
   std::vector<float> features;  // input_nodes.size() rows of feature_dim
+  // Where `features` came from; whoever is done with them may hand the
+  // buffer back (null: nowhere, just free it).
+  std::shared_ptr<BufferPool> features_pool;
   int64_t feature_dim = 0;
   std::vector<int64_t> labels;  // one per seed
   BatchTimings timings;
@@ -69,9 +73,11 @@ struct Batch {
 class BatchBuilder {
  public:
   // Opens the feature and label tensors. `pool` (may be null) is borrowed
-  // for local sampling; the Cluster must outlive the builder.
+  // for local sampling; feature buffers come from `buffers` (null: a private
+  // pool). The Cluster must outlive the builder.
   static Result<std::unique_ptr<BatchBuilder>> create(Cluster& cluster, BatchSpec spec,
-                                                      ThreadPool* pool = nullptr);
+                                                      ThreadPool* pool = nullptr,
+                                                      std::shared_ptr<BufferPool> buffers = nullptr);
   // With skip_features_of >= 0, features holds only the rows of input nodes
   // that machine does not own (features_skipped_machine says so).
   Result<Batch> build(int64_t batch_id, std::span<const int64_t> seeds, uint64_t rng_seed,
@@ -79,8 +85,9 @@ class BatchBuilder {
   const BatchSpec& spec() const { return spec_; }
 
  private:
-  BatchBuilder(Cluster& cluster, BatchSpec spec, ThreadPool* pool);
+  BatchBuilder(Cluster& cluster, BatchSpec spec, ThreadPool* pool, std::shared_ptr<BufferPool> buffers);
   BatchSpec spec_;
+  std::shared_ptr<BufferPool> buffers_;
   std::unique_ptr<DistNeighborSource> source_;
   MultiLayerNeighborSampler sampler_;
   Cluster* cluster_;
@@ -94,7 +101,9 @@ net::OutMessage encode_sample_batch(int64_t batch_id, std::span<const int64_t> s
 // Moves the batch's arrays into the reply's blobs.
 net::OutMessage encode_sample_batch_reply(Batch&& batch);
 // Checks every size against the reply table; protocol_error naming `peer`.
-Result<Batch> decode_sample_batch_reply(net::Message&& reply, const std::string& peer);
+// Feature rows go into a buffer from `buffers` when given.
+Result<Batch> decode_sample_batch_reply(net::Message&& reply, const std::string& peer,
+                                        const std::shared_ptr<BufferPool>& buffers = nullptr);
 // Completes a batch whose features_skipped_machine is the caller's machine:
 // the missing rows are copied from the machine's shared memory.
 Status fill_skipped_features(Cluster& cluster, const std::string& feature, Batch& batch,

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "common/buffer_pool.h"
 #include "common/logging.h"
 #include "common/part_config.h"
 #include "common/partition/partition.h"
@@ -108,7 +109,7 @@ class LocalBackend final : public TrainingBackend {
   bool uses_features() const { return c_.learnable_features != LearnableFeatures::replace; }
   void gather_rows(std::span<const int64_t> nodes, std::vector<float>& out) const {
     const size_t d = static_cast<size_t>(feat_dim());
-    out.resize(nodes.size() * d);
+    if (out.size() != nodes.size() * d) out = buffers_->take(nodes.size() * d);
     for (size_t i = 0; i < nodes.size() && d > 0; ++i) {
       std::memcpy(out.data() + i * d, features_.data() + static_cast<size_t>(nodes[i]) * d, d * sizeof(float));
     }
@@ -128,6 +129,7 @@ class LocalBackend final : public TrainingBackend {
   MultiLayerNeighborSampler sampler_;
   std::vector<int64_t> order_;
   std::span<const float> features_;
+  std::shared_ptr<BufferPool> buffers_ = std::make_shared<BufferPool>(4);
   int epoch_ = 0;
   int64_t step_ = 0;
 };
@@ -147,6 +149,7 @@ Result<client::Batch> LocalBackend::next_batch() {
   b.timings.sample_s = seconds_since(t0);
   t0 = Clock::now();
   gather_rows(b.mini_batch.input_nodes, b.features);
+  b.features_pool = buffers_;
   b.feature_dim = feat_dim();
   b.labels.resize(b.mini_batch.seeds.size());
   for (size_t i = 0; i < b.labels.size(); ++i) b.labels[i] = g_.labels[static_cast<size_t>(b.mini_batch.seeds[i])];

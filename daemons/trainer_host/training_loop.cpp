@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "common/buffer_pool.h"
 #include "common/file_util.h"
 #include "common/logging.h"
 #include "daemons/trainer_host/checkpoint.h"
@@ -166,7 +167,7 @@ Status Loop::train_epoch(int epoch, EpochMetrics& m) {
       return internal_error(fmt::format("{}: the batch has {} feature values for {} input nodes of dimension {}",
                                         where, batch.features.size(), n_in, b_.feat_dim()));
     }
-    auto features = adopt_rows(std::move(batch.features), n_in, b_.feat_dim());
+    auto features = adopt_rows(std::move(batch.features), batch.features_pool, n_in, b_.feat_dim());
     auto x = layer0(batch.mini_batch.input_nodes, features, /*train=*/true);
     if (!x.is_ok()) return x.status().with_context(where + ": embedding lookup");
     auto input = make_model_input(batch.mini_batch, *x);
@@ -412,9 +413,15 @@ torch::Tensor ids_tensor(std::span<const int64_t> ids) {
   return t;
 }
 
-torch::Tensor adopt_rows(std::vector<float>&& rows, int64_t n, int64_t d) {
+torch::Tensor adopt_rows(std::vector<float>&& rows, std::shared_ptr<BufferPool> pool, int64_t n, int64_t d) {
   auto* owned = new std::vector<float>(std::move(rows));
-  return torch::from_blob(owned->data(), {n, d}, [owned](void*) { delete owned; }, torch::kFloat32);
+  return torch::from_blob(
+      owned->data(), {n, d},
+      [owned, pool = std::move(pool)](void*) {
+        if (pool) pool->give(std::move(*owned));
+        delete owned;
+      },
+      torch::kFloat32);
 }
 
 torch::Tensor rows_tensor(std::span<const float> rows, int64_t n, int64_t d) {

@@ -76,7 +76,8 @@ void set_torch_threads(int n);
 torch::Tensor ids_tensor(std::span<const int64_t> ids);
 // [n, d] float tensor copied from `rows`, which holds n*d floats (d may be 0).
 torch::Tensor rows_tensor(std::span<const float> rows, int64_t n, int64_t d);
-// The same without a copy: the tensor takes the vector over.
-torch::Tensor adopt_rows(std::vector<float>&& rows, int64_t n, int64_t d);
+// The same without a copy: the tensor takes the vector over and, when it is
+// freed, hands the buffer back to `pool` (may be null).
+torch::Tensor adopt_rows(std::vector<float>&& rows, std::shared_ptr<BufferPool> pool, int64_t n, int64_t d);
 
 }  // namespace dgld::trainer

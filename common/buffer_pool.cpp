@@ -1,0 +1,37 @@
+#include "common/buffer_pool.h"
+
+#include <algorithm>
+
+namespace dgld {
+
+std::vector<float> BufferPool::take(size_t n) {
+  std::vector<float> v;
+  {
+    std::lock_guard lock(mu_);
+    if (!idle_.empty()) {
+      // The largest idle buffer: growing it zero-fills only the new tail.
+      auto it = std::max_element(idle_.begin(), idle_.end(),
+                                 [](const auto& a, const auto& b) { return a.size() < b.size(); });
+      v = std::move(*it);
+      idle_.erase(it);
+    }
+  }
+  // Shrinking keeps the capacity and initialises nothing.
+  v.resize(n);
+  return v;
+}
+
+void BufferPool::give(std::vector<float>&& buffer) {
+  if (buffer.capacity() == 0) return;
+  // Its size stays: a later take() of up to that size initialises nothing,
+  // a larger one only the part beyond it.
+  std::lock_guard lock(mu_);
+  if (idle_.size() < max_buffers_) idle_.push_back(std::move(buffer));
+}
+
+size_t BufferPool::idle() const {
+  std::lock_guard lock(mu_);
+  return idle_.size();
+}
+
+}  // namespace dgld
