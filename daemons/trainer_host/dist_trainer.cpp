@@ -258,7 +258,10 @@ class DistBackend final : public TrainingBackend {
 };
 
 Result<std::vector<int64_t>> DistBackend::split(const std::string& mask, bool required) {
-  auto ids = graph_->node_split(mask, /*force_even=*/true);
+  // Hierarchical partitions (--num-trainers-per-machine) carry a trainer id
+  // per node: the trainers of a machine split by it, as DGL's example does.
+  const bool trainer_ids = cluster_->local().graph().node_tensor("_N/trainer_id") != nullptr;
+  auto ids = graph_->node_split(mask, /*force_even=*/true, trainer_ids);
   if (!ids.is_ok() && !required && ids.status().code() == StatusCode::not_found) return std::vector<int64_t>{};
   if (!ids.is_ok()) return ids.status().with_context("node_split of '" + mask + "'");
   return ids;
