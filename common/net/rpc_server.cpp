@@ -1,7 +1,5 @@
 #include "common/net/rpc_server.h"
 
-
-
 #include "common/logging.h"
 
 namespace dgld::net {
@@ -10,7 +8,17 @@ void RequestContext::reply(OutMessage reply) const {
   if (one_way()) return;
   reply.request_id = header_.request_id;
   reply.flags |= kFlagResponse;
-  conn_->send(std::move(reply));
+  if (conn_) {
+    conn_->send(std::move(reply));
+  } else if (caller_ && caller_->on_reply) {
+    caller_->on_reply(std::move(reply));
+  }
+}
+
+const std::string& RequestContext::peer() const {
+  static const std::string unknown = "in-process caller";
+  if (conn_) return conn_->peer();
+  return caller_ ? caller_->peer : unknown;
 }
 
 void RequestContext::reply_error(const Status& st) const {

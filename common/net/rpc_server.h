@@ -19,21 +19,38 @@
 
 namespace dgld::net {
 
-// What a handler gets: the request header and a way to answer it.
+// A caller without a socket (fuzzers, in-process tests): its replies go to
+// `on_reply`, on whichever thread sends them; `peer` names it in logs.
+struct InProcessCaller {
+  std::string peer;
+  std::function<void(OutMessage)> on_reply;
+};
+
+// What a handler gets: the request header and a way to answer it, over the
+// connection the request came on or to an in-process caller.
 class RequestContext {
  public:
   RequestContext(std::shared_ptr<Connection> conn, FrameHeader header)
       : conn_(std::move(conn)), header_(header) {}
+  RequestContext(std::shared_ptr<const InProcessCaller> caller, FrameHeader header)
+      : caller_(std::move(caller)), header_(header) {}
   // Sends `reply` as the response (no-op for one-way requests).
   void reply(OutMessage reply) const;
   void reply_error(const Status& st) const;
   const FrameHeader& header() const { return header_; }
   bool one_way() const { return header_.flags & kFlagOneWay; }
-  const std::string& peer() const { return conn_->peer(); }
+  const std::string& peer() const;
+  // Identifies the caller across its requests (its connection, or the
+  // in-process caller): what per-client sessions are keyed by.
+  const void* caller_id() const {
+    return conn_ ? static_cast<const void*>(conn_.get()) : static_cast<const void*>(caller_.get());
+  }
+  // Null for an in-process caller.
   const std::shared_ptr<Connection>& connection() const { return conn_; }
 
  private:
   std::shared_ptr<Connection> conn_;
+  std::shared_ptr<const InProcessCaller> caller_;
   FrameHeader header_;
 };
 

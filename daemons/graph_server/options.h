@@ -23,6 +23,8 @@ struct GraphServerOptions {
   int num_samplers = 0;      // samplers per trainer
   int num_threads = 2;       // request handler threads
   bool listen_any = false;   // bind 0.0.0.0 instead of the ip_config address
+  bool listen = true;        // false: no socket and no heartbeat sweeper; requests only through
+                             // GraphServer::handle (fuzzers)
   std::string job_id;        // names shared-memory segments; default from graph and port
   bool verify_checksums = true;
   std::chrono::milliseconds heartbeat_interval{1000};

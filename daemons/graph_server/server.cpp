@@ -123,7 +123,7 @@ struct GraphServer::Impl {
     bool left = false;
   };
   std::mutex sessions_mu;
-  std::map<const net::Connection*, Session> sessions;
+  std::map<const void*, Session> sessions;  // by RequestContext::caller_id
 
   mutable std::mutex stats_mu;
   std::map<std::string, KindStats> stats;
@@ -143,7 +143,7 @@ struct GraphServer::Impl {
   void add(fbs::MessageKind kind, const char* type, bool needs_session,
            std::function<void(const RequestContext&, Message&&)> fn);
   Result<Session> session_of(const RequestContext& ctx);
-  void on_connection_closed(const std::shared_ptr<net::Connection>& c, const Status& st);
+  void end_session(const void* caller_id, const Status& st);
   void request_stop(const std::string& reason);
   std::string stats_json() const;
 
@@ -170,12 +170,13 @@ struct GraphServer::Impl {
     std::vector<int64_t> rows(ids.size());
     const int64_t first = t.first_global_row, n = t.num_rows();
     for (size_t i = 0; i < ids.size(); ++i) {
-      rows[i] = ids[i] - first;
-      if (rows[i] < 0 || rows[i] >= n) {
+      // Compared before subtracting: a hostile id such as INT64_MIN must not overflow.
+      if (ids[i] < first || ids[i] - first >= n) {
         return invalid_argument(std::string(op) + " '" + t.name + "': id " + std::to_string(ids[i]) +
                                 " is not owned by machine " + std::to_string(opts.machine_id()) + " (owns [" +
                                 std::to_string(first) + ", " + std::to_string(first + n) + "))");
       }
+      rows[i] = ids[i] - first;
     }
     return rows;
   }
@@ -256,6 +257,7 @@ Status GraphServer::Impl::init() {
   }
 
   register_handlers();
+  if (!opts.listen) return Status::ok();
   io = std::make_unique<net::IoThreads>(2);
   net::ServerOptions so;
   so.name = name();
@@ -264,7 +266,7 @@ Status GraphServer::Impl::init() {
   so.inline_kinds = {static_cast<uint16_t>(fbs::MessageKind::SampleNeighbors),
                      static_cast<uint16_t>(fbs::MessageKind::Heartbeat), static_cast<uint16_t>(fbs::MessageKind::Ping)};
   rpc = std::make_unique<net::RpcServer>(io->context(), dispatcher, so);
-  rpc->set_close_callback([this](const auto& c, const Status& st) { on_connection_closed(c, st); });
+  rpc->set_close_callback([this](const auto& c, const Status& st) { end_session(c.get(), st); });
   const std::string host = opts.listen_any ? "0.0.0.0" : machines[m].host;
   const int port = machines[m].base_port + opts.local_server();
   if (port > 65535) return invalid_argument("port " + std::to_string(port) + " is out of range");
@@ -309,18 +311,18 @@ void GraphServer::Impl::add(fbs::MessageKind kind, const char* type, bool needs_
 
 Result<GraphServer::Impl::Session> GraphServer::Impl::session_of(const RequestContext& ctx) {
   std::lock_guard lock(sessions_mu);
-  auto it = sessions.find(ctx.connection().get());
+  auto it = sessions.find(ctx.caller_id());
   if (it == sessions.end()) {
     return invalid_argument("unregistered client: send RegisterClient (coordinator) or Hello first");
   }
   return it->second;
 }
 
-void GraphServer::Impl::on_connection_closed(const std::shared_ptr<net::Connection>& c, const Status& st) {
+void GraphServer::Impl::end_session(const void* caller_id, const Status& st) {
   Session s;
   {
     std::lock_guard lock(sessions_mu);
-    auto it = sessions.find(c.get());
+    auto it = sessions.find(caller_id);
     if (it == sessions.end()) return;
     s = it->second;
     sessions.erase(it);
@@ -366,7 +368,7 @@ void GraphServer::Impl::on_register(const RequestContext& ctx, Message&& m) {
   if (!rec.is_ok()) return ctx.reply_error(rec.status());
   {
     std::lock_guard lock(sessions_mu);
-    sessions[ctx.connection().get()] = Session{rec->client_id, rec->role, false};
+    sessions[ctx.caller_id()] = Session{rec->client_id, rec->role, false};
   }
   const auto& mo = membership->options();
   flatbuffers::FlatBufferBuilder fbb;
@@ -385,7 +387,7 @@ void GraphServer::Impl::on_hello(const RequestContext& ctx, Message&& m) {
   }
   {
     std::lock_guard lock(sessions_mu);
-    sessions[ctx.connection().get()] = Session{h->client_id(), to_role(h->role()), false};
+    sessions[ctx.caller_id()] = Session{h->client_id(), to_role(h->role()), false};
   }
   flatbuffers::FlatBufferBuilder fbb;
   ctx.reply(finish(fbs::MessageKind::HelloReply, fbb,
@@ -420,7 +422,7 @@ void GraphServer::Impl::on_leave(const RequestContext& ctx, Message&& m) {
   int id = m.as<fbs::Leave>()->client_id();
   {
     std::lock_guard lock(sessions_mu);
-    sessions[ctx.connection().get()].left = true;
+    sessions[ctx.caller_id()].left = true;
   }
   if (membership) {
     if (Status st = membership->leave(id); !st.is_ok()) return ctx.reply_error(st);
@@ -723,8 +725,8 @@ GraphServer::GraphServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 GraphServer::~GraphServer() {
   stop("server destroyed");
   if (impl_->sweeper.joinable()) impl_->sweeper.join();
-  impl_->rpc->stop();
-  impl_->io->stop();
+  if (impl_->rpc) impl_->rpc->stop();
+  if (impl_->io) impl_->io->stop();
 }
 
 Status GraphServer::wait() {
@@ -735,7 +737,11 @@ Status GraphServer::wait() {
 }
 
 void GraphServer::stop(const std::string& reason) { impl_->request_stop(reason); }
-uint16_t GraphServer::port() const { return impl_->rpc->port(); }
+uint16_t GraphServer::port() const { return impl_->rpc ? impl_->rpc->port() : 0; }
 std::string GraphServer::stats_json() const { return impl_->stats_json(); }
+
+void GraphServer::handle(const RequestContext& ctx, Message&& m) { impl_->dispatcher.dispatch(ctx, std::move(m)); }
+
+void GraphServer::end_session(const void* caller_id, const Status& why) { impl_->end_session(caller_id, why); }
 
 }  // namespace dgld::graph_server

@@ -10,6 +10,11 @@
 #include "common/status.h"
 #include "daemons/graph_server/options.h"
 
+namespace dgld::net {
+class RequestContext;
+struct Message;
+}  // namespace dgld::net
+
 namespace dgld::graph_server {
 
 class GraphServer {
@@ -23,6 +28,15 @@ class GraphServer {
   uint16_t port() const;
   // Statistics as JSON (also the reply to a Stats request).
   std::string stats_json() const;
+
+  // In-process requests (fuzzers, tests; with options.listen false the only
+  // way in): runs `m` through the same verification, dispatcher and handlers
+  // as a request read from a socket, on the calling thread. Replies go where
+  // `ctx` says (net::InProcessCaller).
+  void handle(const net::RequestContext& ctx, net::Message&& m);
+  // Ends the session of caller `caller_id` (RequestContext::caller_id) as a
+  // closed connection does: the coordinator drops a client that did not leave.
+  void end_session(const void* caller_id, const Status& why);
 
   struct Impl;
 
