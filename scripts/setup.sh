@@ -13,6 +13,7 @@ PACKAGES=(
   libmetis-dev
   libtorch-dev libgloo-dev
   nlohmann-json3-dev
+  libssl-dev            # HMAC-SHA256 and random nonces for connection authentication
   zlib1g-dev
   catch2
   # fast BLAS for libtorch (Debian's default libblas.so.3 is the slow reference one)
@@ -21,6 +22,8 @@ PACKAGES=(
   openssh-client openssh-server rsync iproute2 procps gnuplot-nox
   # systemd unit checks
   systemd
+  # fuzzing (scripts/fuzz.sh): clang and its libFuzzer/sanitizer runtimes
+  clang libclang-rt-14-dev
 )
 
 missing=()
