@@ -254,9 +254,19 @@ constexpr size_t kMaxCoalesced = 32;
 constexpr size_t kMaxCoalescedBytes = 4 << 20;
 }  // namespace
 
+void Connection::close_after_writes(const Status& reason) {
+  asio::post(strand_, [self = shared_from_this(), reason] {
+    if (self->closed_) return;
+    if (!self->writing_ && self->write_queue_.empty()) return self->close(reason);
+    self->close_when_drained_ = true;
+    self->drained_reason_ = reason;
+  });
+}
+
 void Connection::write_next() {
   if (write_queue_.empty() || closed_) {
     writing_ = false;
+    if (close_when_drained_ && !closed_) close(drained_reason_);
     return;
   }
   writing_ = true;

@@ -44,6 +44,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool send(OutMessage msg);
   // Closes with `reason` (logged at warn unless ok). Idempotent, thread-safe.
   void close(const Status& reason = Status::ok());
+  // Closes with `reason` once the frames already queued are written (an
+  // error reply reaches the peer before the connection goes). Thread-safe.
+  void close_after_writes(const Status& reason);
+  // The limits for frames read from now on (a server raises them once a
+  // connection has authenticated). Call from the message handler only.
+  void set_limits(const FrameLimits& limits) { limits_ = limits; }
 
   const std::string& peer() const { return peer_; }
   bool is_open() const { return !closed_.load(); }
@@ -91,6 +97,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   size_t in_flight_ = 0;  // frames at the front of write_queue_ being written
   size_t write_pos_ = 0, write_offset_ = 0;  // progress through write_bufs_
   bool writing_ = false;
+  bool close_when_drained_ = false;
+  Status drained_reason_;
 
   std::atomic<bool> closed_{false};
   bool quiet_close_ = false;  // set before close() for an orderly EOF

@@ -3,6 +3,7 @@
 #include <thread>
 
 #include "common/logging.h"
+#include "schemas/rpc_generated.h"
 
 namespace dgld::net {
 
@@ -47,6 +48,14 @@ Result<std::shared_ptr<RpcClient>> RpcClient::connect(asio::io_context& io, cons
       } else {
         auto client = std::shared_ptr<RpcClient>(new RpcClient(peer));
         client->attach(std::make_shared<Connection>(std::move(*socket), peer, opts.limits));
+        if (opts.secret) {
+          // Authentication gets the connect deadline, and at least a few seconds.
+          const auto auth_deadline = std::max(deadline, Clock::now() + std::chrono::seconds(5));
+          if (Status st = client->authenticate(*opts.secret, auth_deadline); !st.is_ok()) {
+            client->close();
+            return st.with_context("authenticating with " + where);
+          }
+        }
         if (attempts > 1) logger("net")->info("connected to {} after {} attempts", where, attempts);
         return client;
       }
@@ -59,6 +68,36 @@ Result<std::shared_ptr<RpcClient>> RpcClient::connect(asio::io_context& io, cons
   }
   return timeout_error("cannot connect to " + where + " after " + std::to_string(attempts) + " attempts over " +
                        fmt_ms(opts.timeout) + ": " + last_error);
+}
+
+Status RpcClient::authenticate(const Secret& secret, Clock::time_point deadline) {
+  const AuthNonce client_nonce = random_nonce();
+  flatbuffers::FlatBufferBuilder hello;
+  hello.Finish(fbs::CreateAuthHello(hello, hello.CreateVector(client_nonce.data(), client_nonce.size())));
+  auto call1 = start(OutMessage(fbs::MessageKind::AuthHello, hello));
+  DGLD_ASSIGN_OR_RETURN(Message challenge, wait(call1, deadline));
+  if (challenge.kind() != static_cast<uint16_t>(fbs::MessageKind::AuthChallenge)) {
+    return protocol_error("expected AuthChallenge, got message kind " + std::to_string(challenge.kind()));
+  }
+  DGLD_RETURN_IF_ERROR(verify_payload<fbs::AuthChallenge>(challenge, "AuthChallenge"));
+  const auto* c = challenge.as<fbs::AuthChallenge>();
+  if (!c->server_nonce() || c->server_nonce()->size() != kAuthNonceBytes || !c->server_mac()) {
+    return protocol_error("AuthChallenge without a " + std::to_string(kAuthNonceBytes) + "-byte nonce and a proof");
+  }
+  const std::span<const uint8_t> server_nonce(c->server_nonce()->data(), kAuthNonceBytes);
+  if (!mac_matches(std::span<const uint8_t>(c->server_mac()->data(), c->server_mac()->size()),
+                   auth_mac(secret, kServerProofLabel, client_nonce, server_nonce))) {
+    return invalid_argument("the server's proof is wrong: it holds another secret (another job's server?)");
+  }
+  const AuthMac proof = auth_mac(secret, kClientProofLabel, server_nonce, client_nonce);
+  flatbuffers::FlatBufferBuilder response;
+  response.Finish(fbs::CreateAuthResponse(response, response.CreateVector(proof.data(), proof.size())));
+  auto call2 = start(OutMessage(fbs::MessageKind::AuthResponse, response));
+  DGLD_ASSIGN_OR_RETURN(Message ok, wait(call2, deadline));
+  if (ok.kind() != static_cast<uint16_t>(fbs::MessageKind::AuthOk)) {
+    return protocol_error("expected AuthOk, got message kind " + std::to_string(ok.kind()));
+  }
+  return Status::ok();
 }
 
 RpcClient::~RpcClient() {

@@ -11,6 +11,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "common/net/auth.h"
 #include "common/net/connection.h"
 
 namespace dgld::net {
@@ -22,6 +23,9 @@ struct ConnectOptions {
   std::chrono::milliseconds initial_backoff{50};
   std::chrono::milliseconds max_backoff{1000};
   FrameLimits limits;
+  // With a secret the handshake of net/auth.h runs before connect() returns;
+  // a server that cannot prove it holds the same secret is an error.
+  SecretPtr secret;
 };
 
 // A request in flight; wait on it with RpcClient::wait().
@@ -67,6 +71,7 @@ class RpcClient : public std::enable_shared_from_this<RpcClient> {
  private:
   RpcClient(std::string peer) : peer_(std::move(peer)) {}
   void attach(std::shared_ptr<Connection> conn);
+  Status authenticate(const Secret& secret, Clock::time_point deadline);
   void on_message(Message&& m);
   void on_close(const Status& st);
 

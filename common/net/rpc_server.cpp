@@ -1,6 +1,7 @@
 #include "common/net/rpc_server.h"
 
 #include "common/logging.h"
+#include "schemas/rpc_generated.h"
 
 namespace dgld::net {
 
@@ -76,6 +77,15 @@ Status RpcServer::listen(const std::string& host, uint16_t port) {
   return Status::ok();
 }
 
+// The handshake state of a connection that has not authenticated yet.
+struct RpcServer::AuthSession {
+  explicit AuthSession(asio::io_context& io) : timer(io) {}
+  asio::steady_timer timer;
+  bool challenged = false;
+  bool refused = false;
+  AuthNonce client_nonce{}, server_nonce{};
+};
+
 void RpcServer::accept_next() {
   acceptor_.async_accept([this](const boost::system::error_code& ec, tcp::socket socket) {
     if (ec) {
@@ -84,7 +94,13 @@ void RpcServer::accept_next() {
       return accept_next();
     }
     std::string peer = "client " + endpoint_string(socket);
-    auto conn = std::make_shared<Connection>(std::move(socket), peer, opts_.limits);
+    FrameLimits limits = opts_.limits;
+    if (opts_.secret) {
+      limits.max_frame_bytes = kPreAuthFrameBytes;
+      limits.max_payload_bytes = kPreAuthFrameBytes;
+      limits.max_blobs = 0;
+    }
+    auto conn = std::make_shared<Connection>(std::move(socket), peer, limits);
     {
       std::lock_guard lock(mu_);
       if (stopped_) {
@@ -98,32 +114,126 @@ void RpcServer::accept_next() {
         return accept_next();
       }
       conns_.insert(conn);
-    }
-    conn->start(
-        [this](const std::shared_ptr<Connection>& c, Message&& m) {
-          if (m.header.flags & kFlagResponse) {
-            logger("net")->debug("{}: ignoring unexpected response frame", c->peer());
-            return;
+      if (opts_.secret) {
+        auto session = std::make_shared<AuthSession>(io_);
+        sessions_[conn.get()] = session;
+        // Nothing but the handshake until it completes, and it must be quick.
+        session->timer.expires_after(opts_.auth_timeout);
+        std::weak_ptr<Connection> weak = conn;
+        session->timer.async_wait([this, weak](const boost::system::error_code& ec) {
+          if (ec) return;
+          auto c = weak.lock();
+          if (!c) return;
+          {
+            std::lock_guard lock(mu_);
+            if (!sessions_.count(c.get())) return;
           }
-          ++requests_;
-          if (opts_.inline_kinds.count(m.kind())) {
-            RequestContext ctx(c, m.header);
-            return dispatcher_.dispatch(ctx, std::move(m));
-          }
-          auto shared = std::make_shared<Message>(std::move(m));
-          asio::post(pool_, [this, c, shared] {
-            RequestContext ctx(c, shared->header);
-            dispatcher_.dispatch(ctx, std::move(*shared));
-          });
-        },
-        [this](const std::shared_ptr<Connection>& c, const Status& st) {
-          if (on_close_) on_close_(c, st);
-          std::lock_guard lock(mu_);
-          conns_.erase(c);
-          all_closed_.notify_all();
+          ++auth_failures_;
+          c->close(closed_error(opts_.name + ": " + c->peer() + " did not authenticate within " +
+                                std::to_string(opts_.auth_timeout.count()) + " ms"));
         });
+      }
+    }
+    conn->start([this](const std::shared_ptr<Connection>& c, Message&& m) { on_message(c, std::move(m)); },
+                [this](const std::shared_ptr<Connection>& c, const Status& st) {
+                  if (on_close_) on_close_(c, st);
+                  std::lock_guard lock(mu_);
+                  if (auto it = sessions_.find(c.get()); it != sessions_.end()) {
+                    it->second->timer.cancel();
+                    sessions_.erase(it);
+                  }
+                  conns_.erase(c);
+                  all_closed_.notify_all();
+                });
     accept_next();
   });
+}
+
+void RpcServer::on_message(const std::shared_ptr<Connection>& c, Message&& m) {
+  if (m.header.flags & kFlagResponse) {
+    logger("net")->debug("{}: ignoring unexpected response frame", c->peer());
+    return;
+  }
+  std::shared_ptr<AuthSession> session;
+  if (opts_.secret) {
+    std::lock_guard lock(mu_);
+    if (auto it = sessions_.find(c.get()); it != sessions_.end()) session = it->second;
+  }
+  if (session) return authenticate(c, *session, std::move(m));
+  if (m.kind() == static_cast<uint16_t>(fbs::MessageKind::AuthHello) ||
+      m.kind() == static_cast<uint16_t>(fbs::MessageKind::AuthResponse)) {
+    RequestContext ctx(c, m.header);
+    return ctx.reply_error(invalid_argument(
+        opts_.secret ? "already authenticated"
+                     : opts_.name + " was started without a secret and does not authenticate connections"));
+  }
+  ++requests_;
+  if (opts_.inline_kinds.count(m.kind())) {
+    RequestContext ctx(c, m.header);
+    return dispatcher_.dispatch(ctx, std::move(m));
+  }
+  auto shared = std::make_shared<Message>(std::move(m));
+  asio::post(pool_, [this, c, shared] {
+    RequestContext ctx(c, shared->header);
+    dispatcher_.dispatch(ctx, std::move(*shared));
+  });
+}
+
+void RpcServer::refuse(const std::shared_ptr<Connection>& c, const Status& why) {
+  ++auth_failures_;
+  logger("net")->warn("{}: refused {}: {}", opts_.name, c->peer(), why.message());
+  c->close_after_writes(why.with_context(opts_.name + " refused " + c->peer()));
+}
+
+void RpcServer::authenticate(const std::shared_ptr<Connection>& c, AuthSession& s, Message&& m) {
+  if (s.refused) return;  // closing; read nothing more
+  RequestContext ctx(c, m.header);
+  auto fail = [&](Status st) {
+    s.refused = true;
+    ctx.reply_error(st);
+    refuse(c, st);
+  };
+  const Secret& secret = *opts_.secret;
+  if (!s.challenged && m.kind() == static_cast<uint16_t>(fbs::MessageKind::AuthHello)) {
+    if (Status st = verify_payload<fbs::AuthHello>(m, "AuthHello"); !st.is_ok()) return fail(st);
+    const auto* nonce = m.as<fbs::AuthHello>()->client_nonce();
+    if (!nonce || nonce->size() != kAuthNonceBytes) {
+      return fail(protocol_error("AuthHello without a " + std::to_string(kAuthNonceBytes) + "-byte nonce"));
+    }
+    std::copy(nonce->begin(), nonce->end(), s.client_nonce.begin());
+    s.server_nonce = random_nonce();
+    const AuthMac proof = auth_mac(secret, kServerProofLabel, s.client_nonce, s.server_nonce);
+    s.challenged = true;
+    flatbuffers::FlatBufferBuilder fbb;
+    auto sn = fbb.CreateVector(s.server_nonce.data(), s.server_nonce.size());
+    auto mac = fbb.CreateVector(proof.data(), proof.size());
+    fbb.Finish(fbs::CreateAuthChallenge(fbb, sn, mac));
+    return ctx.reply(OutMessage(fbs::MessageKind::AuthChallenge, fbb));
+  }
+  if (s.challenged && m.kind() == static_cast<uint16_t>(fbs::MessageKind::AuthResponse)) {
+    if (Status st = verify_payload<fbs::AuthResponse>(m, "AuthResponse"); !st.is_ok()) return fail(st);
+    const auto* mac = m.as<fbs::AuthResponse>()->client_mac();
+    const AuthMac expected = auth_mac(secret, kClientProofLabel, s.server_nonce, s.client_nonce);
+    if (!mac || !mac_matches(std::span<const uint8_t>(mac->data(), mac->size()), expected)) {
+      return fail(invalid_argument("authentication failed: wrong proof (another job's secret, or a replayed "
+                                   "handshake)"));
+    }
+    {
+      std::lock_guard lock(mu_);
+      if (auto it = sessions_.find(c.get()); it != sessions_.end()) {
+        it->second->timer.cancel();
+        sessions_.erase(it);
+      }
+    }
+    c->set_limits(opts_.limits);
+    logger("net")->debug("{}: {} authenticated", opts_.name, c->peer());
+    flatbuffers::FlatBufferBuilder fbb;
+    fbb.Finish(fbs::CreateAuthOk(fbb));
+    return ctx.reply(OutMessage(fbs::MessageKind::AuthOk, fbb));
+  }
+  fail(invalid_argument("authentication required: message kind " + std::to_string(m.kind()) +
+                        " before the handshake (this job uses a shared secret: give the process "
+                        "--secret-file or DGLD_SECRET_FILE)"));
 }
 
 void RpcServer::stop() {

@@ -15,6 +15,7 @@
 
 #include "common/net/asio.h"
 
+#include "common/net/auth.h"
 #include "common/net/connection.h"
 
 namespace dgld::net {
@@ -85,7 +86,15 @@ struct ServerOptions {
   // them, skipping two thread hand-offs (sub-millisecond requests: sampling a
   // batch, heartbeats). Everything else goes to the handler pool.
   std::set<uint16_t> inline_kinds;
+  // With a secret, a connection must complete the handshake of net/auth.h
+  // before any request is served (until then frames are capped at
+  // kPreAuthFrameBytes); a connection that sends anything else, a wrong proof,
+  // or nothing within auth_timeout is logged and closed. Null: no
+  // authentication (and an AuthHello gets an error reply saying so).
+  SecretPtr secret;
+  std::chrono::milliseconds auth_timeout{10000};
 };
+inline constexpr uint32_t kPreAuthFrameBytes = 4096;
 
 class RpcServer {
  public:
@@ -106,9 +115,15 @@ class RpcServer {
   }
   size_t num_connections() const;
   uint64_t requests_served() const { return requests_.load(); }
+  uint64_t auth_failures() const { return auth_failures_.load(); }
 
  private:
+  struct AuthSession;
   void accept_next();
+  void on_message(const std::shared_ptr<Connection>& c, Message&& m);
+  // The handshake's messages on a connection that has not authenticated.
+  void authenticate(const std::shared_ptr<Connection>& c, AuthSession& s, Message&& m);
+  void refuse(const std::shared_ptr<Connection>& c, const Status& why);
 
   asio::io_context& io_;
   const Dispatcher& dispatcher_;
@@ -121,7 +136,9 @@ class RpcServer {
   std::condition_variable all_closed_;
   std::function<void(const std::shared_ptr<Connection>&, const Status&)> on_close_;
   std::atomic<uint64_t> requests_{0};
+  std::atomic<uint64_t> auth_failures_{0};
   std::atomic<bool> stopped_{false};
+  std::map<const Connection*, std::shared_ptr<AuthSession>> sessions_;  // connections still authenticating
 };
 
 }  // namespace dgld::net
