@@ -1,5 +1,7 @@
 #include "common/part_config.h"
 
+#include <limits>
+
 #include <nlohmann/json.hpp>
 
 #include "common/file_util.h"
@@ -19,6 +21,12 @@ Status get_field(const json& obj, const std::string& where, const std::string& k
       if (!it->is_string()) throw std::runtime_error("expected a string");
     } else if constexpr (std::is_integral_v<T>) {
       if (!it->is_number_integer()) throw std::runtime_error("expected an integer");
+      // get<T> would silently wrap a value outside T (num_parts 4294967297 read as 1).
+      const bool fits = it->is_number_unsigned()
+                            ? it->template get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<T>::max())
+                            : it->template get<int64_t>() >= static_cast<int64_t>(std::numeric_limits<T>::min()) &&
+                                  it->template get<int64_t>() <= static_cast<int64_t>(std::numeric_limits<T>::max());
+      if (!fits) throw std::runtime_error("integer out of range");
     }
     *out = it->get<T>();
   } catch (const std::exception& e) {
@@ -143,7 +151,7 @@ Result<PartitionConfig> parse_part_config(const std::string& text, const std::st
   json root;
   try {
     root = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number that overflows
     return invalid_argument(src + ": not valid JSON: " + e.what());
   }
   if (!root.is_object()) return invalid_argument(src + ": expected a JSON object at the top level");
