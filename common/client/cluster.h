@@ -21,6 +21,7 @@
 
 #include "common/client/server_api.h"
 #include "common/ip_config.h"
+#include "common/net/auth.h"
 #include "common/part_config.h"
 #include "common/partition/partition_book.h"
 #include "common/status.h"
@@ -48,6 +49,7 @@ struct ClusterOptions {
   std::chrono::milliseconds attach_timeout{30000};  // waiting for shared memory
   uint64_t balance_seed = 0;                        // 0: random; else fixes the server picks
   int io_threads = 2;
+  net::SecretPtr secret;  // the job's shared secret; every connection authenticates with it (null: none)
 };
 
 // IPv4 addresses of this host's interfaces (getifaddrs), "127.0.0.1" included.
@@ -75,6 +77,8 @@ class Cluster {
   int num_machines() const { return static_cast<int>(machines_.size()); }
   int num_servers() const { return options_.num_servers; }
   const std::string& job_id() const { return job_id_; }
+  // The job's secret (null: none), for connections to the job's other processes.
+  const net::SecretPtr& secret() const { return options_.secret; }
   const PartitionConfig& config() const { return config_; }
   const RangePartitionBook& partition_book() const { return *book_; }
   const std::vector<MachineAddress>& machines() const { return machines_; }

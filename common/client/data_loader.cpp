@@ -488,6 +488,7 @@ Result<std::unique_ptr<DistDataLoader>> DistDataLoader::create(Cluster& cluster,
     impl->io = std::make_unique<net::IoThreads>(1);
     net::ConnectOptions co;
     co.timeout = impl->o.connect_timeout;
+    co.secret = cluster.secret();
     for (const std::string& ep : impl->o.samplers) {
       DGLD_ASSIGN_OR_RETURN(auto hp, split_endpoint(ep));
       auto c = net::RpcClient::connect(impl->io->context(), hp.first, hp.second, "sampler-worker " + ep, co);

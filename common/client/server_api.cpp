@@ -61,9 +61,11 @@ size_t PulledRows::row_bytes() const {
 Result<std::unique_ptr<ServerConnection>> ServerConnection::connect(net::asio::io_context& io, const std::string& host,
                                                                     uint16_t port, int server_id,
                                                                     milliseconds connect_timeout,
-                                                                    milliseconds call_timeout) {
+                                                                    milliseconds call_timeout,
+                                                                    net::SecretPtr secret) {
   net::ConnectOptions opts;
   opts.timeout = connect_timeout;
+  opts.secret = std::move(secret);
   DGLD_ASSIGN_OR_RETURN(auto rpc, net::RpcClient::connect(io, host, port, "graph-server " + std::to_string(server_id),
                                                           opts));
   return std::unique_ptr<ServerConnection>(new ServerConnection(std::move(rpc), call_timeout));

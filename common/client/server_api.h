@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/dtype.h"
+#include "common/net/auth.h"
 #include "common/net/rpc_client.h"
 #include "common/status.h"
 
@@ -80,10 +81,12 @@ struct SampleRequest {
 class ServerConnection {
  public:
   // Connects with backoff until `connect_timeout`.
+  // With `secret`, the connection authenticates (net/auth.h) first.
   static Result<std::unique_ptr<ServerConnection>> connect(net::asio::io_context& io, const std::string& host,
                                                            uint16_t port, int server_id,
                                                            milliseconds connect_timeout = milliseconds(30000),
-                                                           milliseconds call_timeout = milliseconds(60000));
+                                                           milliseconds call_timeout = milliseconds(60000),
+                                                           net::SecretPtr secret = nullptr);
 
   const std::string& peer() const { return rpc_->peer(); }
   net::RpcClient& rpc() { return *rpc_; }

@@ -13,7 +13,7 @@ ParsedOptions parse_graph_server_options(int argc, const char* const argv[]) {
   ParsedOptions out;
   GraphServerOptions& o = out.options;
   o.log.program = "graph-server";
-  std::string part_config, ip_config;
+  std::string part_config, ip_config, secret_file;
   int hb_interval = 1000, hb_timeout = 10000, attach_timeout = 120000;
   uint64_t max_frame = o.limits.max_frame_bytes;
   bool no_verify = false;
@@ -29,6 +29,8 @@ ParsedOptions parse_graph_server_options(int argc, const char* const argv[]) {
       ("num-server-threads", po::value(&o.num_threads)->default_value(2), "request handler threads")
       ("listen-any", po::bool_switch(&o.listen_any), "listen on 0.0.0.0 instead of the ip_config address")
       ("job-id", po::value(&o.job_id), "names shared-memory segments (env DGLD_JOB_ID; default: graph name and port)")
+      ("secret-file", po::value(&secret_file),
+       "file with the job's shared secret, mode 0600 (env DGLD_SECRET_FILE); clients must prove they hold it")
       ("no-verify", po::bool_switch(&no_verify), "skip the partition checksum check at start")
       ("heartbeat-interval-ms", po::value(&hb_interval)->default_value(hb_interval), "client heartbeat interval")
       ("heartbeat-timeout-ms", po::value(&hb_timeout)->default_value(hb_timeout),
@@ -59,6 +61,11 @@ ParsedOptions parse_graph_server_options(int argc, const char* const argv[]) {
   if (ok && (o.num_clients < 0 || o.num_samplers < 0)) err = "--num-clients and --num-samplers must be >= 0", ok = false;
   if (ok && (hb_interval < 1 || hb_timeout <= hb_interval)) {
     err = "--heartbeat-timeout-ms must be larger than --heartbeat-interval-ms (both > 0)", ok = false;
+  }
+  if (ok) {
+    auto secret = net::secret_from_flag_or_env(secret_file);
+    if (secret.is_ok()) o.secret = *secret;
+    else err = secret.status().message(), ok = false;
   }
   if (!ok) {
     std::cerr << "graph-server: " << err << "\n";

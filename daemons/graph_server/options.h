@@ -9,6 +9,7 @@
 #include <string>
 
 #include "common/logging.h"
+#include "common/net/auth.h"
 #include "common/net/frame.h"
 #include "common/status.h"
 
@@ -31,6 +32,7 @@ struct GraphServerOptions {
   std::chrono::milliseconds heartbeat_timeout{10000};
   std::chrono::milliseconds attach_timeout{120000};  // backup waiting for the main server
   net::FrameLimits limits;
+  net::SecretPtr secret;     // the job's shared secret (--secret-file); null: connections are not authenticated
   LogOptions log;
 
   int machine_id() const { return server_id / num_servers; }

@@ -263,6 +263,7 @@ Status GraphServer::Impl::init() {
   so.name = name();
   so.handler_threads = opts.num_threads;
   so.limits = opts.limits;
+  so.secret = opts.secret;
   so.inline_kinds = {static_cast<uint16_t>(fbs::MessageKind::SampleNeighbors),
                      static_cast<uint16_t>(fbs::MessageKind::Heartbeat), static_cast<uint16_t>(fbs::MessageKind::Ping)};
   rpc = std::make_unique<net::RpcServer>(io->context(), dispatcher, so);

@@ -29,7 +29,7 @@ ParsedOptions parse_sampler_worker_options(int argc, const char* const argv[]) {
   ParsedOptions out;
   SamplerWorkerOptions& o = out.options;
   o.log.program = "sampler-worker";
-  std::string part_config, ip_config;
+  std::string part_config, ip_config, secret_file;
   int connect_ms = 30000, call_ms = 30000;
   po::options_description desc("sampler-worker options");
   desc.add_options()
@@ -43,6 +43,7 @@ ParsedOptions parse_sampler_worker_options(int argc, const char* const argv[]) {
       ("listen-port", po::value(&o.listen_port)->default_value(0), "port to listen on; 0: pick one and log it")
       ("num-threads", po::value(&o.num_threads)->default_value(2), "batches made at once")
       ("job-id", po::value(&o.job_id), "shared-memory job id (default: graph name and port; env DGLD_JOB_ID)")
+      ("secret-file", po::value(&secret_file), "file with the job's shared secret, mode 0600 (env DGLD_SECRET_FILE)")
       ("ready-fd", po::value(&o.ready_fd)->default_value(-1),
        "write the listening port and a newline to this file descriptor once ready (for a parent process)")
       ("connect-timeout-ms", po::value(&connect_ms)->default_value(connect_ms), "connecting to the servers")
@@ -65,6 +66,11 @@ ParsedOptions parse_sampler_worker_options(int argc, const char* const argv[]) {
     else if (o.num_threads < 1) err = "--num-threads must be >= 1";
     else if (o.listen_port < 0 || o.listen_port > 65535) err = "--listen-port must be in 0..65535";
     else if (connect_ms < 1 || call_ms < 1) err = "timeouts must be >= 1 ms";
+  }
+  if (err.empty()) {
+    auto secret = net::secret_from_flag_or_env(secret_file);
+    if (secret.is_ok()) o.secret = *secret;
+    else err = secret.status().message();
   }
   if (!err.empty()) {
     std::cerr << "sampler-worker: " << err << "\n";
@@ -161,6 +167,7 @@ Result<std::unique_ptr<SamplerWorker>> SamplerWorker::create(const SamplerWorker
   co.connect_timeout = opts.connect_timeout;
   co.call_timeout = opts.call_timeout;
   co.attach_timeout = opts.connect_timeout;
+  co.secret = opts.secret;
   DGLD_ASSIGN_OR_RETURN(impl->cluster, client::Cluster::connect(co));
   set_log_role("sampler/" + std::to_string(impl->cluster->rank()) + ":" + std::to_string(opts.group));
 
@@ -173,6 +180,7 @@ Result<std::unique_ptr<SamplerWorker>> SamplerWorker::create(const SamplerWorker
   net::ServerOptions so;
   so.name = "sampler-worker";
   so.handler_threads = opts.num_threads;
+  so.secret = opts.secret;
   impl->rpc = std::make_unique<net::RpcServer>(impl->io->context(), impl->dispatcher, so);
   DGLD_RETURN_IF_ERROR(impl->rpc->listen(opts.listen_host, static_cast<uint16_t>(opts.listen_port)));
   log()->info("sampler-worker for trainer {} on machine {} listening on {}:{}", opts.group,

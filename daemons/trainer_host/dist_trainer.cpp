@@ -294,6 +294,7 @@ Status DistBackend::setup() {
   co.num_trainers = o_.num_trainers;
   co.job_id = o_.job_id;
   co.call_timeout = o_.collective_timeout;
+  DGLD_ASSIGN_OR_RETURN(co.secret, net::secret_from_flag_or_env(o_.secret_file));
   auto cluster = client::Cluster::connect(co);
   if (!cluster.is_ok()) return cluster.status().with_context("joining the cluster");
   cluster_ = std::move(*cluster);
@@ -349,6 +350,7 @@ Status DistBackend::setup() {
     so.num_servers = o_.num_servers;
     so.group = rank;
     so.job_id = cluster_->job_id();
+    so.secret_file = o_.secret_file;  // empty: they inherit DGLD_SECRET_FILE
     so.log_level = o_.log_level;
     DGLD_ASSIGN_OR_RETURN(samplers_, SamplerChildren::start(so));
     endpoints = samplers_->endpoints();

@@ -47,6 +47,7 @@ struct DistTrainOptions {
   int rank = -1;          // requested trainer rank; -1: the coordinator's next free one
   int num_trainers = 0;   // in the job; 0: the coordinator's count
   std::string job_id;     // shared-memory job id; empty: the default
+  std::string secret_file;  // the job's shared secret (mode 0600); empty: DGLD_SECRET_FILE, or none
   // Sampler-workers: "host:port" of running ones, or num_samplers to start
   // (as children of this process, sampler-worker next to trainer-host).
   std::vector<std::string> sampler_endpoints;

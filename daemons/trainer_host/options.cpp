@@ -69,6 +69,8 @@ ParsedTrainerHostOptions parse_trainer_host_options(int argc, const char* const 
       ("sampler-worker", po::value(&d.sampler_worker_path), "distributed: sampler-worker executable (default: next to "
        "trainer-host)")
       ("job-id", po::value(&d.job_id), "distributed: shared-memory job id (env DGLD_JOB_ID; default: graph name and port)")
+      ("secret-file", po::value(&d.secret_file),
+       "distributed: file with the job's shared secret, mode 0600 (env DGLD_SECRET_FILE)")
       ("rendezvous-port", po::value(&d.rendezvous_port)->default_value(d.rendezvous_port),
        "distributed: TCPStore port on machine 0 (0: its base port + 900)")
       ("collective-timeout-s", po::value(&collective_timeout_s)->default_value(collective_timeout_s),

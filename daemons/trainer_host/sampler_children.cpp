@@ -114,7 +114,7 @@ Result<std::unique_ptr<SamplerChildren>> SamplerChildren::start(const SamplerChi
   for (int i = 0; i < o.count; ++i) {
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0) return fail(io_error("pipe: " + errno_string()));
-    const std::vector<std::string> argv = {exe,
+    std::vector<std::string> argv = {exe,
                                            "--part-config", o.part_config,
                                            "--ip-config", o.ip_config,
                                            "--machine-id", std::to_string(o.machine_id),
@@ -125,6 +125,10 @@ Result<std::unique_ptr<SamplerChildren>> SamplerChildren::start(const SamplerChi
                                            "--job-id", o.job_id,
                                            "--log-level", o.log_level,
                                            "--ready-fd", "3"};
+    if (!o.secret_file.empty()) {
+      argv.push_back("--secret-file");
+      argv.push_back(o.secret_file);
+    }
     auto pid = spawn(argv, fds[1]);
     ::close(fds[1]);
     if (!pid.is_ok()) {

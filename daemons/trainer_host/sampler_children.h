@@ -24,6 +24,7 @@ struct SamplerChildrenOptions {
   int num_servers = 1;
   int group = 0;  // the trainer's rank
   std::string job_id;
+  std::string secret_file;  // passed on; empty: the children inherit DGLD_SECRET_FILE if set
   std::string log_level = "info";
   int ready_timeout_s = 120;
 };

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/file_util.h"
+#include "common/net/auth.h"
 #include "tests/support/partitioned_graph.h"
 #include "tests/support/process.h"
 
@@ -47,17 +48,25 @@ struct Job {
 
   fs::path part_config;
 
-  explicit Job(int trainers_per_machine = 1, int samplers_per_trainer = 0, fs::path part_config = dataset().json)
+  fs::path secret;  // the job's secret file; empty: none
+
+  explicit Job(int trainers_per_machine = 1, int samplers_per_trainer = 0, fs::path part_config = dataset().json,
+               bool with_secret = false)
       : trainers_per_machine(trainers_per_machine), part_config(std::move(part_config)) {
+    if (with_secret) {
+      secret = dir.path() / "job.secret";
+      REQUIRE(net::write_new_secret_file(secret).is_ok());
+    }
     std::ofstream(ip_config) << "127.0.0.1 " << base << "\n127.0.0.1 " << base + 10 << "\n";
     const int clients = 2 * trainers_per_machine * (1 + samplers_per_trainer);
     for (int id = 0; id < 2; ++id) {
-      servers.push_back(Process::start(
-          {graph_server_bin().string(), "--part-config", this->part_config.string(), "--ip-config", ip_config.string(),
-           "--server-id", std::to_string(id), "--num-servers", "1", "--num-clients", std::to_string(clients),
-           "--num-samplers", std::to_string(samplers_per_trainer),
-           "--heartbeat-interval-ms", "200", "--heartbeat-timeout-ms", "2000"},
-          dir.path() / ("server" + std::to_string(id) + ".log")));
+      std::vector<std::string> argv = {graph_server_bin().string(), "--part-config", this->part_config.string(),
+                                       "--ip-config", ip_config.string(), "--server-id", std::to_string(id),
+                                       "--num-servers", "1", "--num-clients", std::to_string(clients),
+                                       "--num-samplers", std::to_string(samplers_per_trainer),
+                                       "--heartbeat-interval-ms", "200", "--heartbeat-timeout-ms", "2000"};
+      if (!secret.empty()) argv.insert(argv.end(), {"--secret-file", secret.string()});
+      servers.push_back(Process::start(argv, dir.path() / ("server" + std::to_string(id) + ".log")));
     }
     for (auto& s : servers) REQUIRE(s.wait_for_log("listening on", 60s));
   }
@@ -110,8 +119,9 @@ struct Job {
                                      "--rank", std::to_string(rank),
                                      "--num-trainers", std::to_string(num_trainers())};
     for (const auto& f : merge_flags(train_flags(epochs), extra)) argv.push_back(f);
-    trainers.push_back(Process::start(argv, dir.path() / ("trainer" + std::to_string(rank) + ".log"),
-                                      {{"OMP_NUM_THREADS", "2"}}));
+    std::map<std::string, std::string> env = {{"OMP_NUM_THREADS", "2"}};
+    if (!secret.empty()) env["DGLD_SECRET_FILE"] = secret.string();
+    trainers.push_back(Process::start(argv, dir.path() / ("trainer" + std::to_string(rank) + ".log"), env));
     return trainers.back();
   }
   // All trainers; rank 0 stops the servers at the end. Every one must exit 0.
@@ -298,4 +308,26 @@ TEST_CASE("dist trainer: GraphSAGE on Cora, 2 partitions and 2 trainers", "[dist
                                                              << j["test_acc"].get<double>());
   CHECK(j["test_acc"].get<double>() >= 0.72);
   CHECK(j["val_acc"].get<double>() >= 0.68);
+}
+
+TEST_CASE("dist trainer: a job with a shared secret; a trainer without it is refused", "[dist][auth]") {
+  Job job(1, /*samplers_per_trainer=*/1, dataset().json, /*with_secret=*/true);
+  SECTION("every connection authenticates: servers, trainers and their sampler-workers") {
+    job.run_all(2, {"--num-samplers", "1"});
+    CHECK(job.read_metrics()["epochs"].size() == 2);
+    for (auto& t : job.trainers) CHECK(t.log().find("batches made by sampler-workers: 0,") == std::string::npos);
+  }
+  SECTION("a trainer without the secret gets a clear error, and the server logs the attempt") {
+    std::vector<std::string> argv = {trainer_host_bin().string(), "--ip-config", job.ip_config.string(),
+                                     "--part-config", job.part_config.string(), "--machine-id", "0",
+                                     "--rank", "0", "--num-trainers", "2"};
+    auto intruder = Process::start(argv, job.dir.path() / "intruder.log");  // no DGLD_SECRET_FILE
+    const auto rc = intruder.wait(60s);
+    INFO(intruder.log());
+    REQUIRE(rc.has_value());
+    CHECK(*rc == 1);
+    CHECK(intruder.log().find("authentication required") != std::string::npos);
+    CHECK(job.servers[0].wait_for_log("refused client 127.0.0.1:", 10s));
+    CHECK(job.servers[0].log().find("registered trainer") == std::string::npos);
+  }
 }
