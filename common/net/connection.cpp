@@ -56,7 +56,31 @@ Connection::Connection(tcp::socket socket, std::string peer, FrameLimits limits)
       peer_(std::move(peer)),
       limits_(limits) {}
 
-Connection::~Connection() = default;
+Connection::~Connection() {
+  // Whatever was still queued leaves the server's account.
+  if (queue_account_) *queue_account_ -= static_cast<int64_t>(queued_bytes_.load());
+}
+
+void Connection::add_queued(int64_t delta) {
+  queued_bytes_ += static_cast<size_t>(delta);
+  if (queue_account_) *queue_account_ += delta;
+}
+
+void Connection::set_read_gate(std::function<bool()> gate, std::shared_ptr<std::atomic<int64_t>> account) {
+  read_gate_ = std::move(gate);
+  queue_account_ = std::move(account);
+}
+
+// Reading waits (between frames) until the gate opens; checked every 5 ms.
+void Connection::hold_reading() {
+  ++read_pauses_;
+  if (!gate_timer_) gate_timer_ = std::make_unique<asio::steady_timer>(strand_);
+  gate_timer_->expires_after(std::chrono::milliseconds(5));
+  gate_timer_->async_wait(asio::bind_executor(strand_, [self = shared_from_this()](const boost::system::error_code& ec) {
+    if (ec || self->closed_) return;
+    self->pump();
+  }));
+}
 
 void Connection::start(MessageHandler on_message, CloseHandler on_close, BlobTarget blob_target) {
   on_message_ = std::move(on_message);
@@ -130,6 +154,10 @@ void Connection::read_direct() {
 bool Connection::advance() {
   switch (read_state_) {
     case ReadState::idle:
+      if (read_gate_ && !read_gate_()) {
+        hold_reading();
+        return false;
+      }
       read_state_ = ReadState::header;
       start_fill(header_buf_, kFrameHeaderSize);
       return true;
@@ -223,7 +251,7 @@ void Connection::close(const Status& reason) {
     // An in-flight write still reads the front message; its completion clears the queue.
     if (!self->writing_) {
       self->write_queue_.clear();
-      self->queued_bytes_ = 0;
+      self->add_queued(-static_cast<int64_t>(self->queued_bytes_.load()));
     }
     if (self->on_close_) {
       auto cb = std::move(self->on_close_);
@@ -239,7 +267,7 @@ bool Connection::send(OutMessage msg) {
   if (closed_) return false;
   size_t bytes = msg.payload.size();
   for (const auto& b : msg.blobs) bytes += b.size;
-  queued_bytes_ += bytes;
+  add_queued(static_cast<int64_t>(bytes));
   asio::post(strand_, [self = shared_from_this(), m = std::move(msg)]() mutable {
     if (self->closed_) return;
     self->write_queue_.push_back(std::move(m));
@@ -361,7 +389,7 @@ void Connection::write_done(const boost::system::error_code& ec) {
   if (ec || closed_) {
     writing_ = false;
     write_queue_.clear();
-    queued_bytes_ = 0;
+    add_queued(-static_cast<int64_t>(queued_bytes_.load()));
     if (!ec || ec == asio::error::operation_aborted) return;
     return fail(closed_error(peer_ + ": write failed: " + ec.message()));
   }
@@ -372,7 +400,7 @@ void Connection::write_done(const boost::system::error_code& ec) {
     for (const auto& b : m.blobs) done += b.size;
     write_queue_.pop_front();
   }
-  queued_bytes_ -= std::min(done, queued_bytes_.load());
+  add_queued(-static_cast<int64_t>(std::min(done, queued_bytes_.load())));
   write_next();
 }
 

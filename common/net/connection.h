@@ -51,6 +51,18 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // connection has authenticated). Call from the message handler only.
   void set_limits(const FrameLimits& limits) { limits_ = limits; }
 
+  // Backpressure (set before start()): between frames, reading waits while
+  // `gate` returns false, checking again every few milliseconds, so a peer
+  // that sends faster than its replies drain is held up by TCP flow control
+  // instead of growing queues. `account`, when given, also counts this
+  // connection's queued reply bytes (a server's total over its connections).
+  void set_read_gate(std::function<bool()> gate, std::shared_ptr<std::atomic<int64_t>> account = nullptr);
+  // Requests read but not yet handled, as the server counts them.
+  void begin_request() { ++pending_requests_; }
+  void end_request() { --pending_requests_; }
+  int pending_requests() const { return pending_requests_.load(); }
+  uint64_t read_pauses() const { return read_pauses_.load(); }
+
   const std::string& peer() const { return peer_; }
   bool is_open() const { return !closed_.load(); }
   uint64_t bytes_in() const { return bytes_in_.load(); }
@@ -70,6 +82,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void write_next();
   void write_some();
   void write_done(const boost::system::error_code& ec);
+  void add_queued(int64_t delta);
+  void hold_reading();
 
   tcp::socket socket_;
   asio::strand<asio::any_io_executor> strand_;
@@ -105,6 +119,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::atomic<uint64_t> bytes_in_{0};
   std::atomic<uint64_t> bytes_out_{0};
   std::atomic<size_t> queued_bytes_{0};
+  std::function<bool()> read_gate_;
+  std::shared_ptr<std::atomic<int64_t>> queue_account_;
+  std::unique_ptr<asio::steady_timer> gate_timer_;
+  std::atomic<int> pending_requests_{0};
+  std::atomic<uint64_t> read_pauses_{0};
 };
 
 // "1.2.3.4:5678" for an endpoint, "?" when it cannot be read.

@@ -114,6 +114,13 @@ void RpcServer::accept_next() {
         return accept_next();
       }
       conns_.insert(conn);
+      conn->set_read_gate(
+          [this, c = conn.get()] {
+            return c->queued_bytes() < opts_.max_queued_bytes_per_connection &&
+                   c->pending_requests() < opts_.max_pending_per_connection &&
+                   queued_->load() < opts_.max_queued_bytes_total;
+          },
+          queued_);
       if (opts_.secret) {
         auto session = std::make_shared<AuthSession>(io_);
         sessions_[conn.get()] = session;
@@ -138,6 +145,7 @@ void RpcServer::accept_next() {
                 [this](const std::shared_ptr<Connection>& c, const Status& st) {
                   if (on_close_) on_close_(c, st);
                   std::lock_guard lock(mu_);
+                  pauses_of_closed_ += c->read_pauses();
                   if (auto it = sessions_.find(c.get()); it != sessions_.end()) {
                     it->second->timer.cancel();
                     sessions_.erase(it);
@@ -168,14 +176,17 @@ void RpcServer::on_message(const std::shared_ptr<Connection>& c, Message&& m) {
                      : opts_.name + " was started without a secret and does not authenticate connections"));
   }
   ++requests_;
+  c->begin_request();
   if (opts_.inline_kinds.count(m.kind())) {
     RequestContext ctx(c, m.header);
-    return dispatcher_.dispatch(ctx, std::move(m));
+    dispatcher_.dispatch(ctx, std::move(m));
+    return c->end_request();
   }
   auto shared = std::make_shared<Message>(std::move(m));
   asio::post(pool_, [this, c, shared] {
     RequestContext ctx(c, shared->header);
     dispatcher_.dispatch(ctx, std::move(*shared));
+    c->end_request();
   });
 }
 
@@ -261,6 +272,13 @@ void RpcServer::stop() {
   }
   lock.unlock();
   pool_.join();
+}
+
+uint64_t RpcServer::read_pauses() const {
+  std::lock_guard lock(mu_);
+  uint64_t n = pauses_of_closed_.load();
+  for (const auto& c : conns_) n += c->read_pauses();
+  return n;
 }
 
 size_t RpcServer::num_connections() const {

@@ -82,6 +82,13 @@ struct ServerOptions {
   int handler_threads = 2;
   FrameLimits limits;
   size_t max_connections = 4096;
+  // Backpressure: a connection is not read from while its replies waiting
+  // to be written exceed max_queued_bytes_per_connection, while it has
+  // max_pending_per_connection requests read but not handled, or while the
+  // replies of all connections exceed max_queued_bytes_total.
+  size_t max_queued_bytes_per_connection = 256u << 20;
+  int max_pending_per_connection = 64;
+  int64_t max_queued_bytes_total = int64_t{2} << 30;
   // Kinds whose handlers are short and run right on the I/O thread that read
   // them, skipping two thread hand-offs (sub-millisecond requests: sampling a
   // batch, heartbeats). Everything else goes to the handler pool.
@@ -116,6 +123,9 @@ class RpcServer {
   size_t num_connections() const;
   uint64_t requests_served() const { return requests_.load(); }
   uint64_t auth_failures() const { return auth_failures_.load(); }
+  // Reply bytes queued on all connections; times reading was held back.
+  int64_t queued_bytes() const { return queued_->load(); }
+  uint64_t read_pauses() const;
 
  private:
   struct AuthSession;
@@ -137,6 +147,8 @@ class RpcServer {
   std::function<void(const std::shared_ptr<Connection>&, const Status&)> on_close_;
   std::atomic<uint64_t> requests_{0};
   std::atomic<uint64_t> auth_failures_{0};
+  std::shared_ptr<std::atomic<int64_t>> queued_ = std::make_shared<std::atomic<int64_t>>(0);
+  std::atomic<uint64_t> pauses_of_closed_{0};  // read_pauses of connections already gone
   std::atomic<bool> stopped_{false};
   std::map<const Connection*, std::shared_ptr<AuthSession>> sessions_;  // connections still authenticating
 };

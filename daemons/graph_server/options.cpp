@@ -37,7 +37,15 @@ ParsedOptions parse_graph_server_options(int argc, const char* const argv[]) {
        "drop a client silent for this long")
       ("attach-timeout-ms", po::value(&attach_timeout)->default_value(attach_timeout),
        "how long a backup server waits for its main server's shared memory")
-      ("max-frame-bytes", po::value(&max_frame)->default_value(max_frame), "largest frame accepted");
+      ("max-frame-bytes", po::value(&max_frame)->default_value(max_frame), "largest frame accepted")
+      ("max-ids-per-request", po::value(&o.max_ids_per_request)->default_value(o.max_ids_per_request),
+       "most node or edge ids one request may carry")
+      ("max-tensor-bytes", po::value(&o.max_tensor_bytes)->default_value(o.max_tensor_bytes),
+       "largest DistTensor a client may create (bytes of this machine's rows)")
+      ("max-connections", po::value(&o.max_connections)->default_value(o.max_connections),
+       "connections served at once; more are refused")
+      ("max-queued-bytes", po::value(&o.max_queued_bytes_per_connection)->default_value(o.max_queued_bytes_per_connection),
+       "replies queued for one connection before it is read from no more until they drain");
   add_log_options(desc, o.log);
   po::variables_map vm;
   switch (parse_command_line(argc, argv, "graph-server", "[options]", desc, vm)) {
@@ -58,6 +66,9 @@ ParsedOptions parse_graph_server_options(int argc, const char* const argv[]) {
   if (ok && o.server_id < 0) err = "--server-id (or DGL_SERVER_ID) is required and must be >= 0", ok = false;
   if (ok && o.num_servers < 1) err = "--num-servers must be >= 1", ok = false;
   if (ok && o.num_threads < 1) err = "--num-server-threads must be >= 1", ok = false;
+  if (ok && (o.max_ids_per_request < 1 || o.max_connections < 1 || o.max_queued_bytes_per_connection < 1)) {
+    err = "--max-ids-per-request, --max-connections and --max-queued-bytes must be >= 1", ok = false;
+  }
   if (ok && (o.num_clients < 0 || o.num_samplers < 0)) err = "--num-clients and --num-samplers must be >= 0", ok = false;
   if (ok && (hb_interval < 1 || hb_timeout <= hb_interval)) {
     err = "--heartbeat-timeout-ms must be larger than --heartbeat-interval-ms (both > 0)", ok = false;

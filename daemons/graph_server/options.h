@@ -32,6 +32,11 @@ struct GraphServerOptions {
   std::chrono::milliseconds heartbeat_timeout{10000};
   std::chrono::milliseconds attach_timeout{120000};  // backup waiting for the main server
   net::FrameLimits limits;
+  // Caps (resource_exhausted errors, or backpressure, instead of growth).
+  size_t max_ids_per_request = size_t{1} << 24;
+  uint64_t max_tensor_bytes = uint64_t{256} << 30;  // one DistTensor's rows on this machine
+  size_t max_connections = 4096;
+  size_t max_queued_bytes_per_connection = size_t{256} << 20;
   net::SecretPtr secret;     // the job's shared secret (--secret-file); null: connections are not authenticated
   LogOptions log;
 

@@ -71,7 +71,7 @@ int64_t rss_bytes() {
 }
 
 // Blob `index` of a request as int64 ids.
-Result<std::span<const int64_t>> id_blob(const Message& m, size_t index, const char* what) {
+Result<std::span<const int64_t>> id_blob(const Message& m, size_t index, const char* what, size_t max_ids) {
   if (m.blobs.size() <= index) {
     return invalid_argument(std::string("request carries no ") + what + " (blob " + std::to_string(index) + ")");
   }
@@ -80,7 +80,12 @@ Result<std::span<const int64_t>> id_blob(const Message& m, size_t index, const c
     return invalid_argument(std::string(what) + " blob of " + std::to_string(b.size()) +
                             " bytes is not a whole number of int64 ids");
   }
-  return std::span<const int64_t>(reinterpret_cast<const int64_t*>(b.data()), b.size() / sizeof(int64_t));
+  const size_t n = b.size() / sizeof(int64_t);
+  if (n > max_ids) {
+    return resource_exhausted(std::string(what) + ": " + std::to_string(n) + " ids in one request, over the cap of " +
+                              std::to_string(max_ids) + " (--max-ids-per-request); split the request");
+  }
+  return std::span<const int64_t>(reinterpret_cast<const int64_t*>(b.data()), n);
 }
 
 template <typename Builder>
@@ -264,6 +269,8 @@ Status GraphServer::Impl::init() {
   so.handler_threads = opts.num_threads;
   so.limits = opts.limits;
   so.secret = opts.secret;
+  so.max_connections = opts.max_connections;
+  so.max_queued_bytes_per_connection = opts.max_queued_bytes_per_connection;
   so.inline_kinds = {static_cast<uint16_t>(fbs::MessageKind::SampleNeighbors),
                      static_cast<uint16_t>(fbs::MessageKind::Heartbeat), static_cast<uint16_t>(fbs::MessageKind::Ping)};
   rpc = std::make_unique<net::RpcServer>(io->context(), dispatcher, so);
@@ -483,7 +490,7 @@ void GraphServer::Impl::on_pull(const RequestContext& ctx, Message&& m) {
   const std::string tname = req->name() ? req->name()->str() : "";
   auto t = tensors->find(tname);
   if (!t.is_ok()) return ctx.reply_error(t.status());
-  auto ids = id_blob(m, 0, "ids");
+  auto ids = id_blob(m, 0, "ids", opts.max_ids_per_request);
   if (!ids.is_ok()) return ctx.reply_error(ids.status());
   const std::shared_ptr<ServedTensor>& tensor = *t;
   auto local = local_rows(*tensor, *ids, "pull");
@@ -532,7 +539,7 @@ void GraphServer::Impl::on_push(const RequestContext& ctx, Message&& m) {
                                             dtype_name(static_cast<DType>(req->dtype())) + ", the tensor is " +
                                             dtype_name(tensor.dtype())));
   }
-  auto ids = id_blob(m, 0, "ids");
+  auto ids = id_blob(m, 0, "ids", opts.max_ids_per_request);
   if (!ids.is_ok()) return ctx.reply_error(ids.status());
   if (m.blobs.size() < 2 || m.blobs[1].size() != ids->size() * tensor.row_bytes()) {
     return ctx.reply_error(invalid_argument(
@@ -571,6 +578,16 @@ void GraphServer::Impl::on_create(const RequestContext& ctx, Message&& m) {
                                             std::to_string(spec.shape[0]) + " but the graph has " +
                                             std::to_string(total) +
                                             (spec.policy == PartPolicy::node ? " nodes" : " edges")));
+  }
+  // This machine's rows of it, against the cap.
+  const IdRange& range = spec.policy == PartPolicy::node ? node_range : edge_range;
+  double bytes = static_cast<double>(range.end - range.start) * static_cast<double>(dtype_size(spec.dtype));
+  for (size_t i = 1; i < spec.shape.size(); ++i) bytes *= static_cast<double>(std::max<int64_t>(spec.shape[i], 0));
+  if (bytes > static_cast<double>(opts.max_tensor_bytes)) {
+    return ctx.reply_error(resource_exhausted("create '" + spec.name + "': " + std::to_string(bytes / (1 << 20)) +
+                                              " MiB on machine " + std::to_string(opts.machine_id()) +
+                                              ", over the cap of " + std::to_string(opts.max_tensor_bytes >> 20) +
+                                              " MiB (--max-tensor-bytes)"));
   }
   auto created = tensors->create(spec);
   if (!created.is_ok()) return ctx.reply_error(created.status());
@@ -617,7 +634,7 @@ void GraphServer::Impl::on_graph_info(const RequestContext& ctx, Message&&) {
 
 void GraphServer::Impl::on_degrees(const RequestContext& ctx, Message&& m) {
   const bool out = m.as<fbs::Degrees>()->out();
-  auto ids = id_blob(m, 0, "node ids");
+  auto ids = id_blob(m, 0, "node ids", opts.max_ids_per_request);
   if (!ids.is_ok()) return ctx.reply_error(ids.status());
   const AdjacencyView& adj = out ? part->out_edges() : inner_in;
   std::vector<int64_t> deg(ids->size());
@@ -634,7 +651,7 @@ void GraphServer::Impl::on_degrees(const RequestContext& ctx, Message&& m) {
 }
 
 void GraphServer::Impl::on_find_edges(const RequestContext& ctx, Message&& m) {
-  auto ids = id_blob(m, 0, "edge ids");
+  auto ids = id_blob(m, 0, "edge ids", opts.max_ids_per_request);
   if (!ids.is_ok()) return ctx.reply_error(ids.status());
   std::vector<int64_t> src(ids->size()), dst(ids->size());
   const auto globals = part->node_global_ids();
@@ -662,7 +679,7 @@ void GraphServer::Impl::on_find_edges(const RequestContext& ctx, Message&& m) {
 
 void GraphServer::Impl::on_sample(const RequestContext& ctx, Message&& m) {
   const auto* req = m.as<fbs::SampleNeighbors>();
-  auto seeds = id_blob(m, 0, "seed ids");
+  auto seeds = id_blob(m, 0, "seed ids", opts.max_ids_per_request);
   if (!seeds.is_ok()) return ctx.reply_error(seeds.status());
   std::vector<int64_t> rows(seeds->size());
   for (size_t i = 0; i < seeds->size(); ++i) {

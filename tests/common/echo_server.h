@@ -36,7 +36,20 @@ struct EchoServer {
   std::atomic<int> one_way_seen{0};
 
   explicit EchoServer(FrameLimits limits = {}, SecretPtr secret = nullptr,
-                      std::chrono::milliseconds auth_timeout = 10s) {
+                      std::chrono::milliseconds auth_timeout = 10s)
+      : EchoServer(make_options(limits, std::move(secret), auth_timeout)) {}
+
+  static ServerOptions make_options(FrameLimits limits = {}, SecretPtr secret = nullptr,
+                                    std::chrono::milliseconds auth_timeout = 10s) {
+    ServerOptions opts;
+    opts.name = "echo-server";
+    opts.limits = limits;
+    opts.secret = std::move(secret);
+    opts.auth_timeout = auth_timeout;
+    return opts;
+  }
+
+  explicit EchoServer(ServerOptions opts) {
     dispatcher.add<fbs::Echo>(fbs::MessageKind::Echo, "Echo", [this](const RequestContext& ctx, Message&& m) {
       const auto* req = m.as<fbs::Echo>();
       if (req->delay_ms() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(req->delay_ms()));
@@ -51,11 +64,6 @@ struct EchoServer {
       }
       ctx.reply(std::move(out));
     });
-    ServerOptions opts;
-    opts.name = "echo-server";
-    opts.limits = limits;
-    opts.secret = std::move(secret);
-    opts.auth_timeout = auth_timeout;
     server = std::make_unique<RpcServer>(io.context(), dispatcher, opts);
     REQUIRE(server->listen("127.0.0.1", 0).is_ok());
   }

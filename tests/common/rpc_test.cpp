@@ -258,3 +258,42 @@ TEST_CASE("rpc: a port already in use is a clear error") {
   CHECK_THAT(st.message(), Catch::Contains("graph-server 0: cannot listen on 127.0.0.1:" +
                                            std::to_string(first.port())));
 }
+
+TEST_CASE("rpc: a client that does not read its replies is held back, others are served") {
+  ServerOptions opts = EchoServer::make_options();
+  opts.max_queued_bytes_per_connection = 1 << 20;
+  EchoServer server(opts);
+  // 64 requests, each echoing 1 MiB back, and no reply read for now.
+  RawPeer greedy(server.port());
+  std::vector<uint8_t> blob(1 << 20, 7);
+  for (int i = 0; i < 64; ++i) {
+    OutMessage m = make_echo("big");
+    FrameHeader h;
+    h.kind = m.kind;
+    h.request_id = static_cast<uint64_t>(i + 1);
+    h.blob_count = 1;
+    greedy.send(encode_frame(h, {m.payload.data(), m.payload.size()}, {std::span<const uint8_t>(blob)}));
+    if (i == 8) break;  // the kernel's buffers fill up long before 64: stop before the send blocks
+  }
+  std::this_thread::sleep_for(500ms);
+  // The server stopped reading: its queue is bounded by the cap plus one reply.
+  CHECK(server.server->queued_bytes() <= (2 << 20) + 4096);
+  CHECK(server.server->read_pauses() > 0);
+  // Another client is served meanwhile.
+  IoThreads io(1);
+  auto other = connect_to(io, server.port());
+  auto r = other->call(make_echo("still here"), 5s);
+  REQUIRE(r.is_ok());
+  CHECK(reply_text(*r) == "still here");
+  // Once the greedy client reads, every reply arrives.
+  size_t got = 0;
+  std::vector<uint8_t> buf(1 << 16);
+  greedy.sock.non_blocking(false);
+  while (got < 9 * (1 << 20)) {
+    boost::system::error_code ec;
+    size_t n = greedy.sock.read_some(boost::asio::buffer(buf), ec);
+    REQUIRE_FALSE(ec);
+    got += n;
+  }
+  CHECK(got >= 9u * (1u << 20));
+}

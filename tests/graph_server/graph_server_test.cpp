@@ -21,6 +21,7 @@
 #include "common/net/io_threads.h"
 #include "common/part_config.h"
 #include "common/partition/partition.h"
+#include "schemas/rpc_generated.h"
 #include "tests/support/partitioned_graph.h"
 #include "tests/support/process.h"
 
@@ -581,4 +582,41 @@ TEST_CASE("graph-server: weighted and out-edge sampling") {
     REQUIRE(e != dataset().edges.end());
     CHECK(e->second == std::make_pair(o->src[i], o->dst[i]));
   }
+}
+
+TEST_CASE("graph-server: caps on ids per request, tensor size and connections are clear errors") {
+  Job job(1, {"--max-ids-per-request", "100", "--max-tensor-bytes", "4096", "--max-connections", "3"});
+  Trainer t(job);  // holds 2 connections: one to each machine's server
+  auto& s0 = t.main(0);
+  const auto ids = owned_sample(0, 101, 1);
+  auto pull = s0.pull("_N/features", ids);
+  REQUIRE_FALSE(pull.is_ok());
+  CHECK(pull.status().code() == StatusCode::resource_exhausted);
+  CHECK(pull.status().message().find("101 ids in one request, over the cap of 100 (--max-ids-per-request)") !=
+        std::string::npos);
+  CHECK(s0.pull("_N/features", std::span<const int64_t>(ids.data(), 100)).is_ok());  // at the cap: fine
+
+  client::CreateTensor spec;
+  spec.name = "too_big";
+  spec.dtype = DType::float32;
+  spec.shape = {dataset().config.num_nodes, 16};
+  auto created = s0.create_tensor(spec);
+  REQUIRE_FALSE(created.is_ok());
+  CHECK(created.status().code() == StatusCode::resource_exhausted);
+  CHECK(created.status().message().find("(--max-tensor-bytes)") != std::string::npos);
+
+  // Server 0 already serves one connection of the trainer; two more fill its cap.
+  auto c2 = job.connect(0);
+  auto c3 = job.connect(0);
+  CHECK(c3->graph_info().is_ok());
+  net::ConnectOptions co;
+  co.timeout = 2s;
+  auto c4 = net::RpcClient::connect(job.io.context(), "127.0.0.1", job.port(0), "graph-server 0", co);
+  if (c4.is_ok()) {  // TCP connects, then the server closes it
+    flatbuffers::FlatBufferBuilder fbb;
+    fbb.Finish(dgld::fbs::CreatePing(fbb, 0));
+    CHECK_FALSE((*c4)->call(net::OutMessage(dgld::fbs::MessageKind::Ping, fbb), 5s).is_ok());
+  }
+  CHECK(job.servers[0].wait_for_log("connections already open (cap)", 5s));
+  CHECK(s0.graph_info().is_ok());  // the server keeps serving the others
 }
