@@ -312,10 +312,15 @@ Result<std::unique_ptr<MappedArrayFile>> MappedArrayFile::open(const std::filesy
     e.dtype = *dt;
     if (t.ndim < 1 || t.ndim > kMaxArrayDims) return corruption(where + " '" + e.name + "': bad ndim");
     uint64_t expect = dtype_size(e.dtype);
+    // The product of the non-zero dims too: with a zero dim the byte count is
+    // 0 whatever the others are, but readers multiply trailing dims (row sizes).
+    uint64_t nonzero = expect;
     for (uint32_t d = 0; d < t.ndim; ++d) {
       if (t.shape[d] < 0) return corruption(where + " '" + e.name + "': negative dim");
       e.shape.push_back(t.shape[d]);
-      if (__builtin_mul_overflow(expect, static_cast<uint64_t>(t.shape[d]), &expect)) {
+      if (__builtin_mul_overflow(expect, static_cast<uint64_t>(t.shape[d]), &expect) ||
+          (t.shape[d] > 0 && __builtin_mul_overflow(nonzero, static_cast<uint64_t>(t.shape[d]), &nonzero)) ||
+          nonzero > static_cast<uint64_t>(INT64_MAX)) {
         return corruption(where + " '" + e.name + "': shape overflows");
       }
     }
@@ -371,9 +376,10 @@ Result<const ArrayEntry*> MappedArrayFile::get_entry(std::string_view name, DTyp
     return corruption(path_.string() + ": array '" + e->name + "' is " + dtype_name(e->dtype) + ", expected " +
                       dtype_name(dtype));
   }
-  if (expect_rows >= 0 && e->shape[0] != expect_rows) {
-    return corruption(path_.string() + ": array '" + e->name + "' has " + std::to_string(e->shape[0]) +
-                      " rows, expected " + std::to_string(expect_rows));
+  if (expect_rows >= 0 && (e->shape.size() != 1 || e->shape[0] != expect_rows)) {
+    // One-dimensional: [n, 0] has n rows but no elements to read.
+    return corruption(path_.string() + ": array '" + e->name + "' has shape " + shape_string(e->shape) +
+                      ", expected [" + std::to_string(expect_rows) + "]");
   }
   return e;
 }

@@ -125,7 +125,8 @@ class MappedArrayFile {
   const std::vector<ArrayEntry>& arrays() const { return arrays_; }
   const ArrayEntry* find(std::string_view name) const;
 
-  // The named array as T, checking dtype and (when expect_rows >= 0) the first dim.
+  // The named array as T, checking dtype and (when expect_rows >= 0) that it
+  // is one-dimensional with expect_rows elements.
   template <typename T>
   Result<std::span<const T>> get(std::string_view name, int64_t expect_rows = -1) const {
     DGLD_ASSIGN_OR_RETURN(const ArrayEntry* e, get_entry(name, element_dtype<T>::value, expect_rows));

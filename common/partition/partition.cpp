@@ -83,7 +83,11 @@ Result<std::unique_ptr<MappedPartition>> open_partition(const PartitionConfig& c
     return corruption(where + ": inner node/edge counts " + std::to_string(n_inner) + "/" + std::to_string(e_inner) +
                       " do not match the config's node_map/edge_map ranges");
   }
-  if (n_local < n_inner || e_local < e_inner || e_out < 0) {
+  // Bounded so that n_local + 1 and the like cannot overflow (arrays of
+  // these sizes must fit in the file anyway).
+  constexpr int64_t kMaxCount = int64_t{1} << 56;
+  if (n_local < n_inner || e_local < e_inner || e_out < 0 || n_local > kMaxCount || e_local > kMaxCount ||
+      e_out > kMaxCount) {
     return corruption(where + ": meta counts are inconsistent");
   }
   p->part_id_ = part_id;

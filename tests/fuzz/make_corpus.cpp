@@ -4,8 +4,9 @@
 //   fuzz_make_corpus OUTDIR     (scripts/fuzz.sh --make-corpus: OUTDIR = tests/fuzz/corpus)
 //
 // Writes OUTDIR/<target>/<name> for the seeds below (deterministic: the same
-// bytes on every run). Regression inputs from fuzz findings sit beside them
-// as OUTDIR/<target>/regression-*; this program leaves those alone.
+// bytes on every run), and the crafted regression inputs of findings
+// (regression-*). Regression inputs that libFuzzer wrote are copied beside
+// them by hand (regression-*-libfuzzer); this program leaves those alone.
 
 #include <fstream>
 #include <iostream>
@@ -105,6 +106,65 @@ void ip_config_corpus() {
 
 // ---- part_config and partition ---------------------------------------------
 
+// Table entry of array `name` in an array file (docs/partition-format.md),
+// or npos.
+size_t entry_of(const std::string& file, const std::string& name) {
+  const uint32_t n = static_cast<uint32_t>(static_cast<uint8_t>(file[20])) |
+                     static_cast<uint32_t>(static_cast<uint8_t>(file[21])) << 8;
+  for (size_t i = 0; i < n; ++i) {
+    const size_t e = 64 + i * 128;
+    if (std::string(file.c_str() + e) == name) return e;
+  }
+  return std::string::npos;
+}
+void put_le(std::string& b, size_t at, uint64_t v, size_t width) {
+  for (size_t i = 0; i < width; ++i) b[at + i] = static_cast<char>(v >> (8 * i));
+}
+uint64_t get_le(const std::string& b, size_t at) {
+  uint64_t v = 0;
+  for (size_t i = 0; i < 8; ++i) v |= static_cast<uint64_t>(static_cast<uint8_t>(b[at + i])) << (8 * i);
+  return v;
+}
+
+// Partitions crafted to reach the loader bugs found while fuzzing (checksums
+// are fixed by the target: kFixChecksums).
+void partition_regressions(const PartitionConfig& c) {
+  PartitionInput base;
+  base.graph = read_all(c.resolve(c.parts[0].part_graph));
+  base.node_feats = read_all(c.resolve(c.parts[0].node_feats));
+  base.edge_feats = read_all(c.resolve(c.parts[0].edge_feats));
+  base.flags = kVerifyChecksums | kFixChecksums;
+  // An array of shape [n, 0] has n rows and no elements: meta [8, 0] was
+  // read as 8 values past its (empty) span.
+  for (const char* name : {"meta", "node/global_id", "in/indptr"}) {
+    PartitionInput in = base;
+    const size_t e = entry_of(in.graph, name);
+    put_le(in.graph, e + 68, 2, 4);   // ndim
+    put_le(in.graph, e + 80, 0, 8);   // shape[1]
+    put_le(in.graph, e + 112, 0, 8);  // length
+    put("partition", std::string("regression-2d-empty-") + (name[0] == 'm' ? "meta" : name[0] == 'n' ? "global-id" : "indptr"),
+        pack_partition_input(in));
+  }
+  {
+    // A zero dim hides trailing dims whose product overflows the row size.
+    PartitionInput in = base;
+    const size_t e = entry_of(in.node_feats, "_N/features");
+    put_le(in.node_feats, e + 68, 4, 4);
+    put_le(in.node_feats, e + 80, 0, 8);
+    put_le(in.node_feats, e + 88, uint64_t{1} << 62, 8);
+    put_le(in.node_feats, e + 96, uint64_t{1} << 62, 8);
+    put_le(in.node_feats, e + 112, 0, 8);
+    put("partition", "regression-row-size-overflow", pack_partition_input(in));
+  }
+  {
+    // meta's local node count at INT64_MAX (n_local + 1 overflowed).
+    PartitionInput in = base;
+    const size_t off = get_le(in.graph, entry_of(in.graph, "meta") + 104);
+    put_le(in.graph, off + 8 * part_arrays::kMetaNumLocalNodes, static_cast<uint64_t>(INT64_MAX), 8);
+    put("partition", "regression-local-nodes-max", pack_partition_input(in));
+  }
+}
+
 void config_and_partition_corpus(const fs::path& json) {
   const std::string text = read_all(json);
   put("part_config", "generated-2-parts", text);
@@ -128,6 +188,7 @@ void config_and_partition_corpus(const fs::path& json) {
                   R"( "part_graph": "part0/graph.dgl"}, "part-1": {"node_feats": "part1/node_feat.dgl",)"
                   R"( "edge_feats": "part1/edge_feat.dgl", "part_graph": "part1/graph.dgl"}})"));
 
+  partition_regressions(*c);
   for (int p = 0; p < c->num_parts; ++p) {
     PartitionInput in;
     in.graph = read_all(c->resolve(c->parts[p].part_graph));

@@ -78,7 +78,7 @@ void walk(const AdjacencyView& adj, int64_t rows, int64_t num_local, bool indice
                "indptr out of range");
     for (int64_t k = adj.indptr[v]; k < adj.indptr[v + 1]; ++k) {
       if (indices_checked) FUZZ_CHECK(adj.indices[k] >= 0 && adj.indices[k] < num_local, "index out of range");
-      sink = sink + static_cast<uint64_t>(adj.indices[k] + adj.eids[k]);
+      sink = sink + static_cast<uint64_t>(adj.indices[k]) + static_cast<uint64_t>(adj.eids[k]);
     }
   }
 }
