@@ -10,7 +10,8 @@
 # Usage: scripts/fuzz.sh [SECONDS] [TARGET...]   targets: frame ip_config part_config partition graph_server
 #        scripts/fuzz.sh --make-corpus           rewrite the seed corpora (tests/fuzz/make_corpus.cpp)
 # Environment: FUZZ_BUILD_DIR (build-fuzz), FUZZ_JOBS (ninja -j, default 2),
-#              FUZZ_NICE (10), FUZZ_FLAGS (more libFuzzer flags).
+#              FUZZ_NICE (10), FUZZ_FLAGS (more libFuzzer flags),
+#              FUZZ_NO_BUILD=1 (run the targets as built, without ninja).
 # A finding replays with: build-fuzz/tests/fuzz/fuzz_<target> FILE
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,7 +26,9 @@ fi
 if [ ! -f "$BUILD_DIR/build.ninja" ]; then
   CC=clang CXX=clang++ meson setup "$BUILD_DIR" -Dfuzz=true --buildtype=debugoptimized >/dev/null
 fi
-nice -n "${FUZZ_NICE:-10}" ninja -C "$BUILD_DIR" -j "${FUZZ_JOBS:-2}" >/dev/null
+if [ -z "${FUZZ_NO_BUILD:-}" ]; then
+  nice -n "${FUZZ_NICE:-10}" ninja -C "$BUILD_DIR" -j "${FUZZ_JOBS:-2}" >/dev/null
+fi
 
 if [ "${1:-}" = "--make-corpus" ]; then
   exec "$BUILD_DIR/tests/fuzz/fuzz_make_corpus" tests/fuzz/corpus
@@ -50,15 +53,19 @@ for t in "${TARGETS[@]}"; do
   findings="$BUILD_DIR/findings/$t"
   log="$BUILD_DIR/fuzz-$t.log"
   mkdir -p "$work" "$findings"
+  # Scratch files (the partition target rewrites its files every run) in
+  # memory when /dev/shm is there.
+  scratch=$(mktemp -d "$( [ -d /dev/shm ] && echo /dev/shm || echo "${TMPDIR:-/tmp}")/dgld-fuzz-tmp.XXXXXX")
   rc=0
   # shellcheck disable=SC2086
-  nice -n "${FUZZ_NICE:-10}" "$bin" -max_total_time="$SECONDS_EACH" -print_final_stats=1 \
+  TMPDIR="$scratch" nice -n "${FUZZ_NICE:-10}" "$bin" -max_total_time="$SECONDS_EACH" -print_final_stats=1 \
     -timeout=10 -rss_limit_mb=2048 -max_len=65536 -artifact_prefix="$findings/" ${FUZZ_FLAGS:-} \
     "$work" "tests/fuzz/corpus/$t" >"$log" 2>&1 &
   pid=$!
   wait $pid || rc=$?
   # Shared memory of a graph-server target that did not exit normally.
   rm -f /dev/shm/dgld.fuzz-"$pid".* 2>/dev/null || true
+  rm -rf "$scratch"
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n1)
   if [ -z "$execs" ]; then  # a crash ends the run before the final stats
     execs=$(grep -oE '^#[0-9]+' "$log" | tail -n1 | tr -d '#')
