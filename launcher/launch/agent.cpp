@@ -345,6 +345,12 @@ class Agent {
     lo.file = (log_dir_ / fmt::format("agent-m{}.log", machine_)).string();
     if (Status st = setup_logging(lo); !st.is_ok()) log()->warn("{}", st.message());
     log()->info("job {} machine {} ({}): workspace {}", job_id_, machine_, spec_.label, ws_.string());
+    if (!spec_.secret.empty()) {
+      secret_path_ = log_dir_ / "secret";
+      if (Status st = write_file_atomic(secret_path_, spec_.secret + "\n", 0600); !st.is_ok()) {
+        return fail("prepare", "cannot write the job's secret: " + st.message());
+      }
+    }
 
     json files = json::object();
     for (const auto& f : spec_.files) {
@@ -455,6 +461,7 @@ class Agent {
       SpawnOptions so;
       so.argv = p.argv;
       for (const auto& [k, v] : p.env) so.env.push_back(k + "=" + v);
+      if (!secret_path_.empty()) so.env.push_back("DGLD_SECRET_FILE=" + secret_path_.string());
       if (p.role == "trainer" && spec_.omp_threads_auto_divisor > 0 && !p.env.count("OMP_NUM_THREADS")) {
         const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
         so.env.push_back("OMP_NUM_THREADS=" + std::to_string(std::max(1, cores / spec_.omp_threads_auto_divisor)));
@@ -580,6 +587,10 @@ class Agent {
       }
     }
     write_record();
+    if (!secret_path_.empty()) {
+      std::error_code ec;
+      fs::remove(secret_path_, ec);
+    }
     emit({{"ev", "stopped"}, {"killed", killed}, {"shm_removed", shm_removed}, {"reason", reason}});
   }
 
@@ -618,6 +629,7 @@ class Agent {
   AgentSpec spec_;
   bool have_spec_ = false;
   fs::path ws_, log_dir_;
+  fs::path secret_path_;  // the job's secret (mode 0600), given to every process; empty: none
   int sigfd_ = -1;
   bool stdin_closed_ = false, out_broken_ = false;
   std::string in_buf_;

@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #include "common/file_util.h"
+#include "common/net/auth.h"
 #include "common/stop_signals.h"
 #include "dgld_version.h"
 #include "launcher/launch/agent.h"
@@ -174,6 +175,15 @@ class Launcher {
     DGLD_ASSIGN_OR_RETURN(auto machines, load_ip_config(local_path(o_.ip_config)));
     DGLD_ASSIGN_OR_RETURN(auto config, load_part_config(local_path(o_.part_config)));
     DGLD_ASSIGN_OR_RETURN(plan_, make_job_plan(o_, machines, config));
+    if (!o_.no_auth) {
+      if (o_.secret_file.empty()) {
+        const net::AuthNonce key = net::random_nonce();
+        for (uint8_t b : key) secret_ += fmt::format("{:02x}", b);
+      } else {
+        DGLD_ASSIGN_OR_RETURN(auto secret, net::load_secret_file(local_path(o_.secret_file)));
+        secret_.assign(secret->key().begin(), secret->key().end());
+      }
+    }
     if (!o_.no_copy) {
       for (const auto& m : plan_.machines) {
         for (const auto& f : m.files) {
@@ -267,6 +277,7 @@ class Launcher {
     s.omp_threads_auto_divisor = o_.num_omp_threads > 0 ? 0 : o_.num_trainers;
     s.hash_files = !o_.no_copy && !o_.local && !(o_.copy_method != "scp" && local_rsync_);
     s.external_servers = m.external_servers;
+    s.secret = secret_;
     s.files = m.files;
     s.servers = m.servers;
     s.trainers = m.trainers;
@@ -782,6 +793,7 @@ class Launcher {
   fs::path cwd_;
   fs::path control_dir_;  // ssh control sockets, one per machine (removed at the end)
   bool local_rsync_ = false;
+  std::string secret_;  // the job's shared secret; empty with --no-auth
   EventQueue q_;
   std::vector<std::unique_ptr<AgentConn>> agents_;
   std::map<std::pair<std::string, int>, ProcInfo> procs_;

@@ -101,7 +101,11 @@ ParsedLaunchOptions parse_launch_options(int argc, const char* const argv[]) {
        "OMP_NUM_THREADS of each trainer (0: the machine's cores / --num-trainers)")
       ("graph-format", po::value(&o.graph_format), "accepted for DGL compatibility (passed as DGL_GRAPH_FORMAT)")
       ("extra-envs", po::value(&o.extra_envs)->multitoken()->composing(), "K=V ... set for every process")
-      ("job-id", po::value(&o.job_id), "names logs and shared memory ([A-Za-z0-9_-]; default <graph>-<random>)");
+      ("job-id", po::value(&o.job_id), "names logs and shared memory ([A-Za-z0-9_-]; default <graph>-<random>)")
+      ("secret-file", po::value(&o.secret_file),
+       "the job's shared secret (a file of mode 0600, e.g. the one --external-servers' servers use); default: a "
+       "fresh random secret per job, handed to every process through a mode-0600 file")
+      ("no-auth", po::bool_switch(&o.no_auth), "no shared secret: connections are not authenticated");
   po::options_description remote("Machines");
   remote.add_options()
       ("local", po::bool_switch(&o.local), "run every machine's processes on this host, without ssh")
@@ -186,6 +190,11 @@ Status validate_launch_options(const LaunchOptions& o) {
     return invalid_argument("--external-servers needs --job-id: the one in the servers' environment files "
                             "(DGLD_JOB_ID), so the trainers find their shared memory");
   }
+  if (o.external_servers && o.secret_file.empty() && !o.no_auth) {
+    return invalid_argument("--external-servers needs --secret-file (the secret the running servers were given) "
+                            "or --no-auth (servers started without one)");
+  }
+  if (!o.secret_file.empty() && o.no_auth) return invalid_argument("--secret-file and --no-auth contradict each other");
   if (!o.write_server_env.empty()) {
     if (o.job_id.empty()) return invalid_argument("--write-server-env needs --job-id (it names the units and files)");
     return Status::ok();  // no command: nothing runs
@@ -245,6 +254,10 @@ std::map<std::string, std::string> server_env_files(const LaunchOptions& o, cons
         const bool path = k == "DGL_CONF_PATH" || k == "DGL_IP_CONFIG";
         const std::filesystem::path p(v);
         text += k + "=" + (path && p.is_relative() ? (ws / p).lexically_normal().string() : v) + "\n";
+      }
+      if (!o.secret_file.empty()) {  // the path on that machine; the operator installs the file there (mode 0600)
+        const std::filesystem::path p(o.secret_file);
+        text += "DGLD_SECRET_FILE=" + (p.is_relative() ? (ws / p).lexically_normal().string() : o.secret_file) + "\n";
       }
       std::string args;
       for (size_t i = 1; i < s.argv.size(); ++i) args += (i > 1 ? " " : "") + s.argv[i];

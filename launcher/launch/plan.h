@@ -37,6 +37,8 @@ struct LaunchOptions {
   bool no_copy = false;          // shared filesystem: copy nothing
   std::string copy_method = "auto";  // auto (rsync when both sides have it) | rsync | scp
   std::string job_id;            // empty: <graph>-<random>
+  std::string secret_file;       // the job's shared secret (mode 0600); empty: a fresh random one per job
+  bool no_auth = false;          // no shared secret: processes accept unauthenticated connections
   std::string graph_server_bin;  // empty: next to dgl-launch, else the build tree, else PATH
   std::string agent_bin;         // dgl-launch on the machines; empty: this executable
   int grace_ms = 3000;           // SIGTERM, then SIGKILL after this long

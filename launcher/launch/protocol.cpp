@@ -49,6 +49,7 @@ json to_json(const AgentSpec& s) {
               {"omp_threads_auto_divisor", s.omp_threads_auto_divisor},
               {"hash_files", s.hash_files},
               {"external_servers", s.external_servers},
+              {"secret", s.secret},
               {"files", s.files},
               {"servers", servers},
               {"trainers", trainers},
@@ -72,6 +73,7 @@ Result<AgentSpec> agent_spec_from_json(const json& j) {
     s.omp_threads_auto_divisor = j.at("omp_threads_auto_divisor").get<int>();
     s.hash_files = j.at("hash_files").get<bool>();
     s.external_servers = j.at("external_servers").get<bool>();
+    s.secret = j.value("secret", std::string());
     s.files = j.at("files").get<std::vector<std::string>>();
     for (const auto& p : j.at("servers")) s.servers.push_back(process_from_json(p));
     for (const auto& p : j.at("trainers")) s.trainers.push_back(process_from_json(p));

@@ -35,6 +35,11 @@ struct AgentSpec {
   int omp_threads_auto_divisor = 0;  // >0: trainers without OMP_NUM_THREADS get cores / this
   bool hash_files = false;       // report size + crc32 of `files` in `prepared`
   bool external_servers = false; // the servers run already: server_ports must listen; their shared memory stays
+  // The job's shared secret (net/auth.h), over the agent's own channel (ssh
+  // or a pipe), never a command line: the agent writes it to a mode-0600
+  // file in the job's log directory, gives every process DGLD_SECRET_FILE,
+  // and removes the file when the job stops. Empty: no authentication.
+  std::string secret;
   std::vector<std::string> files;
   std::vector<ProcessSpec> servers;
   std::vector<ProcessSpec> trainers;

@@ -15,10 +15,14 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+
+#include "common/net/auth.h"
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
+#include "common/client/server_api.h"
+#include "common/net/io_threads.h"
 #include "launcher/launch/files.h"
 #include "launcher/launch/subprocess.h"
 #include "tests/launch/launch_util.h"
@@ -295,6 +299,30 @@ TEST_CASE("launch --local: trainer-host trains on two machines with sampler-work
   CHECK(metrics["num_trainers"] == 2);
   CHECK(metrics["rank"] == 0);
   CHECK(metrics["epochs"].size() == 3);
+  // Every connection of the job authenticated with the job's secret, which
+  // was never on a command line and is gone with the job.
+  CHECK_THAT(log, !Catch::Contains("refused client"));
+  CHECK_THAT(log, !Catch::Contains("authentication"));
+  CHECK_FALSE(fs::exists(job.logs() / "secret"));
+  job.check_nothing_left();
+}
+
+TEST_CASE("launch --local: a client outside the job cannot use its servers", "[launch][real]") {
+  LocalJob job;
+  // A trainer that waits while a stranger knocks (the fake trainer sleeps).
+  auto p = job.start({"--extra-envs", "FAKE_SECONDS=20"}, {fake_trainer().string()});
+  REQUIRE(p.wait_for_log("/trainer/1: ", 60s));
+  net::IoThreads io(1);
+  auto conn = client::ServerConnection::connect(io.context(), "127.0.0.1", static_cast<uint16_t>(job.base), 0, 5s, 5s);
+  REQUIRE(conn.is_ok());  // TCP is open to anyone ...
+  auto info = (*conn)->graph_info();  // ... but nothing is served without the secret
+  REQUIRE_FALSE(info.is_ok());
+  CHECK_THAT(info.status().message(), Catch::Contains("authentication required"));
+  CHECK(p.wait_for_log("refused client 127.0.0.1:", 10s));
+  const std::string secret = read_text(job.logs() / "secret");
+  CHECK_THAT(p.log(), !Catch::Contains(secret.substr(0, 16)));  // not in any log line
+  p.signal(SIGINT);
+  REQUIRE(p.wait(30s).has_value());
   job.check_nothing_left();
 }
 
@@ -304,8 +332,12 @@ TEST_CASE("launch --local --external-servers: servers run from --write-server-en
   fs::create_directories(job.ws);
   fs::copy(job.src, job.ws, fs::copy_options::recursive);
   const fs::path env_dir = job.dir.path() / "env";
+  // The operator's secret, which the servers' environment files point to.
+  const fs::path secret = job.dir.path() / "job.secret";
+  REQUIRE(dgld::net::write_new_secret_file(secret).is_ok());
   const std::vector<std::string> config = {"--workspace", job.ws.string(), "--ip-config", "ip_config.txt",
-                                           "--part-config", "parts/g.json", "--job-id", job.job_id};
+                                           "--part-config", "parts/g.json", "--job-id", job.job_id,
+                                           "--secret-file", secret.string()};
   auto writer = config;
   writer.insert(writer.end(), {"--write-server-env", env_dir.string()});
   auto w = start_launch(writer, job.src, job.dir.path() / "write.log");
@@ -317,6 +349,7 @@ TEST_CASE("launch --local --external-servers: servers run from --write-server-en
                                   Catch::Contains("DGLD_JOB_ID=" + job.job_id + "\n") &&
                                   Catch::Contains("DGLD_GRAPH_SERVER_ARGS=--num-server-threads 2\n"));
   CHECK_THAT(read_text(env1), !Catch::Contains("DGLD_MACHINE_ID"));
+  CHECK_THAT(read_text(env1), Catch::Contains("DGLD_SECRET_FILE=" + secret.string() + "\n"));
 
   auto args = config;
   args.insert(args.end(), {"--local", "--external-servers", "--no-copy", "--", fake_trainer().string()});
