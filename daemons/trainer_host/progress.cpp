@@ -7,10 +7,13 @@
 
 #include <fmt/format.h>
 
+#include "common/logging.h"
+
 namespace dgld::trainer {
 
-ProgressBar::ProgressBar(bool enabled, int epoch, int64_t total_steps)
-    : shown_(enabled && ::isatty(STDERR_FILENO) == 1), epoch_(epoch), total_(total_steps) {}
+ProgressBar::ProgressBar(bool enabled, int epoch, int64_t total_steps, bool plain_lines)
+    : shown_(enabled && ::isatty(STDERR_FILENO) == 1), plain_(enabled && plain_lines && !shown_), epoch_(epoch),
+      total_(total_steps) {}
 
 ProgressBar::~ProgressBar() { clear(); }
 
@@ -23,6 +26,14 @@ std::string ProgressBar::render(int epoch, int64_t done, int64_t total, double l
 }
 
 void ProgressBar::update(int64_t steps_done, double loss, double seeds_per_s) {
+  if (plain_ && total_ >= 4) {
+    const int quarter = static_cast<int>(steps_done * 4 / total_);
+    if (quarter > quarters_logged_ && quarter < 4) {  // the epoch's own line reports 100%
+      quarters_logged_ = quarter;
+      logger("trainer")->info("epoch {}: {}% ({}/{} steps), loss {:.4f}, {:.0f} seeds/s", epoch_, quarter * 25,
+                              steps_done, total_, loss, seeds_per_s);
+    }
+  }
   if (!shown_) return;
   const auto now = std::chrono::steady_clock::now();
   if (drawn_ && steps_done < total_ && now - last_draw_ < std::chrono::milliseconds(100)) return;

@@ -151,7 +151,7 @@ Status Loop::train_epoch(int epoch, EpochMetrics& m) {
   const int64_t steps = b_.steps_per_epoch();
   const int world = b_.world_size();
   b_.start_epoch(epoch);
-  ProgressBar bar(c_.progress, epoch, steps);
+  ProgressBar bar(c_.progress, epoch, steps, /*plain_lines=*/b_.rank() == 0);
   double loss_sum = 0, correct_sum = 0, seeds_sum = 0;  // over every trainer
   for (int64_t step = 0; step < steps; ++step) {
     const std::string where = fmt::format("epoch {} step {}", epoch, step);
