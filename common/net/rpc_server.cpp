@@ -146,6 +146,8 @@ void RpcServer::accept_next() {
                   if (on_close_) on_close_(c, st);
                   std::lock_guard lock(mu_);
                   pauses_of_closed_ += c->read_pauses();
+                  bytes_in_closed_ += c->bytes_in();
+                  bytes_out_closed_ += c->bytes_out();
                   if (auto it = sessions_.find(c.get()); it != sessions_.end()) {
                     it->second->timer.cancel();
                     sessions_.erase(it);
@@ -278,6 +280,20 @@ uint64_t RpcServer::read_pauses() const {
   std::lock_guard lock(mu_);
   uint64_t n = pauses_of_closed_.load();
   for (const auto& c : conns_) n += c->read_pauses();
+  return n;
+}
+
+uint64_t RpcServer::bytes_in() const {
+  std::lock_guard lock(mu_);
+  uint64_t n = bytes_in_closed_.load();
+  for (const auto& c : conns_) n += c->bytes_in();
+  return n;
+}
+
+uint64_t RpcServer::bytes_out() const {
+  std::lock_guard lock(mu_);
+  uint64_t n = bytes_out_closed_.load();
+  for (const auto& c : conns_) n += c->bytes_out();
   return n;
 }
 

@@ -126,6 +126,9 @@ class RpcServer {
   // Reply bytes queued on all connections; times reading was held back.
   int64_t queued_bytes() const { return queued_->load(); }
   uint64_t read_pauses() const;
+  // Bytes read and written over every connection, closed ones included.
+  uint64_t bytes_in() const;
+  uint64_t bytes_out() const;
 
  private:
   struct AuthSession;
@@ -149,6 +152,7 @@ class RpcServer {
   std::atomic<uint64_t> auth_failures_{0};
   std::shared_ptr<std::atomic<int64_t>> queued_ = std::make_shared<std::atomic<int64_t>>(0);
   std::atomic<uint64_t> pauses_of_closed_{0};  // read_pauses of connections already gone
+  std::atomic<uint64_t> bytes_in_closed_{0}, bytes_out_closed_{0};
   std::atomic<bool> stopped_{false};
   std::map<const Connection*, std::shared_ptr<AuthSession>> sessions_;  // connections still authenticating
 };

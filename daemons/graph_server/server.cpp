@@ -462,6 +462,11 @@ std::string GraphServer::Impl::stats_json() const {
   j["uptime_s"] = std::chrono::duration<double>(Clock::now() - started).count();
   j["rss_bytes"] = rss_bytes();
   j["connections"] = rpc ? rpc->num_connections() : 0;
+  j["bytes_in"] = rpc ? rpc->bytes_in() : 0;
+  j["bytes_out"] = rpc ? rpc->bytes_out() : 0;
+  j["queued_reply_bytes"] = rpc ? rpc->queued_bytes() : 0;
+  j["read_pauses"] = rpc ? rpc->read_pauses() : 0;
+  j["refused_connections"] = rpc ? rpc->auth_failures() : 0;
   if (membership) j["registered_clients"] = membership->num_active();
   {
     std::lock_guard lock(stats_mu);
@@ -681,6 +686,15 @@ void GraphServer::Impl::on_sample(const RequestContext& ctx, Message&& m) {
   const auto* req = m.as<fbs::SampleNeighbors>();
   auto seeds = id_blob(m, 0, "seed ids", opts.max_ids_per_request);
   if (!seeds.is_ok()) return ctx.reply_error(seeds.status());
+  // With replacement each seed gives `fanout` edges whatever its degree: the
+  // reply (three int64 ids per edge) is capped like an id list.
+  if (req->replace() && req->fanout() > 0 &&
+      static_cast<uint64_t>(req->fanout()) * seeds->size() > opts.max_ids_per_request) {
+    return ctx.reply_error(resource_exhausted(
+        "sample_neighbors: fanout " + std::to_string(req->fanout()) + " with replacement for " +
+        std::to_string(seeds->size()) + " seeds is over the cap of " + std::to_string(opts.max_ids_per_request) +
+        " sampled edges per request (--max-ids-per-request)"));
+  }
   std::vector<int64_t> rows(seeds->size());
   for (size_t i = 0; i < seeds->size(); ++i) {
     auto local = local_node((*seeds)[i]);

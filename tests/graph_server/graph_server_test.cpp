@@ -17,6 +17,7 @@
 
 #include "common/client/local_partition.h"
 #include "common/client/server_api.h"
+#include "common/file_util.h"
 #include "common/ip_config.h"
 #include "common/net/io_threads.h"
 #include "common/part_config.h"
@@ -619,4 +620,29 @@ TEST_CASE("graph-server: caps on ids per request, tensor size and connections ar
   }
   CHECK(job.servers[0].wait_for_log("connections already open (cap)", 5s));
   CHECK(s0.graph_info().is_ok());  // the server keeps serving the others
+}
+
+TEST_CASE("dgld-stats prints every server's requests, bytes and memory") {
+  Job job;
+  Trainer t(job);
+  REQUIRE(t.main(0).pull("_N/features", owned_sample(0, 10, 2)).is_ok());
+  const fs::path out = job.dir.path() / "stats.txt";
+  const std::string cmd = "'" + (build_root() / "launcher/stats/dgld-stats").string() + "' --ip-config '" +
+                          job.ip_config.string() + "' > '" + out.string() + "' 2>&1";
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  auto text = read_file(out);
+  REQUIRE(text.is_ok());
+  INFO(*text);
+  CHECK(text->find("server 0 (machine 0) at 127.0.0.1:" + std::to_string(job.port(0))) != std::string::npos);
+  CHECK(text->find("server 1 (machine 1)") != std::string::npos);
+  CHECK(text->find("KvPull") != std::string::npos);
+  CHECK(text->find("bytes in") != std::string::npos);
+  // A server that is down is an error naming it, and the exit code says so.
+  job.servers[1].signal(SIGTERM);
+  REQUIRE(job.servers[1].wait(10s).has_value());
+  const std::string cmd2 = "'" + (build_root() / "launcher/stats/dgld-stats").string() + "' --ip-config '" +
+                           job.ip_config.string() + "' --timeout-ms 500 > '" + out.string() + "' 2>&1";
+  const int rc = std::system(cmd2.c_str());
+  CHECK(WEXITSTATUS(rc) == 1);
+  CHECK(read_file(out)->find("dgld-stats: server 1 at 127.0.0.1:" + std::to_string(job.port(1))) != std::string::npos);
 }
