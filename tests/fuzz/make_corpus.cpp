@@ -322,6 +322,13 @@ void graph_server_corpus(const PartitionConfig& c) {
           .req(K::RegisterClient,
                [](auto& b) { return fbs::CreateRegisterClient(b, fbs::Role::Trainer, 1, 7, b.CreateString("h")); })
           .bytes);
+  // Regression: with replacement every seed gives `fanout` edges; 2^31 - 2
+  // made the server allocate 48 GiB for one request.
+  put("graph_server", "regression-sample-huge-fanout",
+      Seq(reg)
+          .req(K::SampleNeighbors,
+               [](auto& b) { return fbs::CreateSampleNeighbors(b, 0x7ffffffe, false, true, 0, 5); }, {id_blob({1})})
+          .bytes);
   put("graph_server", "shutdown",
       Seq(reg).req(K::Shutdown, [&](auto& b) { return fbs::CreateShutdown(b, name(b, "fuzz")); }).bytes);
 }
