@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 
 namespace dgld {
 
@@ -26,6 +27,10 @@ namespace dgld {
 
 void reexec_with_passive_openmp(char** argv) {
   if (std::getenv("OMP_WAIT_POLICY") != nullptr) return;
+  // --help and --version run no OpenMP: not worth loading the program twice.
+  for (char** a = argv + 1; *a; ++a) {
+    if (std::strcmp(*a, "--version") == 0 || std::strcmp(*a, "--help") == 0 || std::strcmp(*a, "-h") == 0) return;
+  }
   ::setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
   ::execv("/proc/self/exe", argv);
   // execv failed (no /proc?): carry on with the default policy.

@@ -35,7 +35,9 @@ done
 bash scripts/setup.sh
 BUILD_DIR=${BUILD_DIR:-build}
 [ -f "$BUILD_DIR/build.ninja" ] || meson setup "$BUILD_DIR" --buildtype=release
-ninja -C "$BUILD_DIR" -j "$(nproc)"
+# The programs only (the tests build with scripts/test.sh).
+ninja -C "$BUILD_DIR" -j "$(nproc)" launcher/partition/dgl-partition launcher/launch/dgl-launch \
+  daemons/graph_server/graph-server daemons/sampler_worker/sampler-worker daemons/trainer_host/trainer-host
 BIN=$(realpath "$BUILD_DIR")
 PART=$BIN/launcher/partition/dgl-partition
 LAUNCH=$BIN/launcher/launch/dgl-launch

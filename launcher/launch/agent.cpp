@@ -436,10 +436,13 @@ class Agent {
       return;
     }
     if (must_be_dgld || is_dgld_program(exe)) {
-      auto r = run_command({exe.string(), "--version"}, 10s);
+      // Generous: a LibTorch program takes seconds to load, more on a busy machine.
+      auto r = run_command({exe.string(), "--version"}, 60s);
       if (!r.is_ok() || r->status != 0) {
         problems.push_back(fmt::format("{} {} --version failed: {}", what, exe.string(),
-                                       r.is_ok() ? describe_exit(r->status) + ": " + r->output : r.status().message()));
+                                       !r.is_ok()      ? r.status().message()
+                                       : r->timed_out  ? std::string("no answer within 60 s")
+                                                       : describe_exit(r->status) + ": " + r->output));
         return;
       }
       const std::string v = version_of(r->output);
