@@ -1,6 +1,7 @@
 #include "common/client/data_loader.h"
 
 #include "common/buffer_pool.h"
+#include "common/client/row_cache.h"
 
 #include <algorithm>
 #include <condition_variable>
@@ -86,6 +87,10 @@ Result<std::unique_ptr<BatchBuilder>> BatchBuilder::create(Cluster& cluster, Bat
       return invalid_argument("feature tensor '" + t.name() + "' is " + dtype_name(t.dtype()) +
                               ", not float32");
     }
+    if (spec.feature_cache_bytes > 0) {
+      DGLD_ASSIGN_OR_RETURN(auto cache, build_halo_row_cache(cluster, t, spec.feature_cache_bytes));
+      t.set_row_cache(std::move(cache));
+    }
     b->feature_ = std::move(t);
   }
   if (!spec.label.empty()) {
@@ -126,7 +131,7 @@ Result<Batch> BatchBuilder::build(int64_t batch_id, std::span<const int64_t> see
     }
     out.features = buffers_->take(rows.size() * static_cast<size_t>(out.feature_dim));
     out.features_pool = buffers_;
-    if (Status st = feature_->pull_into(rows, out.features.data()); !st.is_ok()) {
+    if (Status st = feature_->pull_unique_into(rows, out.features.data()); !st.is_ok()) {
       return st.with_context("features of batch " + std::to_string(batch_id));
     }
   }
@@ -137,6 +142,11 @@ Result<Batch> BatchBuilder::build(int64_t batch_id, std::span<const int64_t> see
   }
   out.timings.fetch_s = seconds_since(t1);
   return out;
+}
+
+std::pair<uint64_t, uint64_t> BatchBuilder::feature_cache_hits_misses() const {
+  if (!feature_ || !feature_->row_cache()) return {0, 0};
+  return {feature_->row_cache()->hits(), feature_->row_cache()->misses()};
 }
 
 // ---------------------------------------------------------------- wire
@@ -509,6 +519,10 @@ Result<std::unique_ptr<DistDataLoader>> DistDataLoader::create(Cluster& cluster,
 }
 
 int64_t DistDataLoader::num_batches_per_epoch() const { return impl_->num_batches(); }
+
+std::pair<uint64_t, uint64_t> DistDataLoader::feature_cache_hits_misses() const {
+  return impl_->builder->feature_cache_hits_misses();
+}
 
 void DistDataLoader::start_epoch(int epoch) {
   Impl& s = *impl_;

@@ -43,6 +43,8 @@ struct BatchSpec {
   bool replace = false;
   std::string feature = "features";  // float32 node tensor; empty: no features
   std::string label = "labels";      // int64 node tensor; empty: no labels
+  // Remote feature rows kept in this process (row_cache.h); 0: none.
+  size_t feature_cache_bytes = 0;
 };
 
 struct BatchTimings {
@@ -83,6 +85,8 @@ class BatchBuilder {
   Result<Batch> build(int64_t batch_id, std::span<const int64_t> seeds, uint64_t rng_seed,
                       int skip_features_of = -1) const;
   const BatchSpec& spec() const { return spec_; }
+  // Rows served from the feature cache / requested because not cached (0, 0 without one).
+  std::pair<uint64_t, uint64_t> feature_cache_hits_misses() const;
 
  private:
   BatchBuilder(Cluster& cluster, BatchSpec spec, ThreadPool* pool, std::shared_ptr<BufferPool> buffers);
@@ -93,6 +97,7 @@ class BatchBuilder {
   Cluster* cluster_;
   std::optional<DistTensor> feature_, label_;
 };
+
 
 // The SampleBatch / SampleBatchReply messages (schemas/sampler.fbs).
 net::OutMessage encode_sample_batch(int64_t batch_id, std::span<const int64_t> seeds,
@@ -157,6 +162,9 @@ class DistDataLoader {
   // that made a batch impossible (the trainer's own attempt failed too).
   Result<std::optional<Batch>> next();
   DataLoaderStats stats() const;
+  // Of the trainer's own batches (not the workers'): remote feature rows
+  // served from the feature cache, and requested.
+  std::pair<uint64_t, uint64_t> feature_cache_hits_misses() const;
 
   struct Impl;
 

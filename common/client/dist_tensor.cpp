@@ -1,5 +1,7 @@
 #include "common/client/dist_tensor.h"
 
+#include "common/client/row_cache.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -103,90 +105,106 @@ int DistTensor::owner(int64_t id) const {
 
 Status DistTensor::pull_into(std::span<const int64_t> ids, void* out) const {
   if (!local_) return invalid_argument("DistTensor '" + name_ + "' was destroyed");
+  UniqueInverse uniq = unique_with_inverse(ids);
+  // unique is in order of first appearance: with nothing repeated it is ids.
+  if (uniq.unique.size() == ids.size()) return pull_distinct(ids, static_cast<uint8_t*>(out));
+  const size_t rb = row_bytes_;
+  std::vector<uint8_t> rows(uniq.unique.size() * rb);
+  DGLD_RETURN_IF_ERROR(pull_distinct(uniq.unique, rows.data()));
+  auto* dst = static_cast<uint8_t*>(out);
+  for (size_t k = 0; k < ids.size(); ++k) {
+    std::memcpy(dst + k * rb, rows.data() + static_cast<size_t>(uniq.inverse[k]) * rb, rb);
+  }
+  return Status::ok();
+}
+
+Status DistTensor::pull_unique_into(std::span<const int64_t> ids, void* out) const {
+  if (!local_) return invalid_argument("DistTensor '" + name_ + "' was destroyed");
+  return pull_distinct(ids, static_cast<uint8_t*>(out));
+}
+
+Status DistTensor::pull_distinct(std::span<const int64_t> ids, uint8_t* out) const {
   Cluster& c = *cluster_;
   const int me = c.machine_id();
   const int P = c.num_machines();
   const size_t rb = row_bytes_;
-  UniqueInverse uniq = unique_with_inverse(ids);
-  const size_t n = uniq.unique.size();
-
-  // Group the unique ids by owner: machine m's ids sit at [start[m], start[m+1]).
-  std::vector<int> owners(n);
-  std::vector<size_t> start(static_cast<size_t>(P) + 1, 0);
-  for (size_t i = 0; i < n; ++i) {
-    owners[i] = owner(uniq.unique[i]);
-    if (owners[i] < 0) {
-      return invalid_argument("pull '" + name_ + "': id " + std::to_string(uniq.unique[i]) +
-                              " is not in [0, " + std::to_string(num_rows()) + ")");
+  const int64_t local_rows = local_->num_rows();
+  // Rows of this machine and cached rows are copied straight to their place;
+  // the others are requested from their machines, one buffer per machine.
+  struct Direct {
+    size_t at;
+    const void* src;
+  };
+  std::vector<Direct> direct;
+  direct.reserve(ids.size());
+  std::vector<std::vector<int64_t>> remote_ids(static_cast<size_t>(P));
+  std::vector<std::vector<size_t>> remote_at(static_cast<size_t>(P));
+  for (size_t k = 0; k < ids.size(); ++k) {
+    const int64_t id = ids[k];
+    const int m = owner(id);
+    if (m < 0) {
+      return invalid_argument("pull '" + name_ + "': id " + std::to_string(id) + " is not in [0, " +
+                              std::to_string(num_rows()) + ")");
     }
-    ++start[owners[i] + 1];
-  }
-  for (int m = 0; m < P; ++m) start[m + 1] += start[m];
-  // Everything local and nothing repeated: straight from shared memory.
-  if (n == ids.size() && start[me + 1] - start[me] == n) {
-    std::vector<int64_t> rows(n);
-    for (size_t i = 0; i < n; ++i) rows[i] = ids[i] - first_row_;
-    return local_->gather_rows(rows, out).with_context("pull '" + name_ + "' on machine " +
-                                                       std::to_string(me));
-  }
-  std::vector<size_t> pos(n);
-  std::vector<int64_t> grouped(n);
-  {
-    std::vector<size_t> fill(start.begin(), start.end() - 1);
-    for (size_t i = 0; i < n; ++i) {
-      pos[i] = fill[owners[i]]++;
-      grouped[pos[i]] = uniq.unique[i];
+    if (m == me) {
+      const int64_t row = id - first_row_;
+      if (row < 0 || row >= local_rows) {
+        return internal_error("pull '" + name_ + "': id " + std::to_string(id) + " maps to row " +
+                              std::to_string(row) + " of " + std::to_string(local_rows) + " on machine " +
+                              std::to_string(me));
+      }
+      direct.push_back({k, local_->row(row)});
+    } else if (const uint8_t* cached = cache_ ? cache_->find(id) : nullptr) {
+      direct.push_back({k, cached});
+    } else {
+      remote_ids[static_cast<size_t>(m)].push_back(id);
+      remote_at[static_cast<size_t>(m)].push_back(k);
     }
   }
-  std::vector<uint8_t> rows_buf(n * rb);
-  uint8_t* buf = rows_buf.data();
-
-  // Remote machines: chunks of about kPullChunkBytes, all in flight at once.
+  // Remote machines: chunks of about kPullChunkBytes, all in flight at once,
+  // while the direct rows are copied.
   struct Call {
     int machine;
     net::PendingCall call;
   };
   std::vector<Call> calls;
-  const size_t chunk =
-      std::max<size_t>(1, ServerConnection::kPullChunkBytes / std::max<size_t>(rb, 1));
-  const std::span<const int64_t> gids(grouped);
+  std::vector<std::vector<uint8_t>> bufs(static_cast<size_t>(P));
+  const size_t chunk = std::max<size_t>(1, ServerConnection::kPullChunkBytes / std::max<size_t>(rb, 1));
   for (int m = 0; m < P; ++m) {
-    if (m == me) continue;
-    for (size_t at = start[m]; at < start[m + 1]; at += chunk) {
-      const size_t k = std::min(chunk, start[m + 1] - at);
-      calls.push_back(
-          {m, c.server_for(m).start_pull(name_, gids.subspan(at, k), buf + at * rb, k * rb)});
+    const auto& gids = remote_ids[static_cast<size_t>(m)];
+    if (gids.empty()) continue;
+    auto& buf = bufs[static_cast<size_t>(m)];
+    buf.resize(gids.size() * rb);
+    for (size_t at = 0; at < gids.size(); at += chunk) {
+      const size_t k = std::min(chunk, gids.size() - at);
+      calls.push_back({m, c.server_for(m).start_pull(name_, std::span<const int64_t>(gids).subspan(at, k),
+                                                     buf.data() + at * rb, k * rb)});
     }
   }
+  for (const Direct& d : direct) std::memcpy(out + d.at * rb, d.src, rb);
   Status first;
-  if (start[me + 1] > start[me]) {
-    std::vector<int64_t> rows(gids.begin() + start[me], gids.begin() + start[me + 1]);
-    for (auto& r : rows) r -= first_row_;
-    first = local_->gather_rows(rows, buf + start[me] * rb)
-                .with_context("pull '" + name_ + "' on machine " + std::to_string(me));
-  }
   for (auto& call : calls) {
     auto& srv = c.server_for(call.machine);
     auto r = srv.finish_pull(call.call);  // every call is waited for, even after an error
     if (!first.is_ok()) continue;
     if (!r.is_ok()) {
-      first = r.status().with_context("pull '" + name_ + "' from machine " +
-                                      std::to_string(call.machine));
+      first = r.status().with_context("pull '" + name_ + "' from machine " + std::to_string(call.machine));
     } else if (r->dtype != dtype_) {
-      first = invalid_argument("pull '" + name_ + "': machine " + std::to_string(call.machine) +
-                               " (" + srv.peer() + ") answers " + dtype_name(r->dtype) +
-                               " rows, the tensor is " + dtype_name(dtype_));
+      first = invalid_argument("pull '" + name_ + "': machine " + std::to_string(call.machine) + " (" +
+                               srv.peer() + ") answers " + dtype_name(r->dtype) + " rows, the tensor is " +
+                               dtype_name(dtype_));
     } else if (!r->data.is_borrowed()) {
-      first =
-          invalid_argument("pull '" + name_ + "': rows on machine " + std::to_string(call.machine) +
-                           " (" + srv.peer() + ") are " + std::to_string(r->row_bytes()) +
-                           " bytes, expected " + std::to_string(rb));
+      first = invalid_argument("pull '" + name_ + "': rows on machine " + std::to_string(call.machine) + " (" +
+                               srv.peer() + ") are " + std::to_string(r->row_bytes()) + " bytes, expected " +
+                               std::to_string(rb));
     }
   }
   DGLD_RETURN_IF_ERROR(first);
-  auto* dst = static_cast<uint8_t*>(out);
-  for (size_t k = 0; k < ids.size(); ++k)
-    std::memcpy(dst + k * rb, buf + pos[uniq.inverse[k]] * rb, rb);
+  for (int m = 0; m < P; ++m) {
+    const auto& at = remote_at[static_cast<size_t>(m)];
+    const uint8_t* buf = bufs[static_cast<size_t>(m)].data();
+    for (size_t i = 0; i < at.size(); ++i) std::memcpy(out + at[i] * rb, buf + i * rb, rb);
+  }
   return Status::ok();
 }
 

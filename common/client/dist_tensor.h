@@ -25,6 +25,7 @@ class SharedTensor;
 namespace dgld::client {
 
 class Cluster;
+class RowCache;
 
 class DistTensor {
  public:
@@ -52,6 +53,13 @@ class DistTensor {
   // out[k] = row ids[k] (ids.size() * row_bytes() bytes); errors name the id or
   // the machine whose request failed.
   Status pull_into(std::span<const int64_t> ids, void* out) const;
+  // The same for ids known to be distinct (a block's nodes): no de-duplication.
+  Status pull_unique_into(std::span<const int64_t> ids, void* out) const;
+  // Rows of other machines found in `cache` are copied from it instead of
+  // requested (a read-only tensor only: nothing invalidates the cache).
+  // Copies of this DistTensor made afterwards share it.
+  void set_row_cache(std::shared_ptr<const RowCache> cache) { cache_ = std::move(cache); }
+  const std::shared_ptr<const RowCache>& row_cache() const { return cache_; }
   Result<std::vector<uint8_t>> pull(std::span<const int64_t> ids) const;
   template <typename T>
   Result<std::vector<T>> pull_as(std::span<const int64_t> ids) const;
@@ -68,8 +76,10 @@ class DistTensor {
   size_t row_bytes_ = 0;
   int64_t first_row_ = 0;                     // global id of the local machine's row 0
   std::shared_ptr<shm::SharedTensor> local_;  // the caller's machine's rows
+  std::shared_ptr<const RowCache> cache_;      // other machines' rows, read-only tensors only
 
   int owner(int64_t id) const;
+  Status pull_distinct(std::span<const int64_t> ids, uint8_t* out) const;
 };
 
 template <typename T>

@@ -30,6 +30,7 @@ ParsedOptions parse_sampler_worker_options(int argc, const char* const argv[]) {
   SamplerWorkerOptions& o = out.options;
   o.log.program = "sampler-worker";
   std::string part_config, ip_config, secret_file;
+  int64_t cache_mb = 256;
   int connect_ms = 30000, call_ms = 30000;
   po::options_description desc("sampler-worker options");
   desc.add_options()
@@ -44,6 +45,8 @@ ParsedOptions parse_sampler_worker_options(int argc, const char* const argv[]) {
       ("num-threads", po::value(&o.num_threads)->default_value(2), "batches made at once")
       ("job-id", po::value(&o.job_id), "shared-memory job id (default: graph name and port; env DGLD_JOB_ID)")
       ("secret-file", po::value(&secret_file), "file with the job's shared secret, mode 0600 (env DGLD_SECRET_FILE)")
+      ("feature-cache-mb", po::value(&cache_mb)->default_value(cache_mb),
+       "MiB of other machines' feature rows kept in this process (the most connected halo nodes); 0: none")
       ("ready-fd", po::value(&o.ready_fd)->default_value(-1),
        "write the listening port and a newline to this file descriptor once ready (for a parent process)")
       ("connect-timeout-ms", po::value(&connect_ms)->default_value(connect_ms), "connecting to the servers")
@@ -66,6 +69,7 @@ ParsedOptions parse_sampler_worker_options(int argc, const char* const argv[]) {
     else if (o.num_threads < 1) err = "--num-threads must be >= 1";
     else if (o.listen_port < 0 || o.listen_port > 65535) err = "--listen-port must be in 0..65535";
     else if (connect_ms < 1 || call_ms < 1) err = "timeouts must be >= 1 ms";
+    else if (cache_mb < 0) err = "--feature-cache-mb must be >= 0";
   }
   if (err.empty()) {
     auto secret = net::secret_from_flag_or_env(secret_file);
@@ -81,6 +85,7 @@ ParsedOptions parse_sampler_worker_options(int argc, const char* const argv[]) {
   o.ip_config = ip_config;
   o.connect_timeout = std::chrono::milliseconds(connect_ms);
   o.call_timeout = std::chrono::milliseconds(call_ms);
+  o.feature_cache_bytes = static_cast<size_t>(cache_mb) << 20;
   o.log.role = "sampler/" + std::to_string(o.group);
   return out;
 }
@@ -108,7 +113,9 @@ struct SamplerWorker::Impl {
     std::lock_guard lock(builders_mu);
     auto it = builders.find(key);
     if (it == builders.end()) {
-      DGLD_ASSIGN_OR_RETURN(auto b, client::BatchBuilder::create(*cluster, spec));
+      client::BatchSpec with_cache = spec;
+      with_cache.feature_cache_bytes = opts.feature_cache_bytes;
+      DGLD_ASSIGN_OR_RETURN(auto b, client::BatchBuilder::create(*cluster, with_cache));
       it = builders.emplace(key, std::move(b)).first;
     }
     return it->second.get();

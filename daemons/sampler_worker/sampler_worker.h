@@ -28,6 +28,7 @@ struct SamplerWorkerOptions {
   int listen_port = 0;   // 0: pick a free one (logged as "listening on host:port")
   int num_threads = 2;   // requests processed at once
   std::string job_id;    // shared-memory job id; empty: the default
+  size_t feature_cache_bytes = size_t{256} << 20;  // other machines' feature rows kept here (row_cache.h)
   net::SecretPtr secret;  // the job's shared secret: for the servers it calls and the trainer calling it
   int ready_fd = -1;     // >= 0: "<port>\n" is written to this fd once listening, then it is closed
   std::chrono::milliseconds connect_timeout{30000};

@@ -352,6 +352,7 @@ Status DistBackend::setup() {
     so.job_id = cluster_->job_id();
     so.secret_file = o_.secret_file;  // empty: they inherit DGLD_SECRET_FILE
     so.log_level = o_.log_level;
+    so.feature_cache_mb = o_.feature_cache_mb;
     DGLD_ASSIGN_OR_RETURN(samplers_, SamplerChildren::start(so));
     endpoints = samplers_->endpoints();
   }
@@ -365,6 +366,7 @@ Status DistBackend::setup() {
   lo.spec.replace = c_.replace;
   lo.spec.feature = uses_features ? c_.feature : "";
   lo.spec.label = c_.label;
+  lo.spec.feature_cache_bytes = static_cast<size_t>(o_.feature_cache_mb) << 20;
   lo.samplers = endpoints;
   lo.local_threads = 2;
   auto loader = client::DistDataLoader::create(*cluster_, train_ids_, lo);
@@ -503,6 +505,10 @@ Status DistBackend::finish() {
   const auto stats = loader_->stats();
   log_->info("batches made by sampler-workers: {}, by this trainer: {}, re-issued after a worker failed: {}",
              stats.batches_by_workers, stats.batches_by_trainer, stats.reissued);
+  if (const auto [hits, misses] = loader_->feature_cache_hits_misses(); hits + misses > 0) {
+    log_->info("feature cache (this trainer's batches): {} remote rows served from it, {} requested ({:.1f}% hits)",
+               hits, misses, 100.0 * static_cast<double>(hits) / static_cast<double>(hits + misses));
+  }
   loader_.reset();
   if (samplers_) {
     // A sampler-worker that died mid-run had its batches re-issued: a warning.

@@ -54,6 +54,7 @@ struct DistTrainOptions {
   int num_samplers = 0;
   std::string sampler_worker_path;  // empty: found next to this executable
   std::string log_level = "info";   // passed to the sampler-workers
+  int64_t feature_cache_mb = 256;   // other machines' feature rows kept by the trainer and each sampler-worker
   int rendezvous_port = 0;          // 0: base_port(machine 0) + kRendezvousPortOffset
   std::chrono::milliseconds collective_timeout{60000};  // store, process group, every allreduce
   bool shutdown_servers = false;  // rank 0 asks the servers to exit at the end

@@ -69,6 +69,9 @@ ParsedTrainerHostOptions parse_trainer_host_options(int argc, const char* const 
       ("sampler-worker", po::value(&d.sampler_worker_path), "distributed: sampler-worker executable (default: next to "
        "trainer-host)")
       ("job-id", po::value(&d.job_id), "distributed: shared-memory job id (env DGLD_JOB_ID; default: graph name and port)")
+      ("feature-cache-mb", po::value(&d.feature_cache_mb)->default_value(d.feature_cache_mb),
+       "distributed: MiB of other machines' feature rows kept by this trainer and each sampler-worker (the most "
+       "connected halo nodes); 0: none")
       ("secret-file", po::value(&d.secret_file),
        "distributed: file with the job's shared secret, mode 0600 (env DGLD_SECRET_FILE)")
       ("rendezvous-port", po::value(&d.rendezvous_port)->default_value(d.rendezvous_port),
@@ -116,6 +119,7 @@ ParsedTrainerHostOptions parse_trainer_host_options(int argc, const char* const 
   }
   if (d.num_servers < 1) return fail("--num-servers must be >= 1");
   if (d.num_samplers < 0) return fail("--num-samplers must be >= 0");
+  if (d.feature_cache_mb < 0) return fail("--feature-cache-mb must be >= 0");
   if (collective_timeout_s < 1) return fail("--collective-timeout-s must be >= 1");
   d.collective_timeout = std::chrono::seconds(collective_timeout_s);
   d.part_config = o.part_config;

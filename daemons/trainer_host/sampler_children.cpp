@@ -124,6 +124,7 @@ Result<std::unique_ptr<SamplerChildren>> SamplerChildren::start(const SamplerChi
                                            "--listen-port", "0",
                                            "--job-id", o.job_id,
                                            "--log-level", o.log_level,
+                                           "--feature-cache-mb", std::to_string(o.feature_cache_mb),
                                            "--ready-fd", "3"};
     if (!o.secret_file.empty()) {
       argv.push_back("--secret-file");

@@ -26,6 +26,7 @@ struct SamplerChildrenOptions {
   std::string job_id;
   std::string secret_file;  // passed on; empty: the children inherit DGLD_SECRET_FILE if set
   std::string log_level = "info";
+  int64_t feature_cache_mb = 256;
   int ready_timeout_s = 120;
 };
 

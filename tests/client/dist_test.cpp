@@ -18,6 +18,7 @@
 #include "common/client/cluster.h"
 #include "common/client/dist_graph.h"
 #include "common/client/dist_tensor.h"
+#include "common/client/row_cache.h"
 #include "common/client/local_partition.h"
 #include "common/net/io_threads.h"
 #include "common/partition/partition.h"
@@ -202,6 +203,46 @@ TEST_CASE("client: DistTensor pulls mixed local and remote ids with duplicates")
     REQUIRE(labels.is_ok());
     CHECK(labels->pull_as<int64_t>(ids).is_ok());
     CHECK(g.ndata("nope").status().code() == StatusCode::not_found);
+  }
+}
+
+TEST_CASE("client: a feature cache of halo rows serves remote rows with no request, the same bytes") {
+  Job job(2);
+  auto t0 = job.trainer(0, 0);
+  auto t1 = job.trainer(1, 1);
+  for (Cluster* c : {t0.get(), t1.get()}) {
+    DistGraph g(*c);
+    auto feat = g.ndata("features");
+    REQUIRE(feat.is_ok());
+    auto cache = build_halo_row_cache(*c, *feat, 64 * 32);  // room for 64 rows of 8 floats
+    REQUIRE(cache.is_ok());
+    CHECK((*cache)->num_rows() == 64);
+    CHECK((*cache)->bytes() == 64 * 32);
+    DistTensor cached = *feat;
+    cached.set_row_cache(*cache);
+    auto ids = mixed_ids(3000, 5 + c->machine_id());
+    auto rows = cached.pull_as<float>(ids);
+    REQUIRE(rows.is_ok());
+    for (size_t k = 0; k < ids.size(); ++k) {
+      INFO("id " << ids[k]);
+      REQUIRE(std::memcmp(rows->data() + k * 8, dataset().feature_row(ids[k]), 32) == 0);
+    }
+    CHECK((*cache)->hits() > 0);
+    CHECK((*cache)->misses() > 0);
+    // Distinct ids without de-duplication, half of them cached.
+    std::vector<int64_t> distinct;
+    const IdRange mine = dataset().config.node_map[c->machine_id()];
+    for (int64_t v = 0; v < dataset().config.num_nodes && distinct.size() < 500; v += 7) distinct.push_back(v);
+    std::vector<float> out(distinct.size() * 8);
+    REQUIRE(cached.pull_unique_into(distinct, out.data()).is_ok());
+    for (size_t k = 0; k < distinct.size(); ++k) {
+      INFO("id " << distinct[k] << " (this machine owns [" << mine.start << ", " << mine.end << "))");
+      REQUIRE(std::memcmp(out.data() + k * 8, dataset().feature_row(distinct[k]), 32) == 0);
+    }
+    // A budget of nothing caches nothing.
+    auto none = build_halo_row_cache(*c, *feat, 0);
+    REQUIRE(none.is_ok());
+    CHECK((*none)->num_rows() == 0);
   }
 }
 
