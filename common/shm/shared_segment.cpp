@@ -73,32 +73,44 @@ void poll_sleep(milliseconds& step, Deadline deadline) {
   step = std::min(step * 2, kMaxPoll);
 }
 
-// Field 22 of /proc/<pid>/stat (start time in clock ticks since boot); 0 if unreadable.
-uint64_t process_start_ticks(pid_t pid) {
+// What /proc/<pid>/stat says of a process: its state letter (field 3) and its
+// start time in clock ticks since boot (field 22); {0, 0} if unreadable.
+struct ProcStat {
+  char state = 0;
+  uint64_t start_ticks = 0;
+};
+ProcStat read_proc_stat(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const size_t paren = stat.rfind(')');  // the command name may hold spaces and ')'
-  if (paren == std::string::npos) return 0;
+  if (paren == std::string::npos) return {};
   std::istringstream fields(stat.substr(paren + 1));
+  ProcStat ps;
   std::string field;
   for (int i = 3; i <= 22; ++i) {  // fields after the name start at number 3
-    if (!(fields >> field)) return 0;
+    if (!(fields >> field)) return {};
+    if (i == 3) ps.state = field.empty() ? 0 : field[0];
   }
-  return std::strtoull(field.c_str(), nullptr, 10);
+  ps.start_ticks = std::strtoull(field.c_str(), nullptr, 10);
+  return ps;
 }
 
+uint64_t process_start_ticks(pid_t pid) { return read_proc_stat(pid).start_ticks; }
+
 // Why the recorded owner no longer holds the segment, or "" while it is alive. The
-// owner is alive when its pid exists and, if both start times are known, it is the
-// same process, not a new one that reused the pid (as after a container restart,
-// where the next server may well get the same pid).
+// owner is alive when its pid exists, is not a zombie (a killed server whose parent
+// died too waits for a reaper that a container may not have) and, if both start
+// times are known, it is the same process, not a new one that reused the pid (as
+// after a container restart, where the next server may well get the same pid).
 std::string owner_gone_reason(int64_t pid, uint64_t start_ticks) {
   if (pid <= 0 || pid > INT32_MAX) return fmt::format("its owner pid {} is not a valid pid", pid);
   if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
     return fmt::format("its owner pid {} is dead", pid);
   }
+  const ProcStat now = read_proc_stat(static_cast<pid_t>(pid));
+  if (now.state == 'Z' || now.state == 'X') return fmt::format("its owner pid {} is dead (a zombie)", pid);
   if (start_ticks == 0) return "";
-  const uint64_t now_ticks = process_start_ticks(static_cast<pid_t>(pid));
-  if (now_ticks == 0 || now_ticks == start_ticks) return "";
+  if (now.start_ticks == 0 || now.start_ticks == start_ticks) return "";
   return fmt::format("its owner pid {} is dead (the pid now belongs to a process started later)", pid);
 }
 

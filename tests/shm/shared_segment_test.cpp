@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <thread>
 
 #include "tests/shm/shm_test_util.h"
@@ -231,6 +232,32 @@ TEST_CASE("shm segment: stale segments are detected and replaced", "[shm]") {
     CHECK(fresh->owner_pid() == ::getpid());
     CHECK(fresh->size() == 64);
     CHECK(static_cast<const char*>(fresh->data())[0] == 0);
+  }
+  SECTION("a crashed creator nobody reaped yet (a zombie, as under a container without init)") {
+    const pid_t child = fork_child([&] {
+      auto s = SharedSegment::create(name, 256);
+      if (!s.is_ok()) return 2;
+      ::_exit(s->mark_ready().is_ok() ? 0 : 3);
+      return 4;
+    });
+    // Not reaped: the pid exists (kill(pid, 0) succeeds) until wait_child below.
+    auto zombie = [&] {
+      std::ifstream in("/proc/" + std::to_string(child) + "/stat");
+      std::string stat;
+      std::getline(in, stat);
+      const auto close = stat.rfind(')');
+      return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'Z';
+    };
+    for (int i = 0; i < 500 && !zombie(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    REQUIRE(zombie());
+    REQUIRE(segment_exists(name));
+    auto keep = SharedSegment::create(name, 64, {.replace_stale = false});
+    REQUIRE_FALSE(keep.is_ok());
+    CHECK(contains(keep.status().message(), "owner pid " + std::to_string(child) + " is dead (a zombie)"));
+    auto fresh = SharedSegment::create(name, 64);
+    REQUIRE(fresh.is_ok());
+    CHECK(fresh->owner_pid() == ::getpid());
+    CHECK(exited_with(wait_child(child), 0));
   }
   SECTION("a hand-written header with a dead pid") {
     const RawHeader h = valid_header(dead_pid(), 32);
