@@ -33,52 +33,6 @@ using namespace dgld::testing;
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
-namespace {
-
-// One job directory: the data (cwd of the launcher), the workspace and the ports.
-struct LocalJob {
-  TempDir dir{"dgld-launch-local"};
-  fs::path src = dir.path() / "src";
-  fs::path ws = dir.path() / "ws";
-  int base = free_port_range(24);
-  std::string job_id = "lt" + std::to_string(::getpid()) + "-" + std::to_string(base);
-
-  explicit LocalJob(int machines = 2) {
-    fs::create_directories(src);
-    partition_small_graph(src, machines);
-    std::vector<std::pair<std::string, int>> lines;
-    for (int m = 0; m < machines; ++m) lines.push_back({"127.0.0.1", base + 10 * m});
-    write_ip_config(src, lines);
-  }
-  ~LocalJob() {
-    // Whatever a failed assertion left: killed by PID (found by the job id).
-    for (pid_t pid : job_processes(job_id)) ::kill(pid, SIGKILL);
-  }
-
-  std::vector<std::string> args(const std::vector<std::string>& extra, const std::vector<std::string>& command) const {
-    std::vector<std::string> a = {"--local", "--workspace", ws.string(), "--ip-config", "ip_config.txt",
-                                  "--part-config", "parts/g.json", "--job-id", job_id};
-    a.insert(a.end(), extra.begin(), extra.end());
-    a.push_back("--");
-    a.insert(a.end(), command.begin(), command.end());
-    return a;
-  }
-  Process start(const std::vector<std::string>& extra, const std::vector<std::string>& command = {fake_trainer().string()}) {
-    return start_launch(args(extra, command), src, dir.path() / "launch.log");
-  }
-  fs::path logs() const { return ws / "dgld-logs" / job_id; }
-
-  void check_nothing_left() const {
-    auto left = wait_job_gone(job_id, 3s);
-    INFO("processes of the job still running:\n" << describe_pids(left));
-    CHECK(left.empty());
-    CHECK(launch::job_shm_segments(job_id, -1).empty());
-    for (int p : {base, base + 1, base + 10, base + 11, base + 900}) CHECK(port_free(p));
-  }
-};
-
-}  // namespace
-
 TEST_CASE("launch --local: two machines run to the end; logs, records and metrics; nothing left", "[launch]") {
   LocalJob job;
   auto p = job.start({"--num-servers", "2", "--num-trainers", "2", "--extra-envs", "FAKE_SECONDS=0.3"},
@@ -356,7 +310,9 @@ TEST_CASE("launch --local --external-servers: servers run from --write-server-en
   // Servers not running yet: refused before any trainer starts.
   auto early = start_launch(args, job.src, job.dir.path() / "early.log");
   REQUIRE(early.wait(30s) == std::optional<int>(2));
-  CHECK_THAT(early.log(), Catch::Contains("no graph-server listens on 127.0.0.1:" + std::to_string(job.base)));
+  // Both machines are checked at once: either may be the one reported.
+  CHECK_THAT(early.log(), Catch::Contains("no graph-server listens on 127.0.0.1:" + std::to_string(job.base)) ||
+                              Catch::Contains("no graph-server listens on 127.0.0.1:" + std::to_string(job.base + 10)));
 
   // What systemd does with dgld-graph-server@.service: EnvironmentFile=, then
   // ExecStart=graph-server $DGLD_GRAPH_SERVER_ARGS.
