@@ -241,15 +241,17 @@ void Cluster::heartbeat_loop() {
     hb_->cv.wait_for(lock, interval, [&] { return hb_->stop; });
     if (hb_->stop) break;
     lock.unlock();
-    auto dropped = main_server(0).heartbeat(reg_.client_id);
-    if (!dropped.is_ok()) {
-      set_health(
-          dropped.status().with_context("heartbeat to the coordinator " + main_server(0).peer()));
-    } else if (!dropped->empty()) {
-      set_health(
-          closed_error("the coordinator " + main_server(0).peer() + " dropped " + join(*dropped)));
-    }
+    heartbeat_once();
     lock.lock();
+  }
+}
+
+void Cluster::heartbeat_once() {
+  auto dropped = main_server(0).heartbeat(reg_.client_id);
+  if (!dropped.is_ok()) {
+    set_health(dropped.status().with_context("heartbeat to the coordinator " + main_server(0).peer()));
+  } else if (!dropped->empty()) {
+    set_health(closed_error("the coordinator " + main_server(0).peer() + " dropped " + join(*dropped)));
   }
 }
 
@@ -261,6 +263,47 @@ Status Cluster::health() const {
 Status Cluster::barrier(const std::string& name, milliseconds timeout) {
   if (Status st = health(); !st.is_ok()) return st.with_context("barrier '" + name + "'");
   return main_server(0).barrier(reg_.client_id, options_.role, name, timeout);
+}
+
+Status Cluster::check_servers(milliseconds timeout) {
+  std::mutex mu;
+  std::vector<std::string> down;
+  std::vector<std::thread> pings;
+  for (int m = 0; m < num_machines(); ++m) {
+    for (int j = 0; j < options_.num_servers; ++j) {
+      pings.emplace_back([&, m, j] {
+        if (Status st = server(m, j).ping(timeout); !st.is_ok()) {
+          const auto& a = machines_[static_cast<size_t>(m)];
+          std::lock_guard lock(mu);
+          down.push_back("graph-server " + std::to_string(m * options_.num_servers + j) + " (machine " +
+                         std::to_string(m) + ", " + a.host + ":" + std::to_string(a.base_port + j) +
+                         ") does not answer: " + st.message());
+        }
+      });
+    }
+  }
+  for (auto& t : pings) t.join();
+  if (down.empty()) return Status::ok();
+  std::sort(down.begin(), down.end());
+  std::string all;
+  for (const auto& d : down) all += (all.empty() ? "" : "; ") + d;
+  return closed_error(all);
+}
+
+Status Cluster::diagnose(milliseconds timeout) {
+  Status s = check_servers(timeout);
+  // With every server answering, a heartbeat now rather than the last one's
+  // news (this process may have been stopped, and dropped meanwhile).
+  bool left = false;
+  {
+    std::lock_guard lock(hb_->mu);
+    left = hb_->left;
+  }
+  if (s.is_ok() && !left) heartbeat_once();
+  Status h = health();
+  if (h.is_ok()) return s;
+  if (s.is_ok()) return h;
+  return Status(h.code(), h.message() + "; " + s.message());
 }
 
 Status Cluster::leave() {

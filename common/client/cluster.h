@@ -99,6 +99,14 @@ class Cluster {
   // ok while heartbeats succeed and the coordinator has dropped nobody;
   // afterwards the first failure (sticky), naming the server or the client.
   Status health() const;
+  // Every server answers a ping within `timeout` (all pinged at once), or an
+  // error naming each one that does not: "graph-server 1 (machine 1,
+  // 10.0.0.2:30050) does not answer: ...".
+  Status check_servers(std::chrono::milliseconds timeout);
+  // What is wrong with the job, for the message of an error whose cause lies
+  // elsewhere (a collective that failed because a peer died): health() after
+  // a heartbeat sent now, and check_servers(); ok when both are.
+  Status diagnose(std::chrono::milliseconds timeout);
   // Orderly leave: stops heartbeats and tells the coordinator. Idempotent.
   Status leave();
   // Leaves, then asks every server to exit (the coordinator last). Rank 0
@@ -109,6 +117,7 @@ class Cluster {
   Cluster() = default;
   Status start(const ClusterOptions& options);
   void heartbeat_loop();
+  void heartbeat_once();  // updates health()
   void set_health(Status st);
 
   ClusterOptions options_;

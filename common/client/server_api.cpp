@@ -83,6 +83,12 @@ Result<Registration> ServerConnection::register_client(Role role, int machine_id
                       milliseconds(rep->heartbeat_timeout_ms()), rep->expected_clients()};
 }
 
+Status ServerConnection::ping(milliseconds timeout) {
+  flatbuffers::FlatBufferBuilder fbb;
+  fbb.Finish(fbs::CreatePing(fbb, std::chrono::steady_clock::now().time_since_epoch().count()));
+  return reply_as<fbs::Pong>(rpc_->call(OutMessage(fbs::MessageKind::Ping, fbb), timeout), "Pong", peer()).status();
+}
+
 Status ServerConnection::hello(int client_id, Role role, int machine_id) {
   flatbuffers::FlatBufferBuilder fbb;
   fbb.Finish(fbs::CreateHello(fbb, client_id, to_fbs(role), machine_id));

@@ -92,6 +92,9 @@ class ServerConnection {
   net::RpcClient& rpc() { return *rpc_; }
   void set_call_timeout(milliseconds t) { timeout_ = t; }
 
+  // Liveness: a Pong within `timeout`, or an error naming the server.
+  Status ping(milliseconds timeout);
+
   // Membership (coordinator).
   Result<Registration> register_client(Role role, int machine_id, int group = -1, int requested_rank = -1);
   Status hello(int client_id, Role role, int machine_id);

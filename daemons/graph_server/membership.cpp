@@ -37,6 +37,7 @@ Result<ClientRecord> Membership::register_client(ClientRole role, int machine_id
     dropped_.clear();
     dropped_trainers_.clear();
     first_drop_by_role_.clear();
+    dropped_by_id_.clear();
     barriers_.clear();
   }
   std::set<int> taken;  // ranks of clients still in the job; a rank that left may be taken again
@@ -75,7 +76,12 @@ Result<ClientRecord> Membership::register_client(ClientRole role, int machine_id
 Status Membership::heartbeat(int client_id) {
   std::lock_guard lock(mu_);
   auto it = clients_.find(client_id);
-  if (it == clients_.end()) return not_found("client " + std::to_string(client_id) + " is not registered");
+  if (it == clients_.end()) {
+    if (auto d = dropped_by_id_.find(client_id); d != dropped_by_id_.end()) {
+      return closed_error("the coordinator dropped this client: " + d->second);
+    }
+    return not_found("client " + std::to_string(client_id) + " is not registered");
+  }
   it->second.last_seen = Clock::now();
   return Status::ok();
 }
@@ -139,6 +145,7 @@ void Membership::drop_locked(ClientRecord& c, const std::string& why, std::vecto
   dropped_.push_back(what);
   if (c.role == ClientRole::trainer) dropped_trainers_.push_back(what);
   first_drop_by_role_.emplace(static_cast<int>(c.role), what);
+  dropped_by_id_[c.client_id] = what;
   const ClientRole role = c.role;
   const int id = c.client_id;
   clients_.erase(id);

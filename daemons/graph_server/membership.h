@@ -93,6 +93,7 @@ class Membership {
   std::vector<std::string> dropped_;  // descriptions of dropped clients, in order
   std::vector<std::string> dropped_trainers_;
   std::map<int, std::string> first_drop_by_role_;
+  std::map<int, std::string> dropped_by_id_;  // client id -> why, so a dropped client that wakes up hears why
   int next_id_ = 0;
 };
 

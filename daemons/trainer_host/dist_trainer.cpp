@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <numeric>
 #include <random>
 
@@ -57,6 +58,14 @@ class Collectives {
 
   int rank() const { return rank_; }
   int world() const { return world_; }
+  // `health` is checked before every collective: once it fails (the
+  // coordinator dropped a trainer, or is gone) the job stops there instead of
+  // training on. `diagnose` runs after a collective failed and says what else
+  // is wrong (a lost graph-server is often why a peer died).
+  void watch(std::function<Status()> health, std::function<Status()> diagnose) {
+    health_ = std::move(health);
+    diagnose_ = std::move(diagnose);
+  }
 
   Status allreduce(torch::Tensor& t, Reduce op, const std::string& what) {
     std::vector<at::Tensor> v{t};
@@ -86,23 +95,32 @@ class Collectives {
   Collectives() = default;
   template <typename F>
   Status run(const std::string& what, F&& start) {
+    if (health_) {
+      if (Status h = health_(); !h.is_ok()) return h.with_context(what);
+    }
     try {
       auto work = start();
       if (!work->wait(timeout_)) {
-        return timeout_error(fmt::format("{}: {} did not complete within {} ms (a trainer died or hangs)", what,
-                                         peer_, timeout_.count()));
+        return timeout_error(fmt::format("{}: {} did not complete within {} ms (a trainer died or hangs){}", what,
+                                         peer_, timeout_.count(), diagnosis()));
       }
     } catch (const std::exception& e) {
       std::string msg = e.what();
       if (auto nl = msg.find("\nException raised from"); nl != std::string::npos) msg.resize(nl);
-      return closed_error(fmt::format("{}: {} failed (a trainer died?): {}", what, peer_, msg));
+      return closed_error(fmt::format("{}: {} failed (a trainer died?): {}{}", what, peer_, msg, diagnosis()));
     }
     return Status::ok();
+  }
+  std::string diagnosis() const {
+    if (!diagnose_) return "";
+    Status d = diagnose_();
+    return d.is_ok() ? "" : "; " + d.message();
   }
 
   int rank_ = 0, world_ = 1;
   std::chrono::milliseconds timeout_{60000};
   std::string peer_;
+  std::function<Status()> health_, diagnose_;
   c10::intrusive_ptr<c10d::Store> store_;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> pg_;
 };
@@ -323,6 +341,8 @@ Status DistBackend::setup() {
   log_->info("rank {} of {} (machine {}): {} training seeds, {} nodes to evaluate; rendezvous at {}:{}", rank,
              world, cluster_->machine_id(), train_ids_.size(), eval_nodes_.size(), m0.host, port);
   DGLD_ASSIGN_OR_RETURN(coll_, Collectives::create(m0.host, port, own_host, rank, world, o_.collective_timeout));
+  coll_->watch([this] { return cluster_->health(); },
+               [this] { return cluster_->diagnose(std::chrono::seconds(2)); });
 
   // What every trainer must agree on: the class count (the largest label of
   // any machine), the machine of every rank, the steps per epoch.

@@ -264,9 +264,11 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
     state->served[m].machine = m;
     start(state->served[m]);
   }
-  // Unlinks the shared memory of both servers on a normal exit.
+  // Unlinks the servers' shared memory and removes the scratch directory on a
+  // normal exit.
   std::atexit([] {
-    for (auto& s : state->served) s.server.reset();
+    delete state;
+    state = nullptr;
   });
   return 0;
 }

@@ -99,6 +99,10 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
     std::filesystem::create_directories(state->config.resolve(p.part_graph).parent_path());
   }
   fuzz::quiet_logging();
+  std::atexit([] {  // removes the scratch directory on a normal exit
+    delete state;
+    state = nullptr;
+  });
   return 0;
 }
 

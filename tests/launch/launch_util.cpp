@@ -1,6 +1,7 @@
 #include "tests/launch/launch_util.h"
 
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -9,20 +10,20 @@
 #include <stdexcept>
 #include <thread>
 
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "launcher/launch/files.h"
 #include "tests/support/partitioned_graph.h"
 
 namespace dgld::testing {
 namespace fs = std::filesystem;
 
 fs::path launch_bin() { return build_root() / "launcher/launch/dgl-launch"; }
-fs::path trainer_host_bin() { return build_root() / "daemons/trainer_host/trainer-host"; }
 fs::path fake_trainer() { return source_root() / "tests/launch/fake_trainer.sh"; }
 
-void partition_small_graph(const fs::path& dir, int num_parts) {
-  auto p = Process::start({partition_bin().string(), "--generate",
-                           "sbm:nodes=2000,avg_degree=8,classes=4,feat_dim=8,seed=3", "--num-parts",
+void partition_small_graph(const fs::path& dir, int num_parts, const std::string& spec) {
+  auto p = Process::start({partition_bin().string(), "--generate", spec, "--num-parts",
                            std::to_string(num_parts), "--graph-name", "g", "--output", (dir / "parts").string()},
                           dir / "partition.log");
   if (p.wait(std::chrono::minutes(2)) != 0) throw std::runtime_error("dgl-partition failed: " + p.log());
@@ -133,6 +134,41 @@ std::string read_text(const fs::path& p) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+LocalJob::LocalJob(int machines, const std::string& graph_spec)
+    : job_id("lt" + std::to_string(::getpid()) + "-" + std::to_string(base)) {
+  fs::create_directories(src);
+  partition_small_graph(src, machines, graph_spec);
+  std::vector<std::pair<std::string, int>> lines;
+  for (int m = 0; m < machines; ++m) lines.push_back({"127.0.0.1", base + 10 * m});
+  write_ip_config(src, lines);
+}
+
+LocalJob::~LocalJob() {
+  for (pid_t pid : job_processes(job_id)) ::kill(pid, SIGKILL);
+}
+
+std::vector<std::string> LocalJob::args(const std::vector<std::string>& extra,
+                                        const std::vector<std::string>& command) const {
+  std::vector<std::string> a = {"--local", "--workspace", ws.string(), "--ip-config", "ip_config.txt",
+                                "--part-config", "parts/g.json", "--job-id", job_id};
+  a.insert(a.end(), extra.begin(), extra.end());
+  a.push_back("--");
+  a.insert(a.end(), command.begin(), command.end());
+  return a;
+}
+
+Process LocalJob::start(const std::vector<std::string>& extra, const std::vector<std::string>& command) {
+  return start_launch(args(extra, command), src, dir.path() / "launch.log");
+}
+
+void LocalJob::check_nothing_left() const {
+  auto left = wait_job_gone(job_id, std::chrono::seconds(3));
+  INFO("processes of the job still running:\n" << describe_pids(left));
+  CHECK(left.empty());
+  CHECK(launch::job_shm_segments(job_id, -1).empty());
+  for (int p : {base, base + 1, base + 10, base + 11, base + 900}) CHECK(port_free(p));
 }
 
 }  // namespace dgld::testing

@@ -17,11 +17,11 @@
 namespace dgld::testing {
 
 std::filesystem::path launch_bin();
-std::filesystem::path trainer_host_bin();
 std::filesystem::path fake_trainer();
 
-// dgl-partition --generate (a small SBM graph) into `dir`/parts/g.json.
-void partition_small_graph(const std::filesystem::path& dir, int num_parts);
+// dgl-partition --generate `spec` into `dir`/parts/g.json (default: a small SBM graph).
+inline constexpr const char* kSmallGraph = "sbm:nodes=2000,avg_degree=8,classes=4,feat_dim=8,seed=3";
+void partition_small_graph(const std::filesystem::path& dir, int num_parts, const std::string& spec = kSmallGraph);
 
 // Writes `dir`/ip_config.txt: one "host port" line per machine.
 void write_ip_config(const std::filesystem::path& dir, const std::vector<std::pair<std::string, int>>& machines);
@@ -48,5 +48,28 @@ std::optional<pid_t> recorded_agent_pid(const std::filesystem::path& workspace, 
 bool port_free(int port);
 
 std::string read_text(const std::filesystem::path& p);
+
+// One --local job: the data (the launcher's working directory, `src`, with
+// ip_config.txt and parts/g.json), the workspace `ws`, the ports (machine m
+// at base + 10 m) and a job id. Whatever a failed assertion left running is
+// killed by PID (found by the job id) on destruction.
+struct LocalJob {
+  TempDir dir{"dgld-launch-local"};
+  std::filesystem::path src = dir.path() / "src";
+  std::filesystem::path ws = dir.path() / "ws";
+  int base = free_port_range(24);
+  std::string job_id;
+
+  explicit LocalJob(int machines = 2, const std::string& graph_spec = kSmallGraph);
+  ~LocalJob();
+
+  // dgl-launch's arguments: --local, the job's files and id, `extra`, -- `command`.
+  std::vector<std::string> args(const std::vector<std::string>& extra, const std::vector<std::string>& command) const;
+  Process start(const std::vector<std::string>& extra,
+                const std::vector<std::string>& command = {fake_trainer().string()});
+  std::filesystem::path logs() const { return ws / "dgld-logs" / job_id; }
+  // Catch2 checks: no process of the job, no shared-memory segment and no port left.
+  void check_nothing_left() const;
+};
 
 }  // namespace dgld::testing

@@ -18,6 +18,7 @@
 #include "launcher/launch/files.h"
 #include "tests/launch/launch_util.h"
 #include "tests/launch/virtual_hosts.h"
+#include "tests/support/partitioned_graph.h"
 
 using namespace dgld;
 using namespace dgld::testing;

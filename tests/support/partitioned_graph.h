@@ -39,5 +39,6 @@ struct PartitionedGraph {
 
 std::filesystem::path graph_server_bin();
 std::filesystem::path partition_bin();
+std::filesystem::path trainer_host_bin();
 
 }  // namespace dgld::testing

@@ -9,147 +9,19 @@
 
 #include <cerrno>
 
-#include <algorithm>
-#include <deque>
-#include <fstream>
-
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "common/file_util.h"
-#include "common/net/auth.h"
-#include "tests/support/partitioned_graph.h"
-#include "tests/support/process.h"
+#include "tests/support/dist_job.h"
 
 using namespace dgld;
 using namespace dgld::testing;
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
-namespace {
-
-PartitionedGraph& dataset() {
-  static PartitionedGraph d("sbm:nodes=8000,avg_degree=10,classes=4,feat_dim=16,seed=2", 2, "dgld-dist-train-data");
-  return d;
-}
-
-fs::path trainer_host_bin() { return build_root() / "daemons/trainer_host/trainer-host"; }
-
-// Two simulated machines on loopback, one graph-server each, and the
-// trainers a test starts (trainers_per_machine on each machine, rank r on
-// machine r / trainers_per_machine).
-struct Job {
-  TempDir dir{"dgld-dist-train-job"};
-  uint16_t base = free_port_range(24);
-  fs::path ip_config = dir.path() / "ip_config.txt";
-  int trainers_per_machine;
-  std::deque<Process> servers;
-  std::deque<Process> trainers;
-
-  fs::path part_config;
-
-  fs::path secret;  // the job's secret file; empty: none
-
-  explicit Job(int trainers_per_machine = 1, int samplers_per_trainer = 0, fs::path part_config = dataset().json,
-               bool with_secret = false)
-      : trainers_per_machine(trainers_per_machine), part_config(std::move(part_config)) {
-    if (with_secret) {
-      secret = dir.path() / "job.secret";
-      REQUIRE(net::write_new_secret_file(secret).is_ok());
-    }
-    std::ofstream(ip_config) << "127.0.0.1 " << base << "\n127.0.0.1 " << base + 10 << "\n";
-    const int clients = 2 * trainers_per_machine * (1 + samplers_per_trainer);
-    for (int id = 0; id < 2; ++id) {
-      std::vector<std::string> argv = {graph_server_bin().string(), "--part-config", this->part_config.string(),
-                                       "--ip-config", ip_config.string(), "--server-id", std::to_string(id),
-                                       "--num-servers", "1", "--num-clients", std::to_string(clients),
-                                       "--num-samplers", std::to_string(samplers_per_trainer),
-                                       "--heartbeat-interval-ms", "200", "--heartbeat-timeout-ms", "2000"};
-      if (!secret.empty()) argv.insert(argv.end(), {"--secret-file", secret.string()});
-      servers.push_back(Process::start(argv, dir.path() / ("server" + std::to_string(id) + ".log")));
-    }
-    for (auto& s : servers) REQUIRE(s.wait_for_log("listening on", 60s));
-  }
-  ~Job() {
-    for (auto& t : trainers) {
-      if (t.running()) t.signal(SIGKILL);
-    }
-    for (auto& s : servers) s.signal(SIGTERM);
-    for (auto& s : servers) s.wait(10s);
-  }
-  int num_trainers() const { return 2 * trainers_per_machine; }
-  fs::path metrics() const { return dir.path() / "metrics.json"; }
-  // The training flags every case shares (a small, quick model).
-  std::vector<std::string> train_flags(int epochs) const {
-    return {"--rendezvous-port", std::to_string(base + 20),
-            "--collective-timeout-s", "20",
-            "--num-epochs", std::to_string(epochs),
-            "--fan-out", "5,10",
-            "--batch-size", "200",
-            "--batch-size-eval", "500",
-            "--num-hidden", "32",
-            "--lr", "0.01",
-            "--eval-every", "10",
-            "--num-threads", "2",
-            "--seed", "7",
-            "--metrics-out", metrics().string()};
-  }
-  // `base` with the flags of `extra` (a flag followed by its value, or a
-  // switch) replacing those of the same name.
-  static std::vector<std::string> merge_flags(std::vector<std::string> base, const std::vector<std::string>& extra) {
-    for (size_t i = 0; i < extra.size(); ++i) {
-      const bool has_value = i + 1 < extra.size() && extra[i + 1].rfind("--", 0) != 0;
-      auto at = std::find(base.begin(), base.end(), extra[i]);
-      if (at != base.end() && has_value && at + 1 != base.end()) {
-        *(at + 1) = extra[i + 1];
-      } else if (at == base.end()) {
-        base.push_back(extra[i]);
-        if (has_value) base.push_back(extra[i + 1]);
-      }
-      if (has_value) ++i;
-    }
-    return base;
-  }
-  Process& start_trainer(int rank, int epochs, const std::vector<std::string>& extra = {}) {
-    std::vector<std::string> argv = {trainer_host_bin().string(),
-                                     "--ip-config", ip_config.string(),
-                                     "--part-config", part_config.string(),
-                                     "--machine-id", std::to_string(rank / trainers_per_machine),
-                                     "--num-servers", "1",
-                                     "--rank", std::to_string(rank),
-                                     "--num-trainers", std::to_string(num_trainers())};
-    for (const auto& f : merge_flags(train_flags(epochs), extra)) argv.push_back(f);
-    std::map<std::string, std::string> env = {{"OMP_NUM_THREADS", "2"}};
-    if (!secret.empty()) env["DGLD_SECRET_FILE"] = secret.string();
-    trainers.push_back(Process::start(argv, dir.path() / ("trainer" + std::to_string(rank) + ".log"), env));
-    return trainers.back();
-  }
-  // All trainers; rank 0 stops the servers at the end. Every one must exit 0.
-  void run_all(int epochs, const std::vector<std::string>& extra = {}) {
-    trainers.clear();
-    for (int r = 0; r < num_trainers(); ++r) {
-      auto flags = extra;
-      if (r == 0 && servers_stop_at_end) flags.push_back("--shutdown-servers");
-      start_trainer(r, epochs, flags);
-    }
-    for (auto& t : trainers) {
-      const auto rc = t.wait(120s);
-      INFO("trainer log:\n" << t.log());
-      REQUIRE(rc == std::optional<int>(0));
-    }
-  }
-  bool servers_stop_at_end = true;
-  nlohmann::json read_metrics() const {
-    auto text = read_file(metrics());
-    REQUIRE(text.is_ok());
-    return nlohmann::json::parse(*text);
-  }
-};
-
-}  // namespace
-
 TEST_CASE("dist trainer: two trainers train data-parallel and agree on accuracy", "[dist]") {
-  Job job;
+  DistJob job;
   job.run_all(30);
   auto j = job.read_metrics();
   CHECK(j["num_trainers"] == 2);
@@ -174,7 +46,7 @@ TEST_CASE("dist trainer: two trainers train data-parallel and agree on accuracy"
 }
 
 TEST_CASE("dist trainer: two trainers per machine (four in all)", "[dist]") {
-  Job job(2);
+  DistJob job(2);
   job.run_all(8);
   auto j = job.read_metrics();
   CHECK(j["num_trainers"] == 4);
@@ -186,7 +58,7 @@ TEST_CASE("dist trainer: two trainers per machine (four in all)", "[dist]") {
 
 TEST_CASE("dist trainer: settings from DGL's environment variables; sampler-workers started by the trainer",
           "[dist][samplers]") {
-  Job job(1, /*samplers_per_trainer=*/1);
+  DistJob job(1, /*samplers_per_trainer=*/1);
   for (int r = 0; r < 2; ++r) {
     std::vector<std::string> argv = {trainer_host_bin().string()};
     for (const auto& f : job.train_flags(3)) argv.push_back(f);
@@ -220,7 +92,7 @@ TEST_CASE("dist trainer: settings from DGL's environment variables; sampler-work
 }
 
 TEST_CASE("dist trainer: a learnable embedding, checkpoints, and an exact resume", "[dist][checkpoint]") {
-  Job job;
+  DistJob job;
   job.servers_stop_at_end = false;  // three runs against the same servers
   auto flags = [&](const std::string& ckpt) {
     return std::vector<std::string>{"--learnable-features", "concat", "--embed-dim", "8",
@@ -248,7 +120,7 @@ TEST_CASE("dist trainer: a learnable embedding, checkpoints, and an exact resume
 }
 
 TEST_CASE("dist trainer: an unknown --feature stops every trainer with the partition's tensors named", "[dist]") {
-  Job job;
+  DistJob job;
   job.start_trainer(0, 1, {"--feature", "nope"});
   job.start_trainer(1, 1, {"--feature", "nope"});
   for (auto& t : job.trainers) {
@@ -265,7 +137,7 @@ TEST_CASE("dist trainer: a killed trainer makes its peer fail, not hang", "[dist
   // Rank 0 also hosts the rendezvous store; either loss must end the other.
   const int victim = GENERATE(1, 0);
   const int survivor = 1 - victim;
-  Job job;
+  DistJob job;
   job.start_trainer(0, 1000);
   job.start_trainer(1, 1000);
   Process& dead = job.trainers[static_cast<size_t>(victim)];
@@ -298,7 +170,7 @@ TEST_CASE("dist trainer: GraphSAGE on Cora, 2 partitions and 2 trainers", "[dist
                           " --num-parts 2 --graph-name cora --output '" + (data.path() / "parts").string() +
                           "' --log-level warn > '" + (data.path() / "partition.log").string() + "' 2>&1";
   REQUIRE(std::system(cmd.c_str()) == 0);
-  Job job(1, 0, data.path() / "parts/cora.json");
+  DistJob job(1, 0, data.path() / "parts/cora.json");
   // A shorter run than scripts/bench/accuracy.sh's (100 epochs, >= 0.78):
   // Cora's 140 training nodes make one step per epoch.
   job.run_all(50, {"--num-hidden", "64", "--weight-decay", "5e-4", "--row-normalize", "--eval-every", "0",
@@ -311,7 +183,7 @@ TEST_CASE("dist trainer: GraphSAGE on Cora, 2 partitions and 2 trainers", "[dist
 }
 
 TEST_CASE("dist trainer: a job with a shared secret; a trainer without it is refused", "[dist][auth]") {
-  Job job(1, /*samplers_per_trainer=*/1, dataset().json, /*with_secret=*/true);
+  DistJob job(1, /*samplers_per_trainer=*/1, dist_dataset().json, /*with_secret=*/true);
   SECTION("every connection authenticates: servers, trainers and their sampler-workers") {
     job.run_all(2, {"--num-samplers", "1"});
     CHECK(job.read_metrics()["epochs"].size() == 2);
