@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One entry point for the benchmarks. Each prints a small table and
 # `ratio: <name> <value> (target <t>)` lines, and writes JSON to bench-results/.
-# Usage: scripts/bench/run.sh [partition|server|sampling|epoch|accuracy|all] [--scale small|medium|products]
+# Usage: scripts/bench/run.sh [partition|server|sampling|epoch|accuracy|load|all] [--scale small|medium|products]
 #   small: minutes on a 2-core machine; medium: larger graphs; products: ogbn-products size.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -16,9 +16,9 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 case "$scale" in
-  small) part_nodes=200000; server_nodes=200000; sampling_nodes=200000; epoch_nodes=1000000; epoch_rounds=1; acc_nodes=50000 ;;
-  medium) part_nodes=1000000; server_nodes=1000000; sampling_nodes=1000000; epoch_nodes=1000000; epoch_rounds=3; acc_nodes=200000 ;;
-  products) part_nodes=2449029; server_nodes=2449029; sampling_nodes=2449029; epoch_nodes=2449029; epoch_rounds=2; acc_nodes=500000 ;;
+  small) part_nodes=200000; server_nodes=200000; sampling_nodes=200000; epoch_nodes=1000000; epoch_rounds=1; acc_nodes=50000; load_seconds=60 ;;
+  medium) part_nodes=1000000; server_nodes=1000000; sampling_nodes=1000000; epoch_nodes=1000000; epoch_rounds=3; acc_nodes=200000; load_seconds=120 ;;
+  products) part_nodes=2449029; server_nodes=2449029; sampling_nodes=2449029; epoch_nodes=2449029; epoch_rounds=2; acc_nodes=500000; load_seconds=300 ;;
   *) echo "run.sh: --scale must be small, medium or products" >&2; exit 2 ;;
 esac
 
@@ -35,12 +35,13 @@ run_one() {
       else echo "run.sh: the sampling benchmark is not in this tree yet" >&2; return 2; fi ;;
     epoch) bash scripts/bench/epoch.sh --nodes "$epoch_nodes" --rounds "$epoch_rounds" --build build ;;
     accuracy) bash scripts/bench/accuracy.sh --nodes "$acc_nodes" --build build ;;
-    *) echo "run.sh: unknown benchmark '$1' (partition, server, sampling, epoch, accuracy, all)" >&2; return 2 ;;
+    load) bash scripts/bench/load.sh --nodes "$server_nodes" --seconds "$load_seconds" --build build ;;
+    *) echo "run.sh: unknown benchmark '$1' (partition, server, sampling, epoch, accuracy, load, all)" >&2; return 2 ;;
   esac
 }
 
 if [[ "$what" == all ]]; then
-  for b in partition server sampling epoch accuracy; do
+  for b in partition server sampling epoch accuracy load; do
     [[ "$b" == sampling && ! -x scripts/bench/sampling.sh ]] && continue
     echo "==== $b"
     run_one "$b"
