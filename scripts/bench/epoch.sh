@@ -72,13 +72,13 @@ run_single() {  # $1 config, $2 metrics
 run_distributed() {  # $1 metrics
   local base=$(( 20000 + RANDOM % 20000 ))
   printf '127.0.0.1 %d\n127.0.0.1 %d\n' "$base" "$((base + 10))" > "$work/ip_config.txt"
-  local servers=()
+  local servers=() m
   for m in 0 1; do
     "$server" --part-config "$work/p2/g.json" --ip-config "$work/ip_config.txt" --server-id "$m" \
       --num-clients 2 --log-level warn > "$work/server$m.log" 2>&1 &
     servers+=("$!"); pids+=("$!")
   done
-  local trainers=()
+  local trainers=() r
   for r in 0 1; do
     OMP_NUM_THREADS=1 "$trainer" --ip-config "$work/ip_config.txt" --part-config "$work/p2/g.json" \
       --machine-id "$r" --rank "$r" --num-trainers 2 --num-threads 1 "${model[@]}" \

@@ -67,6 +67,27 @@ DistJob::~DistJob() {
   }
   for (auto& s : servers) s.signal(SIGTERM);
   for (auto& s : servers) s.wait(10s);
+  // What a server killed with SIGKILL could not unlink: the shared memory of
+  // the job (its --job-id, or each machine's default, graph name and port).
+  std::vector<std::string> prefixes;
+  if (!options.job_id.empty()) {
+    prefixes.push_back("dgld." + options.job_id + ".m");
+  } else {
+    std::ifstream in(part_config);
+    const auto j = nlohmann::json::parse(in, nullptr, false);
+    if (!j.is_discarded() && j.contains("graph_name") && j["graph_name"].is_string()) {
+      for (int m = 0; m < 2; ++m) {
+        prefixes.push_back("dgld." + j["graph_name"].get<std::string>() + "-" + std::to_string(server_port(m)) + ".m");
+      }
+    }
+  }
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/dev/shm", ec)) {
+    const std::string n = e.path().filename().string();
+    for (const auto& p : prefixes) {
+      if (n.rfind(p, 0) == 0) fs::remove(e.path(), ec);
+    }
+  }
 }
 
 void DistJob::kill_all() {
