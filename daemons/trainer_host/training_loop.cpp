@@ -414,6 +414,11 @@ torch::Tensor ids_tensor(std::span<const int64_t> ids) {
 }
 
 torch::Tensor adopt_rows(std::vector<float>&& rows, std::shared_ptr<BufferPool> pool, int64_t n, int64_t d) {
+  // LibTorch (1.13) keeps from_blob's deleter in a unique_ptr of the data
+  // pointer: a vector that never allocated has data() == nullptr and the
+  // deleter would never run, leaking `owned` (LeakSanitizer, every batch of a
+  // run without input features). Such a vector holds nothing to hand back.
+  if (rows.data() == nullptr) return torch::empty({n, d}, torch::kFloat32);
   auto* owned = new std::vector<float>(std::move(rows));
   return torch::from_blob(
       owned->data(), {n, d},
