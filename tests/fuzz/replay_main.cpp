@@ -63,7 +63,9 @@ void mutate_once(Bytes& b, const std::vector<Bytes>& corpus, Rng& r) {
       const size_t w = size_t{2} << r.below(3);
       if (b.size() < w) break;
       int64_t v = kInteresting[r.below(std::size(kInteresting))];
-      if (r.below(4) == 0) v += static_cast<int64_t>(r.below(5)) - 2;
+      // Near an interesting value, wrapping around (in uint64_t: INT64_MAX + 2
+      // as int64_t arithmetic is undefined, UBSan's finding).
+      if (r.below(4) == 0) v = static_cast<int64_t>(static_cast<uint64_t>(v) + r.below(5) - 2);
       const size_t at = r.below(b.size() - w + 1);
       for (size_t i = 0; i < w; ++i) b[at + i] = static_cast<uint8_t>(static_cast<uint64_t>(v) >> (8 * i));
       break;
