@@ -39,7 +39,8 @@ class Process {
   std::optional<int> status_;
 };
 
-// A fresh directory under /tmp, removed with its contents on destruction.
+// A fresh directory under /tmp, removed with its contents on destruction
+// unless DGLD_KEEP_TEST_DIRS is set (and not 0).
 class TempDir {
  public:
   explicit TempDir(const std::string& prefix = "dgld-test");
