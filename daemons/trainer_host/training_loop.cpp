@@ -360,6 +360,13 @@ Result<int> Loop::resume() {
   } catch (const c10::Error& e) {
     return corruption(fmt::format("{}: {}", state.string(), first_line(e.what_without_backtrace())));
   }
+  if (embedding_ && b_.world_size() > 1) {
+    // Each trainer wrote its own shard of the embedding back; no trainer may
+    // read another's rows before that shard is in (a lookup in the first
+    // step raced the owner's load: resumed losses differed by 1e-3).
+    auto one = torch::ones({1}, torch::kInt64);
+    DGLD_RETURN_IF_ERROR(b_.allreduce(one, Reduce::sum, "resume: every trainer's embedding shard loaded"));
+  }
   DGLD_RETURN_IF_ERROR(history_from_metrics_json(meta["metrics"].dump(), r_).with_context(meta_path.string()));
   previous_time_s_ = meta["metrics"].value("total_time_s", 0.0);
   r_.resumed_from_epoch = epoch;
