@@ -72,7 +72,12 @@ struct AgentConn {
   std::string label;
   Subprocess proc;
   std::thread out_reader, err_reader;
+  // The last lines of ssh's / the agent's stderr, kept by its reader thread
+  // (not the event loop) so that the message of an agent that ended can wait
+  // for them: stdout's end may be handled before stderr's last lines are.
+  std::mutex err_mu;
   std::deque<std::string> err_tail;
+  std::atomic<bool> err_done{false};
   std::mutex write_mu;  // the launcher's thread and the pinger write to stdin
   json prepared_info;
   std::atomic<bool> eof{false};
@@ -312,9 +317,17 @@ class Launcher {
         while (read_line(out_fd, buf, line)) q_.push({Event::Kind::line, mi, std::move(line), {}});
         q_.push({Event::Kind::eof, mi, "", {}});
       });
-      a->err_reader = std::thread([this, err_fd, mi] {
+      a->err_reader = std::thread([this, err_fd, mi, ap = a.get()] {
         std::string buf, line;
-        while (read_line(err_fd, buf, line, 1 << 20)) q_.push({Event::Kind::err_line, mi, std::move(line), {}});
+        while (read_line(err_fd, buf, line, 1 << 20)) {
+          {
+            std::lock_guard lock(ap->err_mu);
+            ap->err_tail.push_back(line);
+            if (ap->err_tail.size() > kTailLines) ap->err_tail.pop_front();
+          }
+          q_.push({Event::Kind::err_line, mi, std::move(line), {}});
+        }
+        ap->err_done = true;
       });
       json prepare = to_json(spec_for(m));
       prepare["op"] = "prepare";
@@ -387,8 +400,6 @@ class Launcher {
         break;
       }
       case Event::Kind::err_line:
-        a.err_tail.push_back(ev.text);
-        if (a.err_tail.size() > kTailLines) a.err_tail.pop_front();
         log()->debug("{}/agent: {}", a.label, ev.text);
         break;
       case Event::Kind::eof:
@@ -417,8 +428,16 @@ class Launcher {
     } else {
       how = (o_.local ? "the agent " : "the agent or ssh ") + describe_exit(*st);
     }
+    // Its stderr ends with it (ssh's last words: "Connection refused"), or
+    // stays open in a process it left behind: a bounded wait either way.
+    for (const auto until = Clock::now() + 1s; !a.err_done && Clock::now() < until;) {
+      std::this_thread::sleep_for(10ms);
+    }
     std::string tail;
-    for (const auto& l : a.err_tail) tail += "\n    | " + l;
+    {
+      std::lock_guard lock(a.err_mu);
+      for (const auto& l : a.err_tail) tail += "\n    | " + l;
+    }
     if (!a.hello) {
       fail(fmt::format("host {} (machine {}): cannot start the machine agent{}: {}{}", a.label, a.machine,
                        o_.local ? "" : " over ssh", how, tail));
