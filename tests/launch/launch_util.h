@@ -46,6 +46,8 @@ std::optional<pid_t> recorded_agent_pid(const std::filesystem::path& workspace, 
 
 // True when 127.0.0.1:port can be bound (nothing left listening).
 bool port_free(int port);
+// True while some socket of this network namespace listens on TCP `port`.
+bool port_listened_on(int port);
 
 std::string read_text(const std::filesystem::path& p);
 

@@ -107,7 +107,7 @@ TEST_CASE("launch --local: SIGINT or SIGTERM stops every process within 5 s", "[
   const int sig = GENERATE(SIGINT, SIGTERM);
   LocalJob job;
   auto p = job.start({"--num-trainers", "2", "--extra-envs", "FAKE_SECONDS=60"});
-  REQUIRE(p.wait_for_log("fake trainer rank 3 of 4", 30s));
+  if (!p.wait_for_log("fake trainer rank 3 of 4", 30s)) FAIL("no trainer rank 3 within 30 s; launcher output:\n" << p.log());
   const auto t0 = std::chrono::steady_clock::now();
   p.signal(sig);
   const auto rc = p.wait(10s);

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <random>
@@ -110,9 +111,22 @@ TempDir::~TempDir() {
 }
 
 uint16_t free_port_range(int count) {
+  // Below the kernel's ephemeral range (32768-60999 by default): a port that
+  // is free now could otherwise be taken as the local port of any outgoing
+  // connection before the test's daemon binds it (seen: "port ... is already
+  // in use" in a launch test, 1 run in 7). Tests may also use base + 900.
+  int ephemeral_lo = 32768;
+  {
+    std::ifstream in("/proc/sys/net/ipv4/ip_local_port_range");
+    int lo = 0;
+    if (in >> lo && lo > 0) ephemeral_lo = lo;
+  }
+  const int span = std::max(count, 1000);
+  int lo = 10000, width = ephemeral_lo - span - lo;
+  if (width < 2000) lo = 20000, width = 30000;  // an unusual range: as before
   std::mt19937 rng(std::random_device{}());
   for (int attempt = 0; attempt < 200; ++attempt) {
-    uint16_t base = static_cast<uint16_t>(20000 + rng() % 30000);
+    uint16_t base = static_cast<uint16_t>(lo + static_cast<int>(rng() % static_cast<unsigned>(width)));
     bool ok = true;
     for (int i = 0; i < count && ok; ++i) {
       int fd = socket(AF_INET, SOCK_STREAM, 0);
