@@ -276,25 +276,30 @@ void RpcServer::stop() {
   pool_.join();
 }
 
+namespace {
+// A counter over the server's life: what closed connections had, plus what
+// the open ones have now.
+template <typename Get>
+uint64_t total(const std::atomic<uint64_t>& closed, const std::set<std::shared_ptr<Connection>>& open, Get get) {
+  uint64_t n = closed.load();
+  for (const auto& c : open) n += ((*c).*get)();
+  return n;
+}
+}  // namespace
+
 uint64_t RpcServer::read_pauses() const {
   std::lock_guard lock(mu_);
-  uint64_t n = pauses_of_closed_.load();
-  for (const auto& c : conns_) n += c->read_pauses();
-  return n;
+  return total(pauses_of_closed_, conns_, &Connection::read_pauses);
 }
 
 uint64_t RpcServer::bytes_in() const {
   std::lock_guard lock(mu_);
-  uint64_t n = bytes_in_closed_.load();
-  for (const auto& c : conns_) n += c->bytes_in();
-  return n;
+  return total(bytes_in_closed_, conns_, &Connection::bytes_in);
 }
 
 uint64_t RpcServer::bytes_out() const {
   std::lock_guard lock(mu_);
-  uint64_t n = bytes_out_closed_.load();
-  for (const auto& c : conns_) n += c->bytes_out();
-  return n;
+  return total(bytes_out_closed_, conns_, &Connection::bytes_out);
 }
 
 size_t RpcServer::num_connections() const {
