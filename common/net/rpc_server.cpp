@@ -179,7 +179,10 @@ void RpcServer::on_message(const std::shared_ptr<Connection>& c, Message&& m) {
   }
   ++requests_;
   c->begin_request();
-  if (opts_.inline_kinds.count(m.kind())) {
+  // One-way messages (a push without acknowledgement) are handled before the
+  // next frame of their connection is read, so a request sent after one sees
+  // its effect; in the pool a later pull could overtake it.
+  if (opts_.inline_kinds.count(m.kind()) || (m.header.flags & kFlagOneWay) != 0) {
     RequestContext ctx(c, m.header);
     dispatcher_.dispatch(ctx, std::move(m));
     return c->end_request();

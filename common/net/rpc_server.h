@@ -91,7 +91,8 @@ struct ServerOptions {
   int64_t max_queued_bytes_total = int64_t{2} << 30;
   // Kinds whose handlers are short and run right on the I/O thread that read
   // them, skipping two thread hand-offs (sub-millisecond requests: sampling a
-  // batch, heartbeats). Everything else goes to the handler pool.
+  // batch, heartbeats), as are one-way messages (ordered before the next
+  // request of their connection). Everything else goes to the handler pool.
   std::set<uint16_t> inline_kinds;
   // With a secret, a connection must complete the handshake of net/auth.h
   // before any request is served (until then frames are capped at
