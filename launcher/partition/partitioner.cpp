@@ -390,9 +390,17 @@ class PartitionBuilder {
         }
       }
     }
-    // Destinations of out-edges of inner nodes, and the out-degrees (full scan).
+    // Destinations of out-edges of inner nodes, and the out-degrees. In a
+    // symmetric graph they are the in-edges' sources, found above, and the
+    // in-degrees; otherwise they take a scan of the whole graph.
     out_count_.assign(n_inner_ + 1, 0);
-    for (int64_t d = 0; d < g_.num_nodes; ++d) {
+    if (g_.symmetric_simple) {
+      for (int64_t v = range_.start; v < range_.end; ++v) {
+        const int32_t o = L_.new2orig[v];
+        out_count_[v - range_.start + 1] = g_.indptr[o + 1] - g_.indptr[o];
+      }
+    }
+    for (int64_t d = 0; d < (g_.symmetric_simple ? 0 : g_.num_nodes); ++d) {
       const bool outside = !is_inner_orig(static_cast<int32_t>(d));
       for (int64_t k = g_.indptr[d]; k < g_.indptr[d + 1]; ++k) {
         const int32_t s = g_.src[k];
