@@ -263,18 +263,26 @@ TEST_CASE("rpc: a client that does not read its replies is held back, others are
   ServerOptions opts = EchoServer::make_options();
   opts.max_queued_bytes_per_connection = 1 << 20;
   EchoServer server(opts);
-  // 64 requests, each echoing 1 MiB back, and no reply read for now.
+  // 9 requests, each echoing 1 MiB back, and no reply read for now. They are
+  // sent from a thread: once the server stops reading, the kernel's buffers
+  // (their size depends on TCP autotuning) may not hold the rest, and the
+  // sends then wait until the replies below are read.
   RawPeer greedy(server.port());
-  std::vector<uint8_t> blob(1 << 20, 7);
-  for (int i = 0; i < 64; ++i) {
-    OutMessage m = make_echo("big");
-    FrameHeader h;
-    h.kind = m.kind;
-    h.request_id = static_cast<uint64_t>(i + 1);
-    h.blob_count = 1;
-    greedy.send(encode_frame(h, {m.payload.data(), m.payload.size()}, {std::span<const uint8_t>(blob)}));
-    if (i == 8) break;  // the kernel's buffers fill up long before 64: stop before the send blocks
-  }
+  constexpr int kRequests = 9;
+  std::thread sender([&] {
+    std::vector<uint8_t> blob(1 << 20, 7);
+    for (int i = 0; i < kRequests; ++i) {
+      OutMessage m = make_echo("big");
+      FrameHeader h;
+      h.kind = m.kind;
+      h.request_id = static_cast<uint64_t>(i + 1);
+      h.blob_count = 1;
+      const auto frame = encode_frame(h, {m.payload.data(), m.payload.size()}, {std::span<const uint8_t>(blob)});
+      boost::system::error_code send_ec;
+      boost::asio::write(greedy.sock, boost::asio::buffer(frame), send_ec);
+      if (send_ec) return;  // the read below failed and shut the socket down
+    }
+  });
   std::this_thread::sleep_for(500ms);
   // The server stopped reading: its queue is bounded by the cap plus one reply.
   CHECK(server.server->queued_bytes() <= (2 << 20) + 4096);
@@ -285,15 +293,16 @@ TEST_CASE("rpc: a client that does not read its replies is held back, others are
   auto r = other->call(make_echo("still here"), 5s);
   REQUIRE(r.is_ok());
   CHECK(reply_text(*r) == "still here");
-  // Once the greedy client reads, every reply arrives.
+  // Once the greedy client reads, every reply arrives (a read that waits
+  // 30 s fails instead of hanging).
+  struct timeval tv{30, 0};
+  setsockopt(greedy.sock.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   size_t got = 0;
   std::vector<uint8_t> buf(1 << 16);
-  greedy.sock.non_blocking(false);
-  while (got < 9 * (1 << 20)) {
-    boost::system::error_code ec;
-    size_t n = greedy.sock.read_some(boost::asio::buffer(buf), ec);
-    REQUIRE_FALSE(ec);
-    got += n;
-  }
-  CHECK(got >= 9u * (1u << 20));
+  boost::system::error_code ec;
+  while (!ec && got < size_t{kRequests} << 20) got += greedy.sock.read_some(boost::asio::buffer(buf), ec);
+  if (ec) ::shutdown(greedy.sock.native_handle(), SHUT_RDWR);  // unblocks a sender stuck on a stopped server
+  sender.join();
+  REQUIRE_FALSE(ec);
+  CHECK(got >= size_t{kRequests} << 20);
 }
