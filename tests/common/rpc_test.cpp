@@ -232,16 +232,18 @@ TEST_CASE("rpc: connect retries until a late server comes up") {
   std::unique_ptr<IoThreads> sio;
   Dispatcher d;
   std::unique_ptr<RpcServer> server;
+  Status listened;  // checked on the test's thread (Catch's assertions are not thread-safe)
   std::thread late([&] {
     std::this_thread::sleep_for(400ms);
     sio = std::make_unique<IoThreads>(1);
     server = std::make_unique<RpcServer>(sio->context(), d, ServerOptions{});
-    REQUIRE(server->listen("127.0.0.1", port).is_ok());
+    listened = server->listen("127.0.0.1", port);
   });
   ConnectOptions opts;
   opts.timeout = 5s;
   auto r = RpcClient::connect(cio.context(), "127.0.0.1", port, "late-server", opts);
   late.join();
+  REQUIRE(listened.is_ok());
   CHECK(r.is_ok());
   server->stop();
 }
