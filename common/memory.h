@@ -20,10 +20,6 @@ namespace dgld {
 // thing in main() of programs that use torch.
 void reexec_with_passive_openmp(char** argv);
 
-}  // namespace dgld
-
-namespace dgld {
-
 // Programs that allocate and fill gigabytes once (dgl-partition, METIS inside
 // it) spend much of their time in page faults, one per 4 KiB page. glibc can
 // ask for transparent huge pages (2 MiB) on its large allocations
@@ -31,7 +27,8 @@ namespace dgld {
 // main(). When the kernel gives huge pages only on request ("madvise" mode)
 // and the variable does not already mention the setting, this adds it and
 // re-executes the program with the same arguments; otherwise it returns at
-// once. Measured: partitioning a 2.45 M-node, 122 M-edge graph 149 s -> 86 s.
+// once. Measured: partitioning a 2.45 M-node, 122 M-edge graph in 2 parts took
+// 75-86 s instead of 149 s (docs/performance.md).
 void reexec_with_huge_page_malloc(char** argv);
 
 }  // namespace dgld

@@ -399,14 +399,15 @@ class PartitionBuilder {
         const int32_t o = L_.new2orig[v];
         out_count_[v - range_.start + 1] = g_.indptr[o + 1] - g_.indptr[o];
       }
-    }
-    for (int64_t d = 0; d < (g_.symmetric_simple ? 0 : g_.num_nodes); ++d) {
-      const bool outside = !is_inner_orig(static_cast<int32_t>(d));
-      for (int64_t k = g_.indptr[d]; k < g_.indptr[d + 1]; ++k) {
-        const int32_t s = g_.src[k];
-        if (is_inner_orig(s)) {
-          ++out_count_[L_.orig2new[s] - range_.start + 1];
-          if (outside) mark(L_.orig2new[d], 1, &found);
+    } else {
+      for (int64_t d = 0; d < g_.num_nodes; ++d) {
+        const bool outside = !is_inner_orig(static_cast<int32_t>(d));
+        for (int64_t k = g_.indptr[d]; k < g_.indptr[d + 1]; ++k) {
+          const int32_t s = g_.src[k];
+          if (is_inner_orig(s)) {
+            ++out_count_[L_.orig2new[s] - range_.start + 1];
+            if (outside) mark(L_.orig2new[d], 1, &found);
+          }
         }
       }
     }
