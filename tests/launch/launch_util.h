@@ -44,8 +44,6 @@ std::optional<pid_t> recorded_pid(const std::filesystem::path& workspace, const 
                                   const std::string& role, int rank);
 std::optional<pid_t> recorded_agent_pid(const std::filesystem::path& workspace, const std::string& job_id, int machine);
 
-// True when 127.0.0.1:port can be bound (nothing left listening).
-bool port_free(int port);
 // True while some socket of this network namespace listens on TCP `port`.
 bool port_listened_on(int port);
 

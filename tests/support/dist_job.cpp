@@ -7,7 +7,10 @@
 
 #include <catch2/catch.hpp>
 
+#include "common/client/local_partition.h"
 #include "common/file_util.h"
+#include "common/ip_config.h"
+#include "common/part_config.h"
 #include "common/net/auth.h"
 
 namespace dgld::testing {
@@ -68,25 +71,18 @@ DistJob::~DistJob() {
   for (auto& s : servers) s.signal(SIGTERM);
   for (auto& s : servers) s.wait(10s);
   // What a server killed with SIGKILL could not unlink: the shared memory of
-  // the job (its --job-id, or each machine's default, graph name and port).
-  std::vector<std::string> prefixes;
+  // the job (its --job-id, or each machine's default job id).
+  std::vector<std::string> jobs;
   if (!options.job_id.empty()) {
-    prefixes.push_back("dgld." + options.job_id + ".m");
-  } else {
-    std::ifstream in(part_config);
-    const auto j = nlohmann::json::parse(in, nullptr, false);
-    if (!j.is_discarded() && j.contains("graph_name") && j["graph_name"].is_string()) {
-      for (int m = 0; m < 2; ++m) {
-        prefixes.push_back("dgld." + j["graph_name"].get<std::string>() + "-" + std::to_string(server_port(m)) + ".m");
-      }
+    jobs.push_back(options.job_id);
+  } else if (auto config = load_part_config(part_config); config.is_ok()) {
+    if (auto machines = load_ip_config(ip_config); machines.is_ok()) {
+      for (const auto& m : *machines) jobs.push_back(client::default_job_id(*config, m));
     }
   }
   std::error_code ec;
-  for (const auto& e : fs::directory_iterator("/dev/shm", ec)) {
-    const std::string n = e.path().filename().string();
-    for (const auto& p : prefixes) {
-      if (n.rfind(p, 0) == 0) fs::remove(e.path(), ec);
-    }
+  for (const auto& job : jobs) {
+    for (const auto& n : shm_segments("dgld." + job + ".m")) fs::remove(fs::path("/dev/shm") / n, ec);
   }
 }
 
