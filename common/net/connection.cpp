@@ -88,8 +88,16 @@ void Connection::start(MessageHandler on_message, CloseHandler on_close, BlobTar
   blob_target_ = std::move(blob_target);
   boost::system::error_code ec;
   socket_.set_option(tcp::no_delay(true), ec);
-  if (!ec) socket_.non_blocking(true, ec);  // writes go through writev (write_some)
   if (ec) net_log()->warn("{}: cannot set TCP_NODELAY: {}", peer_, ec.message());
+  // Writes go through sendmsg (write_some) and must never block a sender.
+  boost::system::error_code nb;
+  socket_.non_blocking(true, nb);
+  if (nb) return fail(closed_error(peer_ + ": cannot make the socket non-blocking: " + nb.message()));
+  {
+    std::lock_guard lock(write_mu_);
+    started_ = true;
+    if (!writing_ && !write_queue_.empty()) write_next();
+  }
   asio::dispatch(strand_, [self = shared_from_this()] { self->pump(); });
 }
 
@@ -245,13 +253,19 @@ void Connection::close(const Status& reason) {
   }
   auto self = shared_from_this();
   asio::post(strand_, [self, reason] {
-    boost::system::error_code ignored;
-    self->socket_.shutdown(tcp::socket::shutdown_both, ignored);
-    self->socket_.close(ignored);
-    // An in-flight write still reads the front message; its completion clears the queue.
-    if (!self->writing_) {
-      self->write_queue_.clear();
-      self->add_queued(-static_cast<int64_t>(self->queued_bytes_.load()));
+    {
+      // Under the write lock: no sender is inside sendmsg on this descriptor.
+      std::lock_guard lock(self->write_mu_);
+      boost::system::error_code ignored;
+      self->socket_.shutdown(tcp::socket::shutdown_both, ignored);
+      self->socket_.close(ignored);
+      self->socket_closed_ = true;
+      // A write waiting on the socket still reads the front message; its
+      // (cancelled) completion clears the queue.
+      if (!self->writing_) {
+        self->write_queue_.clear();
+        self->add_queued(-static_cast<int64_t>(self->queued_bytes_.load()));
+      }
     }
     if (self->on_close_) {
       auto cb = std::move(self->on_close_);
@@ -267,12 +281,13 @@ bool Connection::send(OutMessage msg) {
   if (closed_) return false;
   size_t bytes = msg.payload.size();
   for (const auto& b : msg.blobs) bytes += b.size;
+  std::lock_guard lock(write_mu_);
+  if (closed_ || socket_closed_) return false;
   add_queued(static_cast<int64_t>(bytes));
-  asio::post(strand_, [self = shared_from_this(), m = std::move(msg)]() mutable {
-    if (self->closed_) return;
-    self->write_queue_.push_back(std::move(m));
-    if (!self->writing_) self->write_next();
-  });
+  write_queue_.push_back(std::move(msg));
+  // Before start() the strand begins writing; afterwards, whoever finds the
+  // connection idle writes (see write_some).
+  if (started_ && !writing_) write_next();
   return true;
 }
 
@@ -283,12 +298,11 @@ constexpr size_t kMaxCoalescedBytes = 4 << 20;
 }  // namespace
 
 void Connection::close_after_writes(const Status& reason) {
-  asio::post(strand_, [self = shared_from_this(), reason] {
-    if (self->closed_) return;
-    if (!self->writing_ && self->write_queue_.empty()) return self->close(reason);
-    self->close_when_drained_ = true;
-    self->drained_reason_ = reason;
-  });
+  std::lock_guard lock(write_mu_);
+  if (closed_) return;
+  if (!writing_ && write_queue_.empty()) return close(reason);
+  close_when_drained_ = true;
+  drained_reason_ = reason;
 }
 
 void Connection::write_next() {
@@ -339,8 +353,10 @@ void Connection::write_next() {
 
 // Writes the gathered buffers with sendmsg (up to IOV_MAX pieces per call; a
 // reply of many small rows needs few syscalls) until the socket would block,
-// then waits for it to be writable. Runs on the strand.
+// then has the strand wait for it to be writable. Runs under write_mu_ on the
+// thread that sent (a client's caller, a server's handler) or on the strand.
 void Connection::write_some() {
+  if (socket_closed_) return write_done(asio::error::operation_aborted);
   constexpr size_t kMaxIov = 1024;
   iovec iov[kMaxIov];
   const int fd = socket_.native_handle();
@@ -358,14 +374,7 @@ void Connection::write_some() {
     const ssize_t n = ::sendmsg(fd, &msg, MSG_NOSIGNAL);
     if (n < 0) {
       if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) {
-        socket_.async_wait(tcp::socket::wait_write,
-                           asio::bind_executor(strand_, [self = shared_from_this()](auto ec) {
-                             if (ec || self->closed_) return self->write_done(ec ? ec : asio::error::operation_aborted);
-                             self->write_some();
-                           }));
-        return;
-      }
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return wait_writable();
       return write_done(boost::system::error_code(errno, boost::system::system_category()));
     }
     bytes_out_ += static_cast<uint64_t>(n);
@@ -383,6 +392,24 @@ void Connection::write_some() {
     }
   }
   write_done({});
+}
+
+// Only the strand starts operations on the socket object (a sender thread
+// must not race the strand's reads inside Asio), so the wait is posted there.
+// writing_ stays set meanwhile: other senders queue behind.
+void Connection::wait_writable() {
+  asio::post(strand_, [self = shared_from_this()] {
+    std::lock_guard lock(self->write_mu_);
+    if (self->socket_closed_ || self->closed_) return self->write_done(asio::error::operation_aborted);
+    self->socket_.async_wait(tcp::socket::wait_write,
+                             asio::bind_executor(self->strand_, [self](auto ec) {
+                               std::lock_guard lock(self->write_mu_);
+                               if (ec || self->closed_) {
+                                 return self->write_done(ec ? ec : asio::error::operation_aborted);
+                               }
+                               self->write_some();
+                             }));
+  });
 }
 
 void Connection::write_done(const boost::system::error_code& ec) {

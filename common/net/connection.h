@@ -40,7 +40,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Installs handlers and starts reading. Call once.
   void start(MessageHandler on_message, CloseHandler on_close, BlobTarget blob_target = nullptr);
   // Queues a frame; thread-safe. Frames are written in the order queued.
-  // Returns false (and drops the frame) when the connection is closed.
+  // When nothing else is being written, the calling thread writes the frame
+  // itself, as far as the socket takes it without blocking (no hand-off to
+  // the I/O thread, no wake-up); the rest goes out from the strand. Returns
+  // false (and drops the frame) when the connection is closed.
   bool send(OutMessage msg);
   // Closes with `reason` (logged at warn unless ok). Idempotent, thread-safe.
   void close(const Status& reason = Status::ok());
@@ -79,8 +82,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void deliver();
   void fail(const Status& st);
   void on_read_error(const boost::system::error_code& ec);
+  // The write path runs under write_mu_, on the sending thread or the strand.
   void write_next();
   void write_some();
+  void wait_writable();
   void write_done(const boost::system::error_code& ec);
   void add_queued(int64_t delta);
   void hold_reading();
@@ -104,7 +109,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::vector<uint64_t> blob_lengths_;
   Message incoming_;
 
-  // Write state (touched only on the strand).
+  // Write state (guarded by write_mu_). Only the strand waits on the socket
+  // and closes it; any thread holding the lock may write to it.
+  std::mutex write_mu_;
+  bool started_ = false;        // non-blocking mode is on: senders may write
+  bool socket_closed_ = false;  // the descriptor is gone: nobody may write
   std::deque<OutMessage> write_queue_;
   std::deque<std::vector<uint8_t>> write_prefixes_;  // header + blob table per frame in flight
   std::vector<asio::const_buffer> write_bufs_;
