@@ -228,7 +228,15 @@ Result<SampledEdges> DistNeighborSource::sample(std::span<const int64_t> seeds,
   std::vector<net::PendingCall> calls;
   for (int m : g.remote) calls.push_back(c.server_for(m).start_sample(g.ids[m], req));
 
-  std::vector<Edges> parts(c.num_machines());
+  // Each machine's edges, grouped by seed in the order of its group.
+  struct Part {
+    std::span<const int64_t> nbr, eid, counts;
+    size_t seed = 0, edge = 0;  // how far the merge has read
+  };
+  std::vector<Part> parts(c.num_machines());
+  std::vector<SampledNeighbors> remote(calls.size());
+  SampledEdges local;
+  std::vector<int64_t> local_counts;
   Status first;
   if (!g.ids[me].empty()) {
     const MappedPartition& p = c.local().graph();
@@ -239,13 +247,13 @@ Result<SampledEdges> DistNeighborSource::sample(std::span<const int64_t> seeds,
     if (!weights.is_ok()) {
       first = weights.status();
     } else {
-      SampleExtras extras{.weights = *weights, .stream_keys = g.ids[me], .pool = options_.pool};
+      SampleExtras extras{
+          .weights = *weights, .stream_keys = g.ids[me], .pool = options_.pool, .seed_counts = &local_counts};
       auto e = sample_neighbors(adj, rows, opt, extras);
       if (e.is_ok()) {
-        first = map_to_global(e->src, p.node_global_ids());
-        if (first.is_ok()) first = map_to_global(e->dst, p.node_global_ids());
-        if (options_.out_edges) std::swap(e->src, e->dst);
-        parts[me] = Edges{std::move(e->src), std::move(e->dst), std::move(e->eid)};
+        local = std::move(*e);
+        first = map_to_global(local.src, p.node_global_ids());
+        parts[me] = Part{local.src, local.eid, local_counts};
       } else {
         first = e.status();
       }
@@ -254,44 +262,36 @@ Result<SampledEdges> DistNeighborSource::sample(std::span<const int64_t> seeds,
   }
   for (size_t i = 0; i < calls.size(); ++i) {
     const int m = g.remote[i];
-    auto r = c.server_for(m).finish_sample(calls[i]);  // every call is waited for
+    auto r = c.server_for(m).finish_sample(calls[i], g.ids[m].size());  // every call is waited for
     if (!first.is_ok()) continue;
     if (!r.is_ok()) {
       first = r.status().with_context("sample_neighbors on machine " + std::to_string(m));
     } else {
-      parts[m] = std::move(*r);
+      remote[i] = std::move(*r);
+      parts[m] = Part{remote[i].nbr(), remote[i].eid(), remote[i].counts};
     }
   }
   DGLD_RETURN_IF_ERROR(first);
 
-  // Each part is grouped by seed in its group's order; emit in seed order.
-  std::vector<size_t> cursor(c.num_machines(), 0);
-  SampledEdges out;
-  size_t total = 0;
-  for (const auto& e : parts) total += e.eid.size();
-  out.reserve(total);
+  // Emit in seed order: seed k's run comes from its owner's next count.
   std::vector<int> owner_of(seeds.size());
   for (int m = 0; m < c.num_machines(); ++m) {
     for (size_t w : g.where[m]) owner_of[w] = m;
   }
+  SampledEdges out;
+  size_t total = 0;
+  for (const auto& part : parts) total += part.eid.size();
+  out.reserve(total);
+  std::vector<int64_t>& neighbours = options_.out_edges ? out.dst : out.src;
+  std::vector<int64_t>& own = options_.out_edges ? out.src : out.dst;
   for (size_t k = 0; k < seeds.size(); ++k) {
-    const int m = owner_of[k];
-    const Edges& e = parts[m];
-    const std::vector<int64_t>& key = options_.out_edges ? e.src : e.dst;
-    size_t& at = cursor[m];
-    while (at < key.size() && key[at] == seeds[k]) {
-      out.src.push_back(e.src[at]);
-      out.dst.push_back(e.dst[at]);
-      out.eid.push_back(e.eid[at]);
-      ++at;
-    }
-  }
-  for (int m = 0; m < c.num_machines(); ++m) {
-    if (cursor[m] != parts[m].eid.size()) {
-      return protocol_error("sample_neighbors: machine " + std::to_string(m) + " returned " +
-                            std::to_string(parts[m].eid.size() - cursor[m]) +
-                            " edges whose seed is out of order or not asked for");
-    }
+    Part& part = parts[owner_of[k]];
+    const auto n = static_cast<size_t>(part.counts[part.seed++]);
+    const auto nbr = part.nbr.subspan(part.edge, n), eid = part.eid.subspan(part.edge, n);
+    neighbours.insert(neighbours.end(), nbr.begin(), nbr.end());
+    out.eid.insert(out.eid.end(), eid.begin(), eid.end());
+    own.insert(own.end(), n, seeds[k]);
+    part.edge += n;
   }
   return out;
 }

@@ -39,14 +39,12 @@ Result<std::vector<int64_t>> int64_blob(const Message& m, size_t i, const std::s
 
 fbs::Role to_fbs(Role r) { return r == Role::sampler ? fbs::Role::Sampler : fbs::Role::Trainer; }
 
-Result<Edges> edges_from(const Result<Message>& r, const std::string& peer, int blobs) {
+// A FindEdges reply: (src, dst) per edge.
+Result<Edges> edges_from(const Result<Message>& r, const std::string& peer) {
   if (!r.is_ok()) return r.status();
   Edges e;
   DGLD_ASSIGN_OR_RETURN(e.src, int64_blob(*r, 0, peer, SIZE_MAX));
   DGLD_ASSIGN_OR_RETURN(e.dst, int64_blob(*r, 1, peer, e.src.size()));
-  if (blobs > 2) {
-    DGLD_ASSIGN_OR_RETURN(e.eid, int64_blob(*r, 2, peer, e.src.size()));
-  }
   return e;
 }
 
@@ -268,7 +266,7 @@ Result<Edges> ServerConnection::find_edges(std::span<const int64_t> eids) {
   m.blobs.push_back(ids_blob(eids));
   auto r = call(std::move(m));
   DGLD_RETURN_IF_ERROR(reply_as<fbs::FindEdgesReply>(r, "FindEdgesReply", peer()).status());
-  return edges_from(r, peer(), 2);
+  return edges_from(r, peer());
 }
 
 net::PendingCall ServerConnection::start_sample(std::span<const int64_t> seeds, const SampleRequest& q) {
@@ -280,15 +278,49 @@ net::PendingCall ServerConnection::start_sample(std::span<const int64_t> seeds, 
   return rpc_->start(std::move(m));
 }
 
-Result<Edges> ServerConnection::finish_sample(net::PendingCall& call) {
+Result<SampledNeighbors> ServerConnection::finish_sample(net::PendingCall& call, size_t num_seeds) {
   auto r = wait(call);
   DGLD_RETURN_IF_ERROR(reply_as<fbs::SampleNeighborsReply>(r, "SampleNeighborsReply", peer()).status());
-  return edges_from(r, peer(), 3);
+  auto bad = [&](const std::string& what) { return protocol_error(peer() + ": sample_neighbors reply " + what); };
+  if (r->blobs.size() != 3) return bad("has " + std::to_string(r->blobs.size()) + " blobs, expected 3");
+  const size_t edges = r->blobs[0].size() / 8;
+  if (r->blobs[0].size() % 8 != 0 || r->blobs[1].size() != r->blobs[0].size()) {
+    return bad("has neighbour and edge id blobs of " + std::to_string(r->blobs[0].size()) + " and " +
+               std::to_string(r->blobs[1].size()) + " bytes, expected equal multiples of 8");
+  }
+  SampledNeighbors out;
+  DGLD_ASSIGN_OR_RETURN(out.counts, int64_blob(*r, 2, peer(), num_seeds));
+  uint64_t total = 0;
+  for (int64_t c : out.counts) {
+    if (c < 0 || static_cast<uint64_t>(c) > edges) return bad("has an edge count of " + std::to_string(c));
+    total += static_cast<uint64_t>(c);
+  }
+  if (total != edges) {
+    return bad("counts " + std::to_string(total) + " edges but carries " + std::to_string(edges));
+  }
+  out.nbr_bytes = std::move(r->blobs[0]);
+  out.eid_bytes = std::move(r->blobs[1]);
+  return out;
 }
 
 Result<Edges> ServerConnection::sample_neighbors(std::span<const int64_t> seeds, const SampleRequest& req) {
   auto c = start_sample(seeds, req);
-  return finish_sample(c);
+  DGLD_ASSIGN_OR_RETURN(SampledNeighbors s, finish_sample(c, seeds.size()));
+  return to_edges(s, seeds, req.out_edges);
+}
+
+Edges to_edges(const SampledNeighbors& s, std::span<const int64_t> seeds, bool out_edges) {
+  const auto nbr = s.nbr(), eid = s.eid();
+  Edges e;
+  e.eid.assign(eid.begin(), eid.end());
+  std::vector<int64_t>& neighbours = out_edges ? e.dst : e.src;
+  std::vector<int64_t>& own = out_edges ? e.src : e.dst;
+  neighbours.assign(nbr.begin(), nbr.end());
+  own.reserve(nbr.size());
+  for (size_t i = 0; i < seeds.size() && i < s.counts.size(); ++i) {
+    own.insert(own.end(), static_cast<size_t>(s.counts[i]), seeds[i]);
+  }
+  return e;
 }
 
 }  // namespace dgld::client

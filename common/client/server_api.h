@@ -70,6 +70,24 @@ struct Edges {
   std::vector<int64_t> src, dst, eid;
 };
 
+// One server's answer to SampleNeighbors: the sampled edges of each seed,
+// in the request's seed order, one seed's run after another.
+struct SampledNeighbors {
+  net::ByteBuffer nbr_bytes, eid_bytes;  // int64: neighbour (global id), edge id
+  std::vector<int64_t> counts;           // edges per seed, parallel to the seeds
+  std::span<const int64_t> nbr() const { return as_ids(nbr_bytes); }
+  std::span<const int64_t> eid() const { return as_ids(eid_bytes); }
+
+ private:
+  static std::span<const int64_t> as_ids(const net::ByteBuffer& b) {
+    return {reinterpret_cast<const int64_t*>(b.data()), b.size() / sizeof(int64_t)};
+  }
+};
+
+// One (src, dst, eid) triple per edge of `s`, the answer for `seeds`; an
+// out-edge goes from its seed, an in-edge to it.
+Edges to_edges(const SampledNeighbors& s, std::span<const int64_t> seeds, bool out_edges);
+
 struct SampleRequest {
   int fanout = 10;
   bool out_edges = false;
@@ -130,9 +148,12 @@ class ServerConnection {
   Result<ServerGraphInfo> graph_info();
   Result<std::vector<int64_t>> degrees(std::span<const int64_t> nodes, bool out);
   Result<Edges> find_edges(std::span<const int64_t> eids);
+  // One (src, dst, eid) triple per sampled edge, grouped by seed in seed order.
   Result<Edges> sample_neighbors(std::span<const int64_t> seeds, const SampleRequest& req);
+  // The same in two steps, as the server sends it; `num_seeds` is the number
+  // of seeds the call was started with (the reply is checked against it).
   net::PendingCall start_sample(std::span<const int64_t> seeds, const SampleRequest& req);
-  Result<Edges> finish_sample(net::PendingCall& call);
+  Result<SampledNeighbors> finish_sample(net::PendingCall& call, size_t num_seeds);
 
  private:
   explicit ServerConnection(std::shared_ptr<net::RpcClient> rpc, milliseconds t) : rpc_(std::move(rpc)), timeout_(t) {}

@@ -27,7 +27,7 @@
 namespace dgld::net {
 
 inline constexpr uint32_t kFrameMagic = 0x444C4744;  // "DGLD"
-inline constexpr uint16_t kProtocolVersion = 1;
+inline constexpr uint16_t kProtocolVersion = 2;  // 2: SampleNeighborsReply carries per-seed counts
 inline constexpr size_t kFrameHeaderSize = 32;
 
 enum FrameFlags : uint32_t {
@@ -54,7 +54,7 @@ struct FrameLimits {
 
 void encode_header(const FrameHeader& h, uint8_t out[kFrameHeaderSize]);
 // Validates magic, version, flags, reserved and limits. Errors are specific
-// ("bad magic 0x...", "protocol version 7, this build speaks 1", ...).
+// ("bad magic 0x...", "protocol version 7, this build speaks 2", ...).
 Result<FrameHeader> decode_header(std::span<const uint8_t, kFrameHeaderSize> in, const FrameLimits& limits);
 // Decodes the blob length table (8 * blob_count bytes) and checks the total
 // frame size against the limits.

@@ -236,6 +236,10 @@ Result<SampledEdges> sample_neighbors(const AdjacencyView& adj, std::span<const 
     }
     offsets[i + 1] += offsets[i];
   }
+  if (extras.seed_counts) {
+    extras.seed_counts->resize(n);
+    for (int64_t i = 0; i < n; ++i) (*extras.seed_counts)[i] = offsets[i + 1] - offsets[i];
+  }
 
   // Pass 2: positions go into src first, then become (src, eid) in place.
   SampledEdges out;

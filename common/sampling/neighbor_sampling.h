@@ -42,6 +42,7 @@ struct SampleExtras {
   std::span<const float> weights;        // parallel to adj.indices; empty: uniform
   std::span<const int64_t> stream_keys;  // parallel to seeds; empty: the seed rows
   ThreadPool* pool = nullptr;            // null: run on the calling thread
+  std::vector<int64_t>* seed_counts = nullptr;  // when set: receives each seed's edge count
 };
 
 // Samples in-neighbours (for CSC) of each row in `seed_rows`. src/dst are in

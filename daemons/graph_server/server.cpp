@@ -722,20 +722,19 @@ void GraphServer::Impl::on_sample(const RequestContext& ctx, Message&& m) {
     extras.weights = std::span<const float>(static_cast<const float*>((*t)->storage->data()),
                                             static_cast<size_t>((*t)->num_rows()));
   }
+  std::vector<int64_t> counts;
+  extras.seed_counts = &counts;
   auto edges = sample_neighbors(adj, rows, so, extras);
   if (!edges.is_ok()) return ctx.reply_error(edges.status());
-  const auto globals = part->node_global_ids();
-  Status st = map_to_global(edges->src, globals);
-  if (st.is_ok()) st = map_to_global(edges->dst, globals);
-  if (!st.is_ok()) return ctx.reply_error(st);
-  // The kernel reports (neighbour, seed); an out-edge goes from the seed.
-  if (req->out_edges()) std::swap(edges->src, edges->dst);
+  // The kernel reports (neighbour, seed). The seeds are the request's, so the
+  // reply carries each seed's edge count instead of a seed id per edge.
+  if (Status st = map_to_global(edges->src, part->node_global_ids()); !st.is_ok()) return ctx.reply_error(st);
   flatbuffers::FlatBufferBuilder fbb;
   OutMessage reply = finish(fbs::MessageKind::SampleNeighborsReply, fbb,
                             [](auto& b) { return fbs::CreateSampleNeighborsReply(b); });
   reply.blobs.push_back(OutBlob::from_vector(std::move(edges->src)));
-  reply.blobs.push_back(OutBlob::from_vector(std::move(edges->dst)));
   reply.blobs.push_back(OutBlob::from_vector(std::move(edges->eid)));
+  reply.blobs.push_back(OutBlob::from_vector(std::move(counts)));
   ctx.reply(std::move(reply));
 }
 

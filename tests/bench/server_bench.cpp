@@ -254,7 +254,7 @@ int main(int argc, char** argv) {
   client::SampleRequest req;
   req.fanout = fanout;
   auto next_seeds = [&] { return random_ids(config->node_map[0], static_cast<size_t>(batch), 100 + round++); };
-  std::deque<net::PendingCall> inflight;
+  std::deque<std::pair<net::PendingCall, std::vector<int64_t>>> inflight;  // call, its seeds
   auto sps = interleaved(seconds, {[&] {
                                      auto seeds = next_seeds();
                                      req.seed = round;
@@ -266,9 +266,12 @@ int main(int argc, char** argv) {
                                      while (inflight.size() < 2) {
                                        auto seeds = next_seeds();
                                        req.seed = round;
-                                       inflight.push_back(conns[0]->start_sample(seeds, req));
+                                       inflight.emplace_back(conns[0]->start_sample(seeds, req), seeds);
                                      }
-                                     if (!conns[0]->finish_sample(inflight.front()).is_ok()) failed = true;
+                                     auto& [call, seeds] = inflight.front();
+                                     auto r = conns[0]->finish_sample(call, seeds.size());
+                                     if (!r.is_ok()) failed = true;
+                                     else (void)client::to_edges(*r, seeds, false);  // what sample_neighbors returns
                                      inflight.pop_front();
                                      return static_cast<double>(batch);
                                    },
@@ -285,7 +288,7 @@ int main(int argc, char** argv) {
                                      return static_cast<double>(seeds.size());
                                    }});
   while (!inflight.empty()) {
-    (void)conns[0]->finish_sample(inflight.front());
+    (void)conns[0]->finish_sample(inflight.front().first, inflight.front().second.size());
     inflight.pop_front();
   }
   if (failed) return 1;

@@ -24,6 +24,7 @@
 
 #include <unistd.h>
 
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -241,8 +242,17 @@ void check_reply(const Reply& r, std::multimap<uint64_t, uint16_t>& asked) {
   asked.erase(it);
   FUZZ_CHECK(reply_verifies(r.kind, r.payload), "a reply payload that does not verify");
   if (r.kind == static_cast<uint16_t>(K::SampleNeighborsReply)) {
-    FUZZ_CHECK(r.blobs.size() == 3 && r.blobs[0].size() == r.blobs[1].size() && r.blobs[1].size() == r.blobs[2].size(),
+    // Neighbours and edge ids, one per edge; then each seed's edge count.
+    FUZZ_CHECK(r.blobs.size() == 3 && r.blobs[0].size() == r.blobs[1].size() && r.blobs[2].size() % 8 == 0,
                "SampleNeighbors reply blobs");
+    uint64_t edges = 0;
+    for (size_t i = 0; i + 8 <= r.blobs[2].size(); i += 8) {
+      int64_t c;
+      std::memcpy(&c, r.blobs[2].data() + i, 8);
+      FUZZ_CHECK(c >= 0, "a negative edge count in a SampleNeighbors reply");
+      edges += static_cast<uint64_t>(c);
+    }
+    FUZZ_CHECK(edges * 8 == r.blobs[0].size(), "SampleNeighbors reply counts disagree with its edges");
   }
   if (r.kind == static_cast<uint16_t>(K::FindEdgesReply)) {
     FUZZ_CHECK(r.blobs.size() == 2 && r.blobs[0].size() == r.blobs[1].size(), "FindEdges reply blobs");
