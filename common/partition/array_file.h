@@ -94,8 +94,11 @@ class ArrayFileWriter {
   size_t current_ = 0;
   uint64_t written_in_current_ = 0;
   uint64_t file_pos_ = 0;  // where buffer_ starts in the file
+  uint64_t writeback_from_ = 0;  // bytes before this have been handed to writeback
   std::vector<char> buffer_;
   bool finished_ = false;
+
+  void wrote(uint64_t bytes);
 };
 
 // One array of a mapped file.
