@@ -114,10 +114,17 @@ TEST_CASE("fault: kill -9 of sampler-workers mid-epoch loses no seed; training c
   REQUIRE(t0.wait_for_log("started 2 sampler-worker(s)", 60s));
   const auto workers = logged_sampler_pids(t0.log());
   REQUIRE(workers.size() == 2);
-  REQUIRE(t0.wait_for_log("Epoch 00001 | Loss", 60s));
-  ::kill(workers[0], SIGKILL);
-  REQUIRE(t0.wait_for_log("Epoch 00003 | Loss", 60s));
-  ::kill(workers[1], SIGKILL);
+  // An epoch takes a fraction of a second: the trainer is held (SIGSTOP) while
+  // a worker is killed, so a busy machine cannot let training run past the
+  // point the test means before the kill lands.
+  auto kill_worker_at = [&](const std::string& line, pid_t worker) {
+    REQUIRE(t0.wait_for_log(line, 60s));
+    ::kill(t0.pid(), SIGSTOP);
+    CHECK(::kill(worker, SIGKILL) == 0);  // alive until now: the trainer still needs it
+    ::kill(t0.pid(), SIGCONT);
+  };
+  kill_worker_at("Epoch 00001 | Loss", workers[0]);
+  kill_worker_at("Epoch 00003 | Loss", workers[1]);
   for (auto& t : job.trainers) {
     const auto rc = t.wait(120s);
     INFO("trainer log:\n" << t.log());

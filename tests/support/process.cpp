@@ -30,13 +30,18 @@ Process Process::start(const std::vector<std::string>& argv, const std::filesyst
   cargv.push_back(nullptr);
   for (const auto& e : envs) cenv.push_back(const_cast<char*>(e.c_str()));
   cenv.push_back(nullptr);
+  // Truncated before the fork, not in the child: a caller that reads the log
+  // right after start() must not find an earlier run's lines in it.
+  const int log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid < 0) {
+    if (log_fd >= 0) ::close(log_fd);
+    throw std::runtime_error("fork failed");
+  }
   if (pid == 0) {
-    int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd >= 0) {
-      dup2(fd, 1);
-      dup2(fd, 2);
+    if (log_fd >= 0) {
+      dup2(log_fd, 1);  // the duplicates do not inherit O_CLOEXEC
+      dup2(log_fd, 2);
     }
     // Unblock everything the test runner may have blocked.
     sigset_t none;
@@ -45,6 +50,7 @@ Process Process::start(const std::vector<std::string>& argv, const std::filesyst
     execve(cargv[0], cargv.data(), cenv.data());
     _exit(127);
   }
+  if (log_fd >= 0) ::close(log_fd);
   return Process(pid, log_path);
 }
 
