@@ -309,15 +309,26 @@ Result<Edges> ServerConnection::sample_neighbors(std::span<const int64_t> seeds,
   return to_edges(s, seeds, req.out_edges);
 }
 
-Edges to_edges(const SampledNeighbors& s, std::span<const int64_t> seeds, bool out_edges) {
+Result<Edges> to_edges(const SampledNeighbors& s, std::span<const int64_t> seeds, bool out_edges) {
   const auto nbr = s.nbr(), eid = s.eid();
+  bool fits = s.counts.size() == seeds.size() && nbr.size() == eid.size();
+  uint64_t total = 0;
+  for (int64_t c : s.counts) {
+    if (c < 0) fits = false;
+    else total += static_cast<uint64_t>(c);
+  }
+  if (!fits || total != nbr.size()) {
+    return invalid_argument("to_edges: " + std::to_string(s.counts.size()) + " counts (total " +
+                            std::to_string(total) + ") for " + std::to_string(seeds.size()) + " seeds and " +
+                            std::to_string(nbr.size()) + " neighbours / " + std::to_string(eid.size()) + " edge ids");
+  }
   Edges e;
   e.eid.assign(eid.begin(), eid.end());
   std::vector<int64_t>& neighbours = out_edges ? e.dst : e.src;
   std::vector<int64_t>& own = out_edges ? e.src : e.dst;
   neighbours.assign(nbr.begin(), nbr.end());
   own.reserve(nbr.size());
-  for (size_t i = 0; i < seeds.size() && i < s.counts.size(); ++i) {
+  for (size_t i = 0; i < seeds.size(); ++i) {
     own.insert(own.end(), static_cast<size_t>(s.counts[i]), seeds[i]);
   }
   return e;

@@ -85,8 +85,9 @@ struct SampledNeighbors {
 };
 
 // One (src, dst, eid) triple per edge of `s`, the answer for `seeds`; an
-// out-edge goes from its seed, an in-edge to it.
-Edges to_edges(const SampledNeighbors& s, std::span<const int64_t> seeds, bool out_edges);
+// out-edge goes from its seed, an in-edge to it. invalid_argument when the
+// counts do not fit the seeds and edges (finish_sample's replies always do).
+Result<Edges> to_edges(const SampledNeighbors& s, std::span<const int64_t> seeds, bool out_edges);
 
 struct SampleRequest {
   int fanout = 10;

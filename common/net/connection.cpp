@@ -285,8 +285,8 @@ bool Connection::send(OutMessage msg) {
   if (closed_ || socket_closed_) return false;
   add_queued(static_cast<int64_t>(bytes));
   write_queue_.push_back(std::move(msg));
-  // Before start() the strand begins writing; afterwards, whoever finds the
-  // connection idle writes (see write_some).
+  // Before start(), frames wait for start() to write them; afterwards, whoever
+  // finds the connection idle writes (see write_some).
   if (started_ && !writing_) write_next();
   return true;
 }

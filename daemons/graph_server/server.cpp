@@ -687,7 +687,7 @@ void GraphServer::Impl::on_sample(const RequestContext& ctx, Message&& m) {
   auto seeds = id_blob(m, 0, "seed ids", opts.max_ids_per_request);
   if (!seeds.is_ok()) return ctx.reply_error(seeds.status());
   // With replacement each seed gives `fanout` edges whatever its degree: the
-  // reply (three int64 ids per edge) is capped like an id list.
+  // reply (two int64 ids per edge) is capped like an id list.
   if (req->replace() && req->fanout() > 0 &&
       static_cast<uint64_t>(req->fanout()) * seeds->size() > opts.max_ids_per_request) {
     return ctx.reply_error(resource_exhausted(

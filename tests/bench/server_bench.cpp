@@ -271,7 +271,7 @@ int main(int argc, char** argv) {
                                      auto& [call, seeds] = inflight.front();
                                      auto r = conns[0]->finish_sample(call, seeds.size());
                                      if (!r.is_ok()) failed = true;
-                                     else (void)client::to_edges(*r, seeds, false);  // what sample_neighbors returns
+                                     else if (!client::to_edges(*r, seeds, false).is_ok()) failed = true;  // as sample_neighbors
                                      inflight.pop_front();
                                      return static_cast<double>(batch);
                                    },

@@ -457,3 +457,31 @@ TEST_CASE("client: node_split over the servers' train mask, and shutdown_servers
   REQUIRE(t0->shutdown_servers("test over").is_ok());
   for (auto& s : job.servers) CHECK(s.wait(15s) == 0);
 }
+
+TEST_CASE("client: to_edges expands per-seed counts and refuses counts that do not fit") {
+  auto bytes = [](std::vector<int64_t> v) {
+    net::ByteBuffer b(v.size() * sizeof(int64_t));
+    std::memcpy(b.data(), v.data(), b.size());
+    return b;
+  };
+  SampledNeighbors s;
+  s.nbr_bytes = bytes({7, 8, 9});
+  s.eid_bytes = bytes({70, 80, 90});
+  s.counts = {2, 0, 1};
+  const std::vector<int64_t> seeds = {1, 2, 3};
+  auto in = to_edges(s, seeds, false);
+  REQUIRE(in.is_ok());
+  CHECK(in->src == std::vector<int64_t>{7, 8, 9});
+  CHECK(in->dst == std::vector<int64_t>{1, 1, 3});
+  CHECK(in->eid == std::vector<int64_t>{70, 80, 90});
+  auto out = to_edges(s, seeds, true);
+  REQUIRE(out.is_ok());
+  CHECK(out->src == std::vector<int64_t>{1, 1, 3});
+  CHECK(out->dst == std::vector<int64_t>{7, 8, 9});
+  for (std::vector<int64_t> bad : {std::vector<int64_t>{2, 0}, {2, 0, 2}, {4, -1, 0}}) {
+    s.counts = bad;
+    auto r = to_edges(s, seeds, false);
+    REQUIRE_FALSE(r.is_ok());
+    CHECK_THAT(r.status().message(), Catch::Contains("counts"));
+  }
+}

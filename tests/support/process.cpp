@@ -40,8 +40,10 @@ Process Process::start(const std::vector<std::string>& argv, const std::filesyst
   }
   if (pid == 0) {
     if (log_fd >= 0) {
-      dup2(log_fd, 1);  // the duplicates do not inherit O_CLOEXEC
+      dup2(log_fd, 1);  // the duplicates do not inherit O_CLOEXEC...
       dup2(log_fd, 2);
+      ::fcntl(1, F_SETFD, 0);  // ...unless open() returned 1 or 2 itself
+      ::fcntl(2, F_SETFD, 0);
     }
     // Unblock everything the test runner may have blocked.
     sigset_t none;
