@@ -243,8 +243,9 @@ Result<SampledEdges> sample_neighbors(const AdjacencyView& adj, std::span<const 
 
   // Pass 2: positions go into src first, then become (src, eid) in place.
   SampledEdges out;
+  const bool fill_dst = extras.seed_counts == nullptr;
   out.src.resize(offsets[n]);
-  out.dst.resize(offsets[n]);
+  if (fill_dst) out.dst.resize(offsets[n]);
   out.eid.resize(offsets[n]);
   const int64_t* indices = adj.indices.data();
   const int64_t* eids = adj.eids.data();
@@ -257,13 +258,12 @@ Result<SampledEdges> sample_neighbors(const AdjacencyView& adj, std::span<const 
       int64_t* src = out.src.data() + o;
       picker.pick(indptr[s], indptr[s + 1], c, key, src);
       int64_t* eid = out.eid.data() + o;
-      int64_t* dst = out.dst.data() + o;
       for (int64_t j = 0; j < c; ++j) {
         const int64_t p = src[j];
         eid[j] = eids[p];
         src[j] = indices[p];
-        dst[j] = s;
       }
+      if (fill_dst) std::fill_n(out.dst.data() + o, c, s);
     }
   });
   return out;

@@ -29,7 +29,8 @@ struct SampleOptions {
 };
 
 // Sampled edges as parallel arrays, ready to send: edge i goes from src[i]
-// (the neighbour) to dst[i] (the seed) and has global edge id eid[i].
+// (the neighbour) to dst[i] (the seed) and has global edge id eid[i]. dst is
+// empty when the caller took per-seed counts instead (SampleExtras).
 struct SampledEdges {
   std::vector<int64_t> src, dst, eid;
 
@@ -42,7 +43,9 @@ struct SampleExtras {
   std::span<const float> weights;        // parallel to adj.indices; empty: uniform
   std::span<const int64_t> stream_keys;  // parallel to seeds; empty: the seed rows
   ThreadPool* pool = nullptr;            // null: run on the calling thread
-  std::vector<int64_t>* seed_counts = nullptr;  // when set: receives each seed's edge count
+  // When set: receives each seed's edge count, and the output's dst is left
+  // empty (the counts say which seed each edge belongs to).
+  std::vector<int64_t>* seed_counts = nullptr;
 };
 
 // Samples in-neighbours (for CSC) of each row in `seed_rows`. src/dst are in
