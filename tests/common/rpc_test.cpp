@@ -317,6 +317,11 @@ TEST_CASE("rpc: a port already in use is a clear error") {
 TEST_CASE("rpc: a client that does not read its replies is held back, others are served") {
   ServerOptions opts = EchoServer::make_options();
   opts.max_queued_bytes_per_connection = 1 << 20;
+  // One request in hand at a time, so the bound below is exact: a request is
+  // read only while less than the cap is queued, and adds one reply. (With
+  // more in hand, requests read while earlier replies still sat in the
+  // kernel's socket buffer may each add a reply once the buffer fills.)
+  opts.max_pending_per_connection = 1;
   EchoServer server(opts);
   // 9 requests, each echoing 1 MiB back, and no reply read for now. They are
   // sent from a thread: once the server stops reading, the kernel's buffers
