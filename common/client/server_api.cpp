@@ -283,24 +283,40 @@ Result<SampledNeighbors> ServerConnection::finish_sample(net::PendingCall& call,
   DGLD_RETURN_IF_ERROR(reply_as<fbs::SampleNeighborsReply>(r, "SampleNeighborsReply", peer()).status());
   auto bad = [&](const std::string& what) { return protocol_error(peer() + ": sample_neighbors reply " + what); };
   if (r->blobs.size() != 3) return bad("has " + std::to_string(r->blobs.size()) + " blobs, expected 3");
-  const size_t edges = r->blobs[0].size() / 8;
-  if (r->blobs[0].size() % 8 != 0 || r->blobs[1].size() != r->blobs[0].size()) {
+  if (r->blobs[0].size() % 8 != 0 || r->blobs[1].size() % 8 != 0) {
     return bad("has neighbour and edge id blobs of " + std::to_string(r->blobs[0].size()) + " and " +
-               std::to_string(r->blobs[1].size()) + " bytes, expected equal multiples of 8");
+               std::to_string(r->blobs[1].size()) + " bytes, expected multiples of 8");
   }
   SampledNeighbors out;
-  DGLD_ASSIGN_OR_RETURN(out.counts, int64_blob(*r, 2, peer(), num_seeds));
+  DGLD_ASSIGN_OR_RETURN(out.counts, int64_blob(*r, 2, peer(), SIZE_MAX));
+  out.nbr_bytes = std::move(r->blobs[0]);
+  out.eid_bytes = std::move(r->blobs[1]);
+  if (Status st = out.check(num_seeds); !st.is_ok()) return bad(st.message());
+  return out;
+}
+
+Status SampledNeighbors::check(size_t num_seeds) const {
+  const size_t edges = nbr().size();
+  if (eid().size() != edges) {
+    return invalid_argument("has " + std::to_string(edges) + " neighbours but " + std::to_string(eid().size()) +
+                            " edge ids");
+  }
+  if (counts.size() != num_seeds) {
+    return invalid_argument("has " + std::to_string(counts.size()) + " edge counts for " +
+                            std::to_string(num_seeds) + " seeds");
+  }
   uint64_t total = 0;
-  for (int64_t c : out.counts) {
-    if (c < 0 || static_cast<uint64_t>(c) > edges) return bad("has an edge count of " + std::to_string(c));
+  for (int64_t c : counts) {
+    if (c < 0 || static_cast<uint64_t>(c) > edges) {
+      return invalid_argument("has an edge count of " + std::to_string(c) + " (counts must be 0 to " +
+                              std::to_string(edges) + ")");
+    }
     total += static_cast<uint64_t>(c);
   }
   if (total != edges) {
-    return bad("counts " + std::to_string(total) + " edges but carries " + std::to_string(edges));
+    return invalid_argument("counts " + std::to_string(total) + " edges but carries " + std::to_string(edges));
   }
-  out.nbr_bytes = std::move(r->blobs[0]);
-  out.eid_bytes = std::move(r->blobs[1]);
-  return out;
+  return Status::ok();
 }
 
 Result<Edges> ServerConnection::sample_neighbors(std::span<const int64_t> seeds, const SampleRequest& req) {
@@ -310,18 +326,8 @@ Result<Edges> ServerConnection::sample_neighbors(std::span<const int64_t> seeds,
 }
 
 Result<Edges> to_edges(const SampledNeighbors& s, std::span<const int64_t> seeds, bool out_edges) {
+  if (Status st = s.check(seeds.size()); !st.is_ok()) return st.with_context("to_edges: the sampled edges");
   const auto nbr = s.nbr(), eid = s.eid();
-  bool fits = s.counts.size() == seeds.size() && nbr.size() == eid.size();
-  uint64_t total = 0;
-  for (int64_t c : s.counts) {
-    if (c < 0) fits = false;
-    else total += static_cast<uint64_t>(c);
-  }
-  if (!fits || total != nbr.size()) {
-    return invalid_argument("to_edges: " + std::to_string(s.counts.size()) + " counts (total " +
-                            std::to_string(total) + ") for " + std::to_string(seeds.size()) + " seeds and " +
-                            std::to_string(nbr.size()) + " neighbours / " + std::to_string(eid.size()) + " edge ids");
-  }
   Edges e;
   e.eid.assign(eid.begin(), eid.end());
   std::vector<int64_t>& neighbours = out_edges ? e.dst : e.src;

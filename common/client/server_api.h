@@ -77,6 +77,9 @@ struct SampledNeighbors {
   std::vector<int64_t> counts;           // edges per seed, parallel to the seeds
   std::span<const int64_t> nbr() const { return as_ids(nbr_bytes); }
   std::span<const int64_t> eid() const { return as_ids(eid_bytes); }
+  // ok when there is one count per seed, none negative, adding up to the
+  // edges, and as many edge ids as neighbours; otherwise says what is wrong.
+  Status check(size_t num_seeds) const;
 
  private:
   static std::span<const int64_t> as_ids(const net::ByteBuffer& b) {
