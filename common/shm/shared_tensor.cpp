@@ -50,11 +50,25 @@ Result<uint64_t> compute_row_bytes(const std::string& what, DType dtype, std::sp
 
 // Copies rows between the tensor at `base` and a packed buffer, in the direction
 // kGather says. A fixed N turns each memcpy into plain loads and stores.
+// Rows are scattered over a tensor far larger than the caches, so each one
+// is a cache miss the hardware prefetcher cannot foresee; asking for the
+// row kPrefetchAhead places on while copying this one keeps several misses
+// in flight instead of one.
+constexpr size_t kPrefetchAhead = 16;
+constexpr size_t kPrefetchMaxBytes = 1024;
+
 template <bool kGather, size_t N>
 void copy_rows(char* base, std::span<const int64_t> ids, char* packed, size_t row_bytes) {
   const size_t rb = N != 0 ? N : row_bytes;
-  for (int64_t id : ids) {
-    char* row = base + static_cast<size_t>(id) * rb;
+  const size_t fetch = std::min(rb, kPrefetchMaxBytes);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i + kPrefetchAhead < ids.size()) {
+      const uintptr_t ahead = reinterpret_cast<uintptr_t>(base + static_cast<size_t>(ids[i + kPrefetchAhead]) * rb);
+      for (uintptr_t line = ahead & ~uintptr_t{63}; line < ahead + fetch; line += 64) {
+        __builtin_prefetch(reinterpret_cast<const void*>(line), kGather ? 0 : 1);
+      }
+    }
+    char* row = base + static_cast<size_t>(ids[i]) * rb;
     if constexpr (kGather) {
       std::memcpy(packed, row, rb);
     } else {
