@@ -109,6 +109,7 @@ void Connection::start(MessageHandler on_message, CloseHandler on_close, BlobTar
 namespace {
 constexpr size_t kReadBufferBytes = 256 * 1024;
 constexpr size_t kDirectReadBytes = 64 * 1024;
+constexpr size_t kReadLowWater = 512 * 1024;
 }  // namespace
 
 void Connection::start_fill(uint8_t* dst, size_t n) {
@@ -146,15 +147,31 @@ void Connection::refill() {
                           }));
 }
 
+// A large fill is read in pieces as they arrive. The socket's receive
+// low-water mark is raised meanwhile, so the kernel wakes this thread once
+// per kReadLowWater bytes instead of once per 64 KiB segment: measured, a 40 MB
+// pull reply cost the receiver twice the CPU of a blocking read() loop, in
+// ~450 wake-ups. The mark never exceeds what the frame still owes (the peer
+// must send that much), and is back at 1 before anything else is awaited.
 void Connection::read_direct() {
-  asio::async_read(socket_, asio::buffer(fill_dst_, fill_left_),
-                   asio::bind_executor(strand_, [self = shared_from_this()](auto ec, size_t n) {
-                     if (ec) return self->on_read_error(ec);
-                     self->bytes_in_ += n;
-                     self->fill_dst_ += n;
-                     self->fill_left_ = 0;
-                     self->pump();
-                   }));
+  set_low_water(std::min(fill_left_, kReadLowWater));
+  socket_.async_read_some(asio::buffer(fill_dst_, fill_left_),
+                          asio::bind_executor(strand_, [self = shared_from_this()](auto ec, size_t n) {
+                            if (ec) return self->on_read_error(ec);
+                            self->bytes_in_ += n;
+                            self->fill_dst_ += n;
+                            self->fill_left_ -= n;
+                            if (self->fill_left_ >= kDirectReadBytes) return self->read_direct();
+                            self->set_low_water(1);
+                            self->pump();
+                          }));
+}
+
+void Connection::set_low_water(size_t bytes) {
+  if (bytes == low_water_) return;
+  const int v = static_cast<int>(bytes);
+  // Best effort: without it, reading works the same, with more wake-ups.
+  if (::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_RCVLOWAT, &v, sizeof v) == 0) low_water_ = bytes;
 }
 
 // Called when the current fill is complete: moves to the next part of the

@@ -77,6 +77,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void pump();
   void refill();
   void read_direct();
+  void set_low_water(size_t bytes);
   bool advance();
   void start_fill(uint8_t* dst, size_t n);
   void deliver();
@@ -104,6 +105,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   ReadState read_state_ = ReadState::idle;
   uint8_t* fill_dst_ = nullptr;
   size_t fill_left_ = 0;
+  size_t low_water_ = 1;  // the socket's SO_RCVLOWAT
   uint8_t header_buf_[kFrameHeaderSize];
   std::vector<uint8_t> table_buf_;
   std::vector<uint64_t> blob_lengths_;

@@ -366,3 +366,60 @@ TEST_CASE("rpc: a client that does not read its replies is held back, others are
   REQUIRE_FALSE(ec);
   CHECK(got >= size_t{kRequests} << 20);
 }
+
+// While a large blob is read, the receiver asks the kernel to wake it only
+// once enough bytes have arrived (SO_RCVLOWAT); it must never ask for more
+// than the frame still owes, and must ask for 1 byte again before waiting
+// for the next frame, or a reader would wait for bytes that never come.
+TEST_CASE("rpc: a large blob arriving in slow pieces is read whole, and a small frame after it is served") {
+  EchoServer server;
+  RawPeer p(server.port());
+  struct timeval tv{10, 0};  // a read that waits this long fails the test instead of hanging it
+  setsockopt(p.sock.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::vector<uint8_t> blob((1 << 20) + 12345);
+  for (size_t i = 0; i < blob.size(); ++i) blob[i] = static_cast<uint8_t>(i * 131 + 7);
+  OutMessage m = make_echo("slow");
+  FrameHeader h;
+  h.kind = m.kind;
+  h.request_id = 1;
+  h.blob_count = 1;
+  const auto big = encode_frame(h, {m.payload.data(), m.payload.size()}, {std::span<const uint8_t>(blob)});
+  // Pieces that leave 400 KiB, then 100 KiB (under any sensible low-water
+  // mark), then nothing of the frame outstanding.
+  const size_t cuts[] = {0, big.size() - (400 << 10), big.size() - (100 << 10), big.size()};
+  for (size_t i = 0; i + 1 < std::size(cuts); ++i) {
+    p.send(std::vector<uint8_t>(big.begin() + static_cast<ptrdiff_t>(cuts[i]), big.begin() + static_cast<ptrdiff_t>(cuts[i + 1])));
+    std::this_thread::sleep_for(150ms);
+  }
+  auto small = raw_echo_frame("after");
+  p.send(small);
+
+  auto read_frame = [&](std::vector<uint8_t>& blob0) -> Result<FrameHeader> {
+    uint8_t hdr[kFrameHeaderSize];
+    boost::system::error_code ec;
+    boost::asio::read(p.sock, boost::asio::buffer(hdr), ec);
+    if (ec) return internal_error("reading a reply header: " + ec.message());
+    DGLD_ASSIGN_OR_RETURN(FrameHeader fh, decode_header(std::span<const uint8_t, kFrameHeaderSize>(hdr), FrameLimits{}));
+    std::vector<uint8_t> table(8ull * fh.blob_count);
+    boost::asio::read(p.sock, boost::asio::buffer(table), ec);
+    DGLD_ASSIGN_OR_RETURN(auto lengths, decode_blob_table(table, fh, FrameLimits{}));
+    std::vector<uint8_t> payload(fh.payload_len);
+    boost::asio::read(p.sock, boost::asio::buffer(payload), ec);
+    blob0.clear();
+    for (size_t i = 0; i < lengths.size() && !ec; ++i) {
+      std::vector<uint8_t> b(lengths[i]);
+      boost::asio::read(p.sock, boost::asio::buffer(b), ec);
+      if (i == 0) blob0 = std::move(b);
+    }
+    if (ec) return internal_error("reading a reply: " + ec.message());
+    return fh;
+  };
+  std::vector<uint8_t> echoed;
+  auto first = read_frame(echoed);
+  REQUIRE(first.is_ok());
+  CHECK(first->request_id == 1);
+  CHECK(echoed == blob);
+  auto second = read_frame(echoed);
+  REQUIRE(second.is_ok());
+  CHECK(second->request_id == 7);
+}
