@@ -72,7 +72,13 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain,
     body(0, n);
     return;
   }
-  std::lock_guard<std::mutex> call_lock(call_mu_);
+  // Busy with another caller's loop (or called from inside one): this loop
+  // runs on its own thread instead of waiting for the workers.
+  std::unique_lock<std::mutex> call_lock(call_mu_, std::try_to_lock);
+  if (!call_lock.owns_lock()) {
+    body(0, n);
+    return;
+  }
   Job job;
   job.n = n;
   job.grain = grain;

@@ -3,9 +3,9 @@
 // the sampler, so that a mini-batch does not pay for thread creation.
 // parallel_for splits [0, n) into chunks of `grain` and runs them on the
 // workers and the calling thread; it returns when every chunk is done.
-// Calls from several threads are serialised; a call from inside a chunk
-// (nesting) is a programming error. The pool owns its threads and joins them
-// on destruction.
+// The workers serve one call at a time: a call made meanwhile from another
+// thread (or from inside a chunk) runs its loop on the calling thread alone
+// rather than wait. The pool owns its threads and joins them on destruction.
 
 #include <condition_variable>
 #include <cstdint>
@@ -34,7 +34,7 @@ class ThreadPool {
   static void run_chunks(Job& job);
 
   std::vector<std::thread> workers_;
-  std::mutex call_mu_;  // one parallel_for at a time
+  std::mutex call_mu_;  // held by the parallel_for the workers serve
   std::mutex mu_;
   std::condition_variable wake_;
   std::condition_variable done_;

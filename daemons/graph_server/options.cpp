@@ -26,7 +26,8 @@ ParsedOptions parse_graph_server_options(int argc, const char* const argv[]) {
       ("num-clients", po::value(&o.num_clients)->default_value(0),
        "trainers + samplers in the job, 0 = unknown (env DGL_NUM_CLIENT)")
       ("num-samplers", po::value(&o.num_samplers)->default_value(0), "samplers per trainer (env DGL_NUM_SAMPLER)")
-      ("num-server-threads", po::value(&o.num_threads)->default_value(2), "request handler threads")
+      ("num-server-threads", po::value(&o.num_threads)->default_value(2),
+       "request handler threads; also the threads one sampling request spreads over")
       ("listen-any", po::bool_switch(&o.listen_any), "listen on 0.0.0.0 instead of the ip_config address")
       ("job-id", po::value(&o.job_id), "names shared-memory segments (env DGLD_JOB_ID; default: graph name and port)")
       ("secret-file", po::value(&secret_file),

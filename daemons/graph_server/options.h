@@ -22,7 +22,7 @@ struct GraphServerOptions {
   int num_servers = 1;       // servers per machine
   int num_clients = 0;       // trainers + samplers in the whole job (0 = unknown)
   int num_samplers = 0;      // samplers per trainer
-  int num_threads = 2;       // request handler threads
+  int num_threads = 2;       // request handler threads, and sampling threads (counting the caller)
   bool listen_any = false;   // bind 0.0.0.0 instead of the ip_config address
   bool listen = true;        // false: no socket and no heartbeat sweeper; requests only through
                              // GraphServer::handle (fuzzers)

@@ -20,6 +20,7 @@
 #include "common/part_config.h"
 #include "common/partition/partition.h"
 #include "common/sampling/neighbor_sampling.h"
+#include "common/sampling/thread_pool.h"
 #include "daemons/graph_server/membership.h"
 #include "daemons/graph_server/tensor_table.h"
 #include "schemas/cluster_generated.h"
@@ -118,6 +119,9 @@ struct GraphServer::Impl {
   std::unique_ptr<TensorTable> tensors;
   std::unique_ptr<Membership> membership;  // coordinator only
 
+  // Threads a large sampling request spreads over while no other request
+  // holds them (see on_sample).
+  std::unique_ptr<ThreadPool> sample_pool;
   net::Dispatcher dispatcher;
   std::unique_ptr<net::IoThreads> io;
   std::unique_ptr<net::RpcServer> rpc;
@@ -261,6 +265,7 @@ Status GraphServer::Impl::init() {
     membership = std::make_unique<Membership>(mo);
   }
 
+  sample_pool = std::make_unique<ThreadPool>(opts.num_threads);
   register_handlers();
   if (!opts.listen) return Status::ok();
   io = std::make_unique<net::IoThreads>(2);
@@ -707,6 +712,10 @@ void GraphServer::Impl::on_sample(const RequestContext& ctx, Message&& m) {
   so.rng_seed = static_cast<uint64_t>(req->seed());
   SampleExtras extras;
   extras.stream_keys = *seeds;
+  // Seeds are spread over the sampling threads when they are free (one
+  // request at a time; others meanwhile run on their I/O thread alone). The
+  // per-seed random streams make the result the same either way.
+  extras.pool = sample_pool.get();
   const AdjacencyView& adj = req->out_edges() ? part->out_edges() : inner_in;
   std::vector<float> weights;
   if (req->prob() && req->prob()->size()) {

@@ -10,6 +10,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/sampling/thread_pool.h"
@@ -308,6 +309,33 @@ TEST_CASE("thread_pool: every index once, exceptions reach the caller", "[sampli
   int calls = 0;
   pool.parallel_for(5, 64, [&](int64_t b, int64_t e) { calls += int(e - b); });
   CHECK(calls == 5);
+}
+
+// A graph-server's sampling requests arrive on several I/O threads and share
+// one pool: whoever finds the workers busy runs its loop alone, never waits
+// on the other loop, and a loop started from inside a chunk runs inline.
+TEST_CASE("thread_pool: concurrent and nested calls each cover every index once", "[sampling]") {
+  ThreadPool pool(3);
+  constexpr int64_t kN = 4099;
+  std::vector<std::vector<std::atomic<int>>> seen(4);
+  for (auto& v : seen) v = std::vector<std::atomic<int>>(kN);
+  std::atomic<int64_t> nested{0};
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 4; ++t) {
+    callers.emplace_back([&, t] {
+      for (int round = 0; round < 50; ++round) {
+        pool.parallel_for(kN, 64, [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) seen[t][i].fetch_add(1);
+          if (b == 0) pool.parallel_for(100, 10, [&](int64_t nb, int64_t ne) { nested += ne - nb; });
+        });
+      }
+    });
+  }
+  for (auto& c : callers) c.join();
+  for (const auto& v : seen) {
+    for (const auto& s : v) REQUIRE(s.load() == 50);
+  }
+  CHECK(nested.load() == 4 * 50 * 100);
 }
 
 TEST_CASE("sample_neighbors: a huge fanout with replacement is refused, not allocated",
