@@ -2,7 +2,8 @@
 # Benchmark (not a test) of graph-server, every comparison made in the same run:
 #   - remote pull bandwidth (large replies) vs a raw TCP stream between two processes (target >= 0.8x)
 #   - local shared-memory pull vs an in-process random row gather of the same rows (target >= 0.8x)
-#   - sampling seeds/s through the server, fanout 10, vs in-process sampling of the same partition (target >= 0.5x)
+#   - sampling seeds/s through the server, fanout 10, vs in-process sampling of the same partition (target >= 0.5x);
+#     the server spreads a request over its 2 sampling threads, so in-process sampling with 2 threads is shown too
 # Two graph-servers run on loopback (one per partition); results go to bench-results/server.json.
 #
 # Usage: scripts/bench/server.sh [--nodes N] [--seconds S] [--build DIR]

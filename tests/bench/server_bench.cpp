@@ -28,6 +28,7 @@
 #include "common/memory.h"
 #include "common/net/io_threads.h"
 #include "common/sampling/neighbor_sampling.h"
+#include "common/sampling/thread_pool.h"
 #include "tests/support/process.h"
 
 using namespace dgld;
@@ -255,6 +256,23 @@ int main(int argc, char** argv) {
   req.fanout = fanout;
   auto next_seeds = [&] { return random_ids(config->node_map[0], static_cast<size_t>(batch), 100 + round++); };
   std::deque<std::pair<net::PendingCall, std::vector<int64_t>>> inflight;  // call, its seeds
+  // In process: one thread (the baseline), and for reference as many threads
+  // as a server spreads one request over (its --num-server-threads, 2 here).
+  ThreadPool pool(2);
+  auto local_step = [&](ThreadPool* threads) {
+    auto seeds = next_seeds();
+    for (auto& v : seeds) v -= start0;
+    SampleOptions so;
+    so.fanout = fanout;
+    so.rng_seed = round;
+    SampleExtras extras;
+    extras.pool = threads;
+    auto r = sample_neighbors(inner, seeds, so, extras);
+    if (!r.is_ok()) failed = true;
+    std::vector<int64_t> src = r->src;
+    (void)map_to_global(src, P.node_global_ids());
+    return static_cast<double>(seeds.size());
+  };
   auto sps = interleaved(seconds, {[&] {
                                      auto seeds = next_seeds();
                                      req.seed = round;
@@ -275,30 +293,20 @@ int main(int argc, char** argv) {
                                      inflight.pop_front();
                                      return static_cast<double>(batch);
                                    },
-                                   [&] {
-                                     auto seeds = next_seeds();
-                                     for (auto& v : seeds) v -= start0;
-                                     SampleOptions so;
-                                     so.fanout = fanout;
-                                     so.rng_seed = round;
-                                     auto r = sample_neighbors(inner, seeds, so);
-                                     if (!r.is_ok()) failed = true;
-                                     std::vector<int64_t> src = r->src;
-                                     (void)map_to_global(src, P.node_global_ids());
-                                     return static_cast<double>(seeds.size());
-                                   }});
+                                   [&] { return local_step(nullptr); }, [&] { return local_step(&pool); }});
   while (!inflight.empty()) {
     (void)conns[0]->finish_sample(inflight.front().first, inflight.front().second.size());
     inflight.pop_front();
   }
   if (failed) return 1;
-  const double remote_sps = sps[0], piped_sps = sps[1], local_sps = sps[2];
+  const double remote_sps = sps[0], piped_sps = sps[1], local_sps = sps[2], local2_sps = sps[3];
 
   std::printf("%-44s %14s %14s\n", "measurement", "dgld", "baseline");
   std::printf("%-44s %11.0f MB/s %11.0f MB/s\n", "remote pull, reply bytes (raw TCP stream)", pull_bw / 1e6, tcp_bw / 1e6);
   std::printf("%-44s %9.2f Mrow/s %9.2f Mrow/s\n", "local pull from shm (in-process gather)", shm_rate / 1e6, mem_rate / 1e6);
   std::printf("%-44s %9.0f seed/s %9.0f seed/s\n", "sampling via server, 1 in flight (in-process)", remote_sps, local_sps);
   std::printf("%-44s %9.0f seed/s %9.0f seed/s\n", "sampling via server, 2 in flight (in-process)", piped_sps, local_sps);
+  std::printf("%-44s %9s        %9.0f seed/s\n", "  (in-process with 2 threads, for reference)", "", local2_sps);
   out["reply_bytes"] = reply_bytes;
   out["remote_pull_bytes_per_s"] = pull_bw;
   out["raw_tcp_bytes_per_s"] = tcp_bw;
@@ -307,6 +315,7 @@ int main(int argc, char** argv) {
   out["server_sampling_seeds_per_s"] = remote_sps;
   out["server_sampling_2_in_flight_seeds_per_s"] = piped_sps;
   out["inprocess_sampling_seeds_per_s"] = local_sps;
+  out["inprocess_sampling_2_threads_seeds_per_s"] = local2_sps;
   ratio(out, "remote_pull_vs_raw_tcp", pull_bw / tcp_bw, 0.8);
   ratio(out, "shm_pull_vs_inprocess_gather", shm_rate / mem_rate, 0.8);
   ratio(out, "server_sampling_1_in_flight_vs_inprocess", remote_sps / local_sps, 0.5);
