@@ -153,8 +153,21 @@ void Connection::refill() {
 // pull reply cost the receiver twice the CPU of a blocking read() loop, in
 // ~450 wake-ups. The mark never exceeds what the frame still owes (the peer
 // must send that much), and is back at 1 before anything else is awaited.
+// It also stays within a quarter of the receive buffer: Linux grows the
+// buffer and clamps the advertised window to the mark when the buffer could
+// not hold it, which could make a sender on a real network wait on us.
 void Connection::read_direct() {
-  set_low_water(std::min(fill_left_, kReadLowWater));
+  size_t mark = std::min(fill_left_, kReadLowWater);
+  int rcvbuf = 0;
+  socklen_t len = sizeof rcvbuf;
+  if (::getsockopt(socket_.native_handle(), SOL_SOCKET, SO_RCVBUF, &rcvbuf, &len) != 0) rcvbuf = 0;
+  mark = std::min(mark, static_cast<size_t>(std::max(rcvbuf, 0)) / 4);
+  // Raising it is best effort (reading works without, with more wake-ups);
+  // a mark left above what is owed would hang, so failing to lower it ends
+  // the connection.
+  Status st = set_low_water(std::max<size_t>(mark, 1));
+  if (!st.is_ok()) st = set_low_water(1);
+  if (!st.is_ok()) return fail(st);
   socket_.async_read_some(asio::buffer(fill_dst_, fill_left_),
                           asio::bind_executor(strand_, [self = shared_from_this()](auto ec, size_t n) {
                             if (ec) return self->on_read_error(ec);
@@ -162,16 +175,20 @@ void Connection::read_direct() {
                             self->fill_dst_ += n;
                             self->fill_left_ -= n;
                             if (self->fill_left_ >= kDirectReadBytes) return self->read_direct();
-                            self->set_low_water(1);
+                            if (Status st = self->set_low_water(1); !st.is_ok()) return self->fail(st);
                             self->pump();
                           }));
 }
 
-void Connection::set_low_water(size_t bytes) {
-  if (bytes == low_water_) return;
+Status Connection::set_low_water(size_t bytes) {
+  if (bytes == low_water_) return Status::ok();
   const int v = static_cast<int>(bytes);
-  // Best effort: without it, reading works the same, with more wake-ups.
-  if (::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_RCVLOWAT, &v, sizeof v) == 0) low_water_ = bytes;
+  if (::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_RCVLOWAT, &v, sizeof v) != 0) {
+    return internal_error(peer_ + ": cannot set the socket's receive low-water mark to " + std::to_string(bytes) +
+                          " bytes: " + std::strerror(errno));
+  }
+  low_water_ = bytes;
+  return Status::ok();
 }
 
 // Called when the current fill is complete: moves to the next part of the

@@ -77,7 +77,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void pump();
   void refill();
   void read_direct();
-  void set_low_water(size_t bytes);
+  Status set_low_water(size_t bytes);  // SO_RCVLOWAT
   bool advance();
   void start_fill(uint8_t* dst, size_t n);
   void deliver();

@@ -6,6 +6,19 @@
 
 namespace dgld {
 
+namespace {
+// The pool whose loop this thread is running chunks of (a worker, or the
+// caller of parallel_for): a call from inside a chunk runs inline without
+// touching call_mu_, which the caller may already own.
+thread_local const ThreadPool* serving = nullptr;
+
+struct Serving {
+  explicit Serving(const ThreadPool* pool) : previous(serving) { serving = pool; }
+  ~Serving() { serving = previous; }
+  const ThreadPool* previous;
+};
+}  // namespace
+
 struct ThreadPool::Job {
   int64_t n = 0;
   int64_t grain = 1;
@@ -55,7 +68,10 @@ void ThreadPool::worker_loop() {
       job = job_;
       ++busy_;
     }
-    run_chunks(*job);
+    {
+      Serving mark(this);
+      run_chunks(*job);
+    }
     {
       std::lock_guard<std::mutex> lock(mu_);
       --busy_;
@@ -68,12 +84,12 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain,
                               const std::function<void(int64_t, int64_t)>& body) {
   if (n <= 0) return;
   grain = std::max<int64_t>(1, grain);
-  if (workers_.empty() || n <= grain) {
+  if (workers_.empty() || n <= grain || serving == this) {
     body(0, n);
     return;
   }
-  // Busy with another caller's loop (or called from inside one): this loop
-  // runs on its own thread instead of waiting for the workers.
+  // Busy with another caller's loop: this loop runs on its own thread
+  // instead of waiting for the workers.
   std::unique_lock<std::mutex> call_lock(call_mu_, std::try_to_lock);
   if (!call_lock.owns_lock()) {
     body(0, n);
@@ -89,7 +105,10 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain,
     ++generation_;
   }
   wake_.notify_all();
-  run_chunks(job);
+  {
+    Serving mark(this);
+    run_chunks(job);
+  }
   {
     std::unique_lock<std::mutex> lock(mu_);
     job_ = nullptr;  // late wakers skip this job

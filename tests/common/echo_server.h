@@ -4,6 +4,7 @@
 // for hand-made bytes. Shared by the rpc and auth tests.
 #include <catch2/catch.hpp>
 
+#include <poll.h>
 #include <sys/socket.h>
 
 #include <atomic>
@@ -95,18 +96,43 @@ struct RawPeer {
   tcp::socket sock{io};
   explicit RawPeer(uint16_t port) { sock.connect({boost::asio::ip::make_address("127.0.0.1"), port}); }
   void send(const std::vector<uint8_t>& b) { boost::asio::write(sock, boost::asio::buffer(b)); }
+  // Reads up to n bytes, waiting at most until `deadline` (poll, so a reply
+  // that never comes fails the test instead of hanging it; a receive timeout
+  // would not: Asio's blocking read polls again without one). Sets `ec` on
+  // EOF, reset or expiry (timed_out).
+  size_t read_some_until(void* buf, size_t n, std::chrono::steady_clock::time_point deadline,
+                         boost::system::error_code& ec) {
+    for (;;) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) {
+        ec = boost::asio::error::timed_out;
+        return 0;
+      }
+      pollfd pfd{sock.native_handle(), POLLIN, 0};
+      if (::poll(&pfd, 1, static_cast<int>(left.count())) <= 0) continue;
+      const ssize_t got = ::recv(sock.native_handle(), buf, n, 0);
+      if (got > 0) return static_cast<size_t>(got);
+      if (got == 0) ec = boost::asio::error::eof;
+      else if (errno != EINTR && errno != EAGAIN) ec = boost::system::error_code(errno, boost::system::system_category());
+      if (ec) return 0;
+    }
+  }
+  // Reads exactly n bytes by `deadline`; false (and `ec`) otherwise.
+  bool read_until(void* buf, size_t n, std::chrono::steady_clock::time_point deadline, boost::system::error_code& ec) {
+    auto* p = static_cast<uint8_t*>(buf);
+    for (size_t got = 0; got < n;) {
+      got += read_some_until(p + got, n - got, deadline, ec);
+      if (ec) return false;
+    }
+    return true;
+  }
   // True when the server closed the connection (read returns EOF/reset within 5 s).
   bool closed_by_server() {
-    sock.non_blocking(false);
-    struct timeval tv{5, 0};
-    setsockopt(sock.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
     uint8_t buf[256];
     boost::system::error_code ec;
-    for (;;) {
-      size_t n = sock.read_some(boost::asio::buffer(buf), ec);
-      if (ec) return ec == boost::asio::error::eof || ec == boost::asio::error::connection_reset;
-      if (n == 0) return true;
-    }
+    while (!ec) read_some_until(buf, sizeof buf, deadline, ec);
+    return ec == boost::asio::error::eof || ec == boost::asio::error::connection_reset;
   }
 };
 

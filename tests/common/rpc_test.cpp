@@ -208,7 +208,8 @@ TEST_CASE("rpc: corrupt frames close only the offending connection") {
     RawPeer p(server.port());
     p.send(raw_echo_frame("raw"));
     uint8_t hdr[kFrameHeaderSize];
-    boost::asio::read(p.sock, boost::asio::buffer(hdr));
+    boost::system::error_code ec;
+    REQUIRE(p.read_until(hdr, sizeof hdr, Clock::now() + 5s, ec));
     auto h = decode_header(std::span<const uint8_t, kFrameHeaderSize>(hdr), FrameLimits{});
     REQUIRE(h.is_ok());
     CHECK(h->request_id == 7);
@@ -355,12 +356,11 @@ TEST_CASE("rpc: a client that does not read its replies is held back, others are
   CHECK(reply_text(*r) == "still here");
   // Once the greedy client reads, every reply arrives (a read that waits
   // 30 s fails instead of hanging).
-  struct timeval tv{30, 0};
-  setsockopt(greedy.sock.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  const auto deadline = Clock::now() + 30s;
   size_t got = 0;
   std::vector<uint8_t> buf(1 << 16);
   boost::system::error_code ec;
-  while (!ec && got < size_t{kRequests} << 20) got += greedy.sock.read_some(boost::asio::buffer(buf), ec);
+  while (!ec && got < size_t{kRequests} << 20) got += greedy.read_some_until(buf.data(), buf.size(), deadline, ec);
   if (ec) ::shutdown(greedy.sock.native_handle(), SHUT_RDWR);  // unblocks a sender stuck on a stopped server
   sender.join();
   REQUIRE_FALSE(ec);
@@ -374,8 +374,6 @@ TEST_CASE("rpc: a client that does not read its replies is held back, others are
 TEST_CASE("rpc: a large blob arriving in slow pieces is read whole, and a small frame after it is served") {
   EchoServer server;
   RawPeer p(server.port());
-  struct timeval tv{10, 0};  // a read that waits this long fails the test instead of hanging it
-  setsockopt(p.sock.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   std::vector<uint8_t> blob((1 << 20) + 12345);
   for (size_t i = 0; i < blob.size(); ++i) blob[i] = static_cast<uint8_t>(i * 131 + 7);
   OutMessage m = make_echo("slow");
@@ -394,21 +392,22 @@ TEST_CASE("rpc: a large blob arriving in slow pieces is read whole, and a small 
   auto small = raw_echo_frame("after");
   p.send(small);
 
+  // A reply that does not come within 10 s fails the test instead of hanging it.
+  const auto deadline = Clock::now() + 10s;
   auto read_frame = [&](std::vector<uint8_t>& blob0) -> Result<FrameHeader> {
     uint8_t hdr[kFrameHeaderSize];
     boost::system::error_code ec;
-    boost::asio::read(p.sock, boost::asio::buffer(hdr), ec);
-    if (ec) return internal_error("reading a reply header: " + ec.message());
+    if (!p.read_until(hdr, sizeof hdr, deadline, ec)) return internal_error("reading a reply header: " + ec.message());
     DGLD_ASSIGN_OR_RETURN(FrameHeader fh, decode_header(std::span<const uint8_t, kFrameHeaderSize>(hdr), FrameLimits{}));
     std::vector<uint8_t> table(8ull * fh.blob_count);
-    boost::asio::read(p.sock, boost::asio::buffer(table), ec);
+    p.read_until(table.data(), table.size(), deadline, ec);
     DGLD_ASSIGN_OR_RETURN(auto lengths, decode_blob_table(table, fh, FrameLimits{}));
     std::vector<uint8_t> payload(fh.payload_len);
-    boost::asio::read(p.sock, boost::asio::buffer(payload), ec);
+    p.read_until(payload.data(), payload.size(), deadline, ec);
     blob0.clear();
     for (size_t i = 0; i < lengths.size() && !ec; ++i) {
       std::vector<uint8_t> b(lengths[i]);
-      boost::asio::read(p.sock, boost::asio::buffer(b), ec);
+      p.read_until(b.data(), b.size(), deadline, ec);
       if (i == 0) blob0 = std::move(b);
     }
     if (ec) return internal_error("reading a reply: " + ec.message());
