@@ -344,7 +344,11 @@ TEST_CASE("sampler: out-of-order delivery with two workers still covers every se
   }
   CHECK(static_cast<int64_t>(batch_ids.size()) == l->num_batches_per_epoch());
   CHECK(seen == std::multiset<int64_t>(ids.begin(), ids.end()));
-  CHECK(workers == std::set<int64_t>{0, 1});
+  // Every batch came from a worker. Which worker takes a batch is decided by
+  // who asks first, so one fast worker may take them all (seen in CI once
+  // server-side sampling got faster); both are not required.
+  CHECK_FALSE(workers.empty());
+  for (int64_t w : workers) CHECK((w == 0 || w == 1));
   auto again = l->next();  // the epoch is over
   REQUIRE(again.is_ok());
   CHECK_FALSE(again->has_value());
