@@ -482,7 +482,7 @@ Result<EvalCounts> DistBackend::evaluate(GnnNet& net, const Layer0Input& input) 
       const std::span<const int64_t> chunk(eval_nodes_.data() + start, len);
       auto batch = full.sample(source, chunk, 0);
       if (!batch.is_ok()) return batch.status().with_context(fmt::format("layer {}: sampling", l));
-      auto bt = make_block_tensors(batch->blocks[0]);
+      auto bt = make_block_graph(batch->blocks[0]);
       if (!bt.is_ok()) return bt.status().with_context(fmt::format("layer {}", l));
       const auto& src = batch->input_nodes;
       const int64_t n = static_cast<int64_t>(src.size());

@@ -171,7 +171,7 @@ Result<EvalCounts> LocalBackend::evaluate(GnnNet& net, const Layer0Input& input)
       for (int64_t i = 0; i < len; ++i) chunk[static_cast<size_t>(i)] = start + i;
       auto batch = full.sample(source_, chunk, 0);
       if (!batch.is_ok()) return batch.status().with_context(fmt::format("layer {}", l));
-      auto bt = make_block_tensors(batch->blocks[0]);
+      auto bt = make_block_graph(batch->blocks[0]);
       if (!bt.is_ok()) return bt.status().with_context(fmt::format("layer {}", l));
       torch::Tensor h_src;
       if (l == 0) {

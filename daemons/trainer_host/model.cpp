@@ -27,6 +27,14 @@ const char* model_kind_name(ModelKind kind) {
   return "?";
 }
 
+Result<Kernels> parse_kernels(std::string_view name) {
+  if (name == "fused") return Kernels::fused;
+  if (name == "reference" || name == "index-add") return Kernels::reference;
+  return invalid_argument("unknown --kernels '" + std::string(name) + "' (known: fused, reference)");
+}
+
+const char* kernels_name(Kernels kernels) { return kernels == Kernels::fused ? "fused" : "reference"; }
+
 Status validate_model_config(const ModelConfig& c) {
   if (c.in_dim < 1) return invalid_argument(fmt::format("model input dimension must be >= 1, got {}", c.in_dim));
   if (c.num_hidden < 1) return invalid_argument(fmt::format("--num-hidden must be >= 1, got {}", c.num_hidden));
@@ -41,37 +49,18 @@ Status validate_model_config(const ModelConfig& c) {
 
 // ---------------------------------------------------------------- tensors
 
-Result<BlockTensors> make_block_tensors(const Block& block) {
+Result<ops::BlockGraphPtr> make_block_graph(const Block& block) {
   const int64_t nd = block.num_dst(), ns = block.num_src();
-  const int64_t ne = static_cast<int64_t>(block.indices.size());
-  if (ns < nd) return invalid_argument(fmt::format("block has {} src nodes but {} dst nodes", ns, nd));
   if (static_cast<int64_t>(block.indptr.size()) != nd + 1) {
     return invalid_argument(fmt::format("block indptr has {} entries for {} dst nodes", block.indptr.size(), nd));
   }
-  if (block.indptr[0] != 0 || block.indptr[nd] != ne) {
-    return invalid_argument(fmt::format("block indptr runs {}..{} for {} edges", block.indptr[0], block.indptr[nd], ne));
+  auto indptr = torch::empty({nd + 1}, torch::kInt64);
+  auto indices = torch::empty({static_cast<int64_t>(block.indices.size())}, torch::kInt64);
+  std::memcpy(indptr.data_ptr<int64_t>(), block.indptr.data(), block.indptr.size() * sizeof(int64_t));
+  if (!block.indices.empty()) {
+    std::memcpy(indices.data_ptr<int64_t>(), block.indices.data(), block.indices.size() * sizeof(int64_t));
   }
-  BlockTensors t;
-  t.num_src = ns;
-  t.num_dst = nd;
-  t.src = torch::empty({ne}, torch::kInt64);
-  t.dst = torch::empty({ne}, torch::kInt64);
-  t.in_deg = torch::empty({nd}, torch::kFloat32);
-  int64_t* src = t.src.data_ptr<int64_t>();
-  int64_t* dst = t.dst.data_ptr<int64_t>();
-  float* deg = t.in_deg.data_ptr<float>();
-  for (int64_t v = 0; v < nd; ++v) {
-    const int64_t b = block.indptr[v], e = block.indptr[v + 1];
-    if (e < b) return invalid_argument(fmt::format("block indptr decreases at dst {}", v));
-    deg[v] = static_cast<float>(e - b);
-    for (int64_t k = b; k < e; ++k) {
-      const int64_t u = block.indices[k];
-      if (u < 0 || u >= ns) return invalid_argument(fmt::format("block edge {} has src index {} of {}", k, u, ns));
-      src[k] = u;
-      dst[k] = v;
-    }
-  }
-  return t;
+  return ops::BlockGraph::create(std::move(indptr), std::move(indices), ns);
 }
 
 Result<ModelInput> make_model_input(const MiniBatch& batch, torch::Tensor x) {
@@ -87,7 +76,7 @@ Result<ModelInput> make_model_input(const MiniBatch& batch, torch::Tensor x) {
   ModelInput in;
   in.blocks.reserve(batch.blocks.size());
   for (size_t i = 0; i < batch.blocks.size(); ++i) {
-    auto t = make_block_tensors(batch.blocks[i]);
+    auto t = make_block_graph(batch.blocks[i]);
     if (!t.is_ok()) return t.status().with_context(fmt::format("block {}", i));
     in.blocks.push_back(std::move(t).value());
   }
@@ -107,28 +96,39 @@ Result<ModelInput> make_model_input(const MiniBatch& batch, std::span<const floa
   return make_model_input(batch, std::move(x));
 }
 
-torch::Tensor aggregate_sum(const BlockTensors& b, const torch::Tensor& h_src) {
-  auto sizes = h_src.sizes().vec();
-  sizes[0] = b.num_dst;
-  auto out = torch::zeros(sizes, h_src.options());
-  if (b.num_edges() == 0) return out;
-  return out.index_add_(0, b.dst, h_src.index_select(0, b.src));
-}
-
-torch::Tensor aggregate_mean(const BlockTensors& b, const torch::Tensor& h_src) {
-  auto sum = aggregate_sum(b, h_src);
-  std::vector<int64_t> shape(static_cast<size_t>(h_src.dim()), 1);
-  shape[0] = b.num_dst;
-  return sum / b.in_deg.clamp_min(1.0).to(h_src.dtype()).view(shape);
+torch::Tensor aggregate(Kernels kernels, const ops::BlockGraphPtr& b, const torch::Tensor& h_src, ops::Reduce reduce,
+                        bool self_loop) {
+  return kernels == Kernels::fused ? ops::copy_u_reduce(b, h_src, reduce, self_loop)
+                                   : ops::copy_u_reduce_reference(b, h_src, reduce, self_loop);
 }
 
 // ---------------------------------------------------------------- layers
 
 namespace {
 const double kReluGain = std::sqrt(2.0);  // nn.init.calculate_gain('relu'), as DGL's reset_parameters
+
+// What one aggregated element (a row element read from a random src row and
+// added) costs, in the multiply-adds of a matrix product; measured with
+// scripts/bench/kernels.sh (docs/performance.md).
+constexpr double kAggregateElementCost = 4.0;
+}  // namespace
+
+bool project_before_aggregating(const ops::BlockGraph& b, int64_t in_dim, int64_t out_dim, bool input_needs_grad,
+                                bool self_loop) {
+  const double e = static_cast<double>(b.num_edges() + (self_loop ? b.num_dst_nodes() : 0));
+  const double ns = static_cast<double>(b.num_src_nodes()), nd = static_cast<double>(b.num_dst_nodes());
+  const double in = static_cast<double>(in_dim), out = static_cast<double>(out_dim);
+  const bool training = torch::GradMode::is_enabled();
+  // Passes over the product: forward, the weight's gradient, the input's gradient.
+  const double gemm_passes = training ? (input_needs_grad ? 3.0 : 2.0) : 1.0;
+  // Passes over the aggregation: forward, and backward when its input needs a gradient.
+  const double project = ns * in * out * gemm_passes + e * out * kAggregateElementCost * (training ? 2.0 : 1.0);
+  const double aggregate =
+      nd * in * out * gemm_passes + e * in * kAggregateElementCost * (training && input_needs_grad ? 2.0 : 1.0);
+  return project < aggregate;
 }
 
-SageConvImpl::SageConvImpl(int64_t in_dim, int64_t out_dim) {
+SageConvImpl::SageConvImpl(int64_t in_dim, int64_t out_dim, Kernels k) : kernels(k) {
   fc_self = register_module("fc_self", torch::nn::Linear(torch::nn::LinearOptions(in_dim, out_dim).bias(false)));
   fc_neigh = register_module("fc_neigh", torch::nn::Linear(torch::nn::LinearOptions(in_dim, out_dim).bias(false)));
   bias = register_parameter("bias", torch::zeros({out_dim}));
@@ -137,59 +137,48 @@ SageConvImpl::SageConvImpl(int64_t in_dim, int64_t out_dim) {
   torch::nn::init::xavier_uniform_(fc_neigh->weight, kReluGain);
 }
 
-torch::Tensor SageConvImpl::forward(const BlockTensors& b, const torch::Tensor& h_src) {
-  const auto h_dst = h_src.narrow(0, 0, b.num_dst);
+torch::Tensor SageConvImpl::forward(const ops::BlockGraphPtr& b, const torch::Tensor& h_src) {
+  const auto h_dst = h_src.narrow(0, 0, b->num_dst_nodes());
   const int64_t in_dim = fc_self->options.in_features(), out_dim = fc_self->options.out_features();
-  torch::Tensor neigh = in_dim > out_dim ? aggregate_mean(b, fc_neigh(h_src)) : fc_neigh(aggregate_mean(b, h_src));
+  // The reference path keeps the rule it always had: project first when in > out.
+  const bool project = kernels == Kernels::reference
+                           ? in_dim > out_dim
+                           : project_before_aggregating(*b, in_dim, out_dim, h_src.requires_grad(), false);
+  torch::Tensor neigh = project ? aggregate(kernels, b, fc_neigh(h_src), ops::Reduce::mean)
+                                : fc_neigh(aggregate(kernels, b, h_src, ops::Reduce::mean));
   return fc_self(h_dst) + neigh + bias;
 }
 
-GraphConvImpl::GraphConvImpl(int64_t in_dim, int64_t out_dim) {
+GraphConvImpl::GraphConvImpl(int64_t in_dim, int64_t out_dim, Kernels k) : kernels(k) {
   weight = register_parameter("weight", torch::empty({in_dim, out_dim}));
   bias = register_parameter("bias", torch::zeros({out_dim}));
   torch::NoGradGuard no_grad;
   torch::nn::init::xavier_uniform_(weight);
 }
 
-torch::Tensor GraphConvImpl::forward(const BlockTensors& b, const torch::Tensor& h_src) {
-  // The block plus one self edge per dst node.
-  BlockTensors g;
-  g.num_src = b.num_src;
-  g.num_dst = b.num_dst;
-  const auto self = torch::arange(b.num_dst, torch::kInt64);
-  g.src = b.num_edges() ? torch::cat({b.src, self}) : self;
-  g.dst = b.num_edges() ? torch::cat({b.dst, self}) : self;
-  const auto out_deg =
-      torch::zeros({b.num_src}, torch::kFloat32).index_add_(0, g.src, torch::ones({g.src.size(0)}, torch::kFloat32));
+torch::Tensor GraphConvImpl::forward(const ops::BlockGraphPtr& b, const torch::Tensor& h_src) {
+  // Degrees of the block plus one self edge per dst node.
+  const int64_t nd = b->num_dst_nodes();
+  auto out_deg = b->out_degrees().to(torch::kFloat32);
+  out_deg.narrow(0, 0, nd).add_(1.0);
   const auto norm_src = out_deg.clamp_min(1.0).pow(-0.5).unsqueeze(1);
-  const auto norm_dst = (b.in_deg + 1.0).pow(-0.5).unsqueeze(1);
-  const auto h = h_src * norm_src;
-  torch::Tensor rst = weight.size(0) > weight.size(1) ? aggregate_sum(g, h.matmul(weight))
-                                                      : aggregate_sum(g, h).matmul(weight);
+  const auto norm_dst = (b->in_degrees().to(torch::kFloat32) + 1.0).pow(-0.5).unsqueeze(1);
+  // norm_src scales rows, so it commutes with the projection: applied to the
+  // narrower side.
+  torch::Tensor rst;
+  const bool project = kernels == Kernels::reference
+                           ? weight.size(0) > weight.size(1)
+                           : project_before_aggregating(*b, weight.size(0), weight.size(1), h_src.requires_grad(), true);
+  if (project) {
+    rst = aggregate(kernels, b, h_src.matmul(weight) * norm_src, ops::Reduce::sum, /*self_loop=*/true);
+  } else {
+    rst = aggregate(kernels, b, h_src * norm_src, ops::Reduce::sum, /*self_loop=*/true).matmul(weight);
+  }
   return rst * norm_dst + bias;
 }
 
-namespace {
-// Per-dst, per-head maximum of edge values `e` ([E, H] float): a plain loop,
-// since scatter_reduce is still beta (and warns) in LibTorch 1.13.
-torch::Tensor segment_max(const BlockTensors& b, const torch::Tensor& e) {
-  const auto ec = e.contiguous();
-  const int64_t ne = ec.size(0), h = ec.size(1);
-  auto out = torch::zeros({b.num_dst, h}, torch::kFloat32);
-  float* o = out.data_ptr<float>();
-  const float* x = ec.data_ptr<float>();
-  const int64_t* dst = b.dst.data_ptr<int64_t>();
-  for (int64_t k = 0; k < ne; ++k) {
-    float* row = o + dst[k] * h;
-    const float* in = x + k * h;
-    const bool first = k == 0 || dst[k - 1] != dst[k];  // edges are grouped by dst
-    for (int64_t j = 0; j < h; ++j) row[j] = first ? in[j] : std::max(row[j], in[j]);
-  }
-  return out;
-}
-}  // namespace
-
-GatConvImpl::GatConvImpl(int64_t in_dim, int64_t out, int64_t heads) : out_dim(out), num_heads(heads) {
+GatConvImpl::GatConvImpl(int64_t in_dim, int64_t out, int64_t heads, Kernels k)
+    : kernels(k), out_dim(out), num_heads(heads) {
   fc = register_module("fc", torch::nn::Linear(torch::nn::LinearOptions(in_dim, out * heads).bias(false)));
   attn_l = register_parameter("attn_l", torch::empty({1, heads, out}));
   attn_r = register_parameter("attn_r", torch::empty({1, heads, out}));
@@ -200,22 +189,10 @@ GatConvImpl::GatConvImpl(int64_t in_dim, int64_t out, int64_t heads) : out_dim(o
   torch::nn::init::xavier_normal_(attn_r, kReluGain);
 }
 
-torch::Tensor GatConvImpl::forward(const BlockTensors& b, const torch::Tensor& h_src) {
+torch::Tensor GatConvImpl::forward(const ops::BlockGraphPtr& b, const torch::Tensor& h_src) {
   const auto z_src = fc(h_src).view({-1, num_heads, out_dim});  // [Ns, H, F]
-  const auto z_dst = z_src.narrow(0, 0, b.num_dst);
-  const auto el = (z_src * attn_l).sum(-1);  // [Ns, H]
-  const auto er = (z_dst * attn_r).sum(-1);  // [Nd, H]
-  auto out = torch::zeros({b.num_dst, num_heads, out_dim}, z_src.options());
-  if (b.num_edges() > 0) {
-    const auto e = torch::leaky_relu(el.index_select(0, b.src) + er.index_select(0, b.dst), 0.2);  // [E, H]
-    // Edge softmax over each dst's in-edges, shifted by the per-dst max for stability
-    // (the shift does not change the result, so it carries no gradient).
-    const auto emax = segment_max(b, e.detach());
-    const auto ex = torch::exp(e - emax.index_select(0, b.dst));
-    const auto denom = torch::zeros({b.num_dst, num_heads}, e.options()).index_add_(0, b.dst, ex);
-    const auto alpha = ex / denom.index_select(0, b.dst);
-    out = out.index_add_(0, b.dst, z_src.index_select(0, b.src) * alpha.unsqueeze(-1));
-  }
+  const auto out = kernels == Kernels::fused ? ops::gat_aggregate(b, z_src, attn_l, attn_r, 0.2)
+                                             : ops::gat_aggregate_reference(b, z_src, attn_l, attn_r, 0.2);
   return out + bias.view({1, num_heads, out_dim});
 }
 
@@ -228,9 +205,11 @@ GnnNetImpl::GnnNetImpl(const ModelConfig& config) : config_(config) {
     if (l > 0) in = config.kind == ModelKind::gat ? config.num_hidden * config.num_heads : config.num_hidden;
     const std::string name = "layer" + std::to_string(l);
     switch (config.kind) {
-      case ModelKind::sage: sage_.push_back(register_module(name, SageConv(in, out))); break;
-      case ModelKind::gcn: gcn_.push_back(register_module(name, GraphConv(in, out))); break;
-      case ModelKind::gat: gat_.push_back(register_module(name, GatConv(in, out, config.num_heads))); break;
+      case ModelKind::sage: sage_.push_back(register_module(name, SageConv(in, out, config.kernels))); break;
+      case ModelKind::gcn: gcn_.push_back(register_module(name, GraphConv(in, out, config.kernels))); break;
+      case ModelKind::gat:
+        gat_.push_back(register_module(name, GatConv(in, out, config.num_heads, config.kernels)));
+        break;
     }
   }
   dropout_ = register_module("dropout", torch::nn::Dropout(config.dropout));
@@ -241,7 +220,7 @@ int64_t GnnNetImpl::layer_out_dim(int layer) const {
   return config_.kind == ModelKind::gat ? config_.num_hidden * config_.num_heads : config_.num_hidden;
 }
 
-torch::Tensor GnnNetImpl::forward_layer(int layer, const BlockTensors& b, const torch::Tensor& h_src) {
+torch::Tensor GnnNetImpl::forward_layer(int layer, const ops::BlockGraphPtr& b, const torch::Tensor& h_src) {
   const bool last = layer == config_.num_layers - 1;
   torch::Tensor h;
   switch (config_.kind) {
@@ -260,7 +239,7 @@ torch::Tensor GnnNetImpl::forward_layer(int layer, const BlockTensors& b, const 
   return h;
 }
 
-torch::Tensor GnnNetImpl::forward(const std::vector<BlockTensors>& blocks, torch::Tensor x) {
+torch::Tensor GnnNetImpl::forward(const std::vector<ops::BlockGraphPtr>& blocks, torch::Tensor x) {
   torch::Tensor h = std::move(x);
   for (int l = 0; l < config_.num_layers; ++l) h = forward_layer(l, blocks[l], h);
   return h;
@@ -275,14 +254,14 @@ Result<torch::Tensor> forward_checked(Model& model, const ModelInput& input) {
                                         c.num_layers, blocks.size()));
   }
   for (size_t i = 0; i + 1 < blocks.size(); ++i) {
-    if (blocks[i].num_dst != blocks[i + 1].num_src) {
+    if (blocks[i]->num_dst_nodes() != blocks[i + 1]->num_src_nodes()) {
       return invalid_argument(fmt::format("block {} has {} dst nodes but block {} has {} src nodes", i,
-                                          blocks[i].num_dst, i + 1, blocks[i + 1].num_src));
+                                          blocks[i]->num_dst_nodes(), i + 1, blocks[i + 1]->num_src_nodes()));
     }
   }
-  if (!input.x.defined() || input.x.dim() != 2 || input.x.size(0) != blocks[0].num_src || input.x.size(1) != c.in_dim) {
+  if (!input.x.defined() || input.x.dim() != 2 || input.x.size(0) != blocks[0]->num_src_nodes() || input.x.size(1) != c.in_dim) {
     return invalid_argument(fmt::format("input features must be [{}, {}] (blocks[0] src nodes x input dimension), got {}",
-                                        blocks[0].num_src, c.in_dim,
+                                        blocks[0]->num_src_nodes(), c.in_dim,
                                         input.x.defined() ? fmt::format("{}", fmt::join(input.x.sizes(), " x ")) : "none"));
   }
   try {
@@ -322,6 +301,7 @@ std::string Model::describe() const {
   std::string s = fmt::format("{}(in={}, hidden={}, classes={}, layers={}, dropout={}", model_kind_name(c.kind),
                               c.in_dim, c.num_hidden, c.num_classes, c.num_layers, c.dropout);
   if (c.kind == ModelKind::gat) s += fmt::format(", heads={}", c.num_heads);
+  if (c.kernels != Kernels::fused) s += fmt::format(", kernels={}", kernels_name(c.kernels));
   return s + fmt::format("; {} parameters)", num_parameters());
 }
 

@@ -23,6 +23,14 @@ enum class ModelKind { sage, gcn, gat };
 Result<ModelKind> parse_model_kind(std::string_view name);
 const char* model_kind_name(ModelKind kind);
 
+// How layers aggregate over a block: the fused kernels of common/ops (one
+// pass over the CSR, no per-edge rows), or the index_select + index_add_
+// reference they are checked against.
+enum class Kernels { fused, reference };
+// "fused" | "reference" (also "index-add"); invalid_argument otherwise.
+Result<Kernels> parse_kernels(std::string_view name);
+const char* kernels_name(Kernels kernels);
+
 // Shape of a model. Hidden layers have num_hidden units (per head for GAT,
 // whose hidden layers concatenate their heads and whose output layer averages
 // them, as DGL's GAT example); the last layer has num_classes outputs.
@@ -34,6 +42,7 @@ struct ModelConfig {
   int num_layers = 2;     // must equal the number of blocks of every batch
   double dropout = 0.5;   // applied after the activation between layers
   int num_heads = 1;      // GAT only
+  Kernels kernels = Kernels::fused;
 };
 
 // invalid_argument naming the field when a size is not positive or dropout is

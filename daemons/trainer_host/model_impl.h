@@ -3,10 +3,11 @@
 // <torch/torch.h>, so include it only from .cpp files that train or test
 // models (about 20 s of compile time per translation unit).
 //
-// A block reaches the layers as BlockTensors: index tensors built once per
-// block and shared by every layer that runs on it. Aggregation is
-// index_select over the edges' sources followed by index_add_ into their
-// destinations; a destination with no in-edges aggregates to 0.
+// A block reaches the layers as an ops::BlockGraph (common/ops/): its CSR as
+// tensors, built once per block and shared by every layer that runs on it.
+// Aggregation runs the fused kernels of common/ops/message_passing.h, or with
+// Kernels::reference their index_select + index_add_ reference; a destination
+// with no in-edges aggregates to 0.
 
 #include <cstdint>
 #include <span>
@@ -14,6 +15,8 @@
 
 #include <torch/torch.h>
 
+#include "common/ops/block_graph.h"
+#include "common/ops/message_passing.h"
 #include "common/sampling/block.h"
 #include "common/sampling/multi_layer_sampler.h"
 #include "common/status.h"
@@ -21,26 +24,15 @@
 
 namespace dgld::trainer {
 
-// One block as tensors. Edges keep the block's CSR order (grouped by dst).
-struct BlockTensors {
-  int64_t num_src = 0;
-  int64_t num_dst = 0;
-  torch::Tensor src;     // int64 [E]: local src index of each edge (Block::indices)
-  torch::Tensor dst;     // int64 [E]: local dst index of each edge
-  torch::Tensor in_deg;  // float [num_dst]: in-degree of each dst in the block
-
-  int64_t num_edges() const { return src.defined() ? src.size(0) : 0; }
-};
-
-// Builds the index tensors of `block` (copies its arrays). invalid_argument if
+// The block's CSR as a BlockGraph (copies its arrays). invalid_argument if
 // the block's arrays are inconsistent (indptr length, an index out of range,
 // src_nodes shorter than dst_nodes).
-Result<BlockTensors> make_block_tensors(const Block& block);
+Result<ops::BlockGraphPtr> make_block_graph(const Block& block);
 
 // What a model's forward pass takes: every block of the batch and the input
 // features of blocks[0].src_nodes ([num_src, in_dim], float32).
 struct ModelInput {
-  std::vector<BlockTensors> blocks;
+  std::vector<ops::BlockGraphPtr> blocks;
   torch::Tensor x;
 };
 
@@ -55,19 +47,28 @@ Result<ModelInput> make_model_input(const MiniBatch& batch, std::span<const floa
 // a learnable embedding, or both); x is used as is (not copied).
 Result<ModelInput> make_model_input(const MiniBatch& batch, torch::Tensor x);
 
-// Sum over in-edges of h_src rows into [num_dst, ...]; mean divides by the
-// in-degree, zero-degree dst giving 0.
-torch::Tensor aggregate_sum(const BlockTensors& b, const torch::Tensor& h_src);
-torch::Tensor aggregate_mean(const BlockTensors& b, const torch::Tensor& h_src);
+// Sum (or mean) over each dst's in-edges of h_src rows, with `kernels`.
+torch::Tensor aggregate(Kernels kernels, const ops::BlockGraphPtr& b, const torch::Tensor& h_src, ops::Reduce reduce,
+                        bool self_loop = false);
+
+// Whether a layer that aggregates in_dim-wide rows over `b` and projects them
+// to out_dim does less work projecting first (DGL's lin_before_mp) than
+// aggregating first, counting the backward passes when grad mode is on and
+// the input's gradient only when it needs one: the input layer's features
+// need none, so there aggregating first skips the aggregation's backward and
+// runs the product over the dst rows only.
+bool project_before_aggregating(const ops::BlockGraph& b, int64_t in_dim, int64_t out_dim, bool input_needs_grad,
+                                bool self_loop);
 
 // DGL SAGEConv(aggregator_type='mean'):
 //   h_dst' = W_self h_dst + W_neigh mean_{u in N(v)} h_u + b
-// with h_dst = h_src[:num_dst]. When in > out, W_neigh is applied before the
-// aggregation (DGL's lin_before_mp; same result, less work).
+// with h_dst = h_src[:num_dst]. W_neigh is applied before the aggregation
+// when that costs less (project_before_aggregating; same result).
 class SageConvImpl : public torch::nn::Module {
  public:
-  SageConvImpl(int64_t in_dim, int64_t out_dim);
-  torch::Tensor forward(const BlockTensors& b, const torch::Tensor& h_src);
+  SageConvImpl(int64_t in_dim, int64_t out_dim, Kernels kernels);
+  Kernels kernels;
+  torch::Tensor forward(const ops::BlockGraphPtr& b, const torch::Tensor& h_src);
   torch::nn::Linear fc_self{nullptr}, fc_neigh{nullptr};
   torch::Tensor bias;
 };
@@ -82,8 +83,9 @@ TORCH_MODULE(SageConv);
 // them on a block.
 class GraphConvImpl : public torch::nn::Module {
  public:
-  GraphConvImpl(int64_t in_dim, int64_t out_dim);
-  torch::Tensor forward(const BlockTensors& b, const torch::Tensor& h_src);
+  GraphConvImpl(int64_t in_dim, int64_t out_dim, Kernels kernels);
+  Kernels kernels;
+  torch::Tensor forward(const ops::BlockGraphPtr& b, const torch::Tensor& h_src);
   torch::Tensor weight, bias;
 };
 TORCH_MODULE(GraphConv);
@@ -94,8 +96,9 @@ TORCH_MODULE(GraphConv);
 // A dst with no in-edges gets b (DGL's allow_zero_in_degree=True).
 class GatConvImpl : public torch::nn::Module {
  public:
-  GatConvImpl(int64_t in_dim, int64_t out_dim, int64_t num_heads);
-  torch::Tensor forward(const BlockTensors& b, const torch::Tensor& h_src);
+  GatConvImpl(int64_t in_dim, int64_t out_dim, int64_t num_heads, Kernels kernels);
+  Kernels kernels;
+  torch::Tensor forward(const ops::BlockGraphPtr& b, const torch::Tensor& h_src);
   int64_t out_dim, num_heads;
   torch::nn::Linear fc{nullptr};
   torch::Tensor attn_l, attn_r, bias;
@@ -110,10 +113,10 @@ class GnnNetImpl : public torch::nn::Module {
   explicit GnnNetImpl(const ModelConfig& config);
   // Every layer over its block; returns logits [blocks.back().num_dst, classes].
   // Callers check the shapes first (see forward_checked).
-  torch::Tensor forward(const std::vector<BlockTensors>& blocks, torch::Tensor x);
+  torch::Tensor forward(const std::vector<ops::BlockGraphPtr>& blocks, torch::Tensor x);
   // Layer `layer` alone, activation/dropout included unless it is the last:
   // what layer-wise inference runs.
-  torch::Tensor forward_layer(int layer, const BlockTensors& b, const torch::Tensor& h_src);
+  torch::Tensor forward_layer(int layer, const ops::BlockGraphPtr& b, const torch::Tensor& h_src);
   // Output width of layer `layer` (after head concatenation / averaging).
   int64_t layer_out_dim(int layer) const;
   int num_layers() const { return config_.num_layers; }

@@ -37,6 +37,8 @@ ParsedTrainerHostOptions parse_trainer_host_options(int argc, const char* const 
       ("num-threads", po::value(&t.num_threads)->default_value(t.num_threads),
        "LibTorch threads; 0: OMP_NUM_THREADS or all cores")
       ("num-heads", po::value(&t.num_heads)->default_value(t.num_heads), "GAT attention heads")
+      ("kernels", po::value(&t.kernels)->default_value(t.kernels),
+       "message passing: fused (one pass over each block's CSR) | reference (index_select + index_add_)")
       ("weight-decay", po::value(&t.weight_decay)->default_value(t.weight_decay), "Adam weight decay")
       ("row-normalize", po::bool_switch(&t.row_normalize), "divide each feature row by its sum")
       ("replace", po::bool_switch(&t.replace), "sample neighbours with replacement")

@@ -76,6 +76,7 @@ Status validate_train_config(const TrainConfig& c) {
   }
   if (c.log_every < 0) return invalid_argument(fmt::format("--log-every must be >= 0, got {}", c.log_every));
   DGLD_RETURN_IF_ERROR(parse_model_kind(c.model).status().with_context("--model"));
+  DGLD_RETURN_IF_ERROR(parse_kernels(c.kernels).status());
   if (c.num_threads < 0) return invalid_argument(fmt::format("--num-threads must be >= 0, got {}", c.num_threads));
   if (c.num_heads < 1) return invalid_argument(fmt::format("--num-heads must be >= 1, got {}", c.num_heads));
   if (!(c.weight_decay >= 0 && std::isfinite(c.weight_decay))) {
@@ -125,6 +126,7 @@ nlohmann::json config_json(const TrainConfig& c) {
           {"seed", c.seed},
           {"num_threads", resolve_num_threads(c.num_threads)},
           {"num_heads", c.num_heads},
+          {"kernels", c.kernels},
           {"weight_decay", c.weight_decay},
           {"row_normalize", c.row_normalize},
           {"replace", c.replace},
@@ -155,7 +157,8 @@ std::string metrics_json(const TrainResult& r) {
                            {"train_acc", e.train_acc}, {"time_s", e.time_s},
                            {"sample_s", e.sample_s},   {"fetch_s", e.fetch_s},
                            {"compute_s", e.compute_s}, {"allreduce_s", e.allreduce_s},
-                           {"wait_s", e.wait_s},       {"seeds_per_s", e.seeds_per_s}});
+                           {"wait_s", e.wait_s},       {"seeds_per_s", e.seeds_per_s},
+                           {"step_losses", e.step_losses}});
   }
   j["evals"] = json::array();
   for (const auto& e : r.evals) {
@@ -184,6 +187,7 @@ Status history_from_metrics_json(const std::string& text, TrainResult& into) {
       m.allreduce_s = e.value("allreduce_s", 0.0);
       m.wait_s = e.value("wait_s", 0.0);
       m.seeds_per_s = e.at("seeds_per_s").get<double>();
+      m.step_losses = e.value("step_losses", std::vector<double>{});
       into.epochs.push_back(m);
     }
     for (const auto& e : j.at("evals")) {

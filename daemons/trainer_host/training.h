@@ -40,6 +40,7 @@ struct TrainConfig {
   int num_threads = 0;  // LibTorch intra-op threads; 0: OMP_NUM_THREADS if set, else all cores
   // dgld additions.
   int num_heads = 1;           // GAT heads
+  std::string kernels = "fused";  // fused | reference (index_select + index_add_), see model.h
   double weight_decay = 0.0;   // Adam weight decay (L2), DGL's example uses none
   bool row_normalize = false;  // divide each feature row by its sum (as the GCN paper does for Cora)
   bool replace = false;        // sample with replacement
@@ -77,6 +78,7 @@ struct EpochMetrics {
   double allreduce_s = 0;  // gradient averaging across trainers
   double wait_s = 0;       // this trainer blocked waiting for its next batch
   double seeds_per_s = 0;  // training seeds of every trainer per second
+  std::vector<double> step_losses;  // each step's loss, averaged over the trainers
 };
 
 struct EvalMetrics {
@@ -102,7 +104,7 @@ struct TrainResult {
 // The metrics JSON trainer-host writes (rank 0):
 // {"graph_name","model","num_trainers","config":{...},"epochs":[{"epoch",
 //  "loss","train_acc","time_s","sample_s","fetch_s","compute_s",
-//  "allreduce_s","wait_s","seeds_per_s"}],"evals":[...],"val_acc","test_acc",
+//  "allreduce_s","wait_s","seeds_per_s","step_losses"}],"evals":[...],"val_acc","test_acc",
 //  "total_time_s", ...}.
 std::string metrics_json(const TrainResult& result);
 // The epochs and evaluations of a metrics JSON (a checkpoint's history).

@@ -97,6 +97,7 @@ Status Loop::setup() {
   mc_.num_layers = c_.num_layers;
   mc_.dropout = c_.dropout;
   mc_.num_heads = c_.num_heads;
+  DGLD_ASSIGN_OR_RETURN(mc_.kernels, parse_kernels(c_.kernels));
   torch::manual_seed(c_.seed);
   DGLD_ASSIGN_OR_RETURN(model_, Model::create(mc_));
   auto params = model_->impl().net->parameters();
@@ -212,6 +213,7 @@ Status Loop::train_epoch(int epoch, EpochMetrics& m) {
     m.compute_s += seconds_since(t0);
 
     loss_sum += step_loss;
+    m.step_losses.push_back(step_loss);
     correct_sum += bucket[tail + 1].item<double>() * world;
     seeds_sum += bucket[tail + 2].item<double>() * world;
     const double elapsed = seconds_since(t_epoch);

@@ -42,44 +42,56 @@ void expect_rows(const torch::Tensor& t, const std::vector<std::vector<float>>& 
   }
 }
 
-BlockTensors tensors(const Block& b) {
-  auto t = make_block_tensors(b);
+ops::BlockGraphPtr tensors(const Block& b) {
+  auto t = make_block_graph(b);
   REQUIRE(t.is_ok());
   return std::move(t).value();
 }
 
+// Every layer test runs with the fused kernels and with their reference.
+Kernels any_kernels() { return GENERATE(Kernels::fused, Kernels::reference); }
+
 }  // namespace
 
-TEST_CASE("block tensors list each edge with its dst and the in-degrees") {
+TEST_CASE("a block graph lists each edge with its dst, the degrees and the transpose") {
   auto t = tensors(small_block());
-  CHECK(t.num_src == 4);
-  CHECK(t.num_dst == 3);
-  CHECK(t.num_edges() == 3);
-  CHECK(torch::equal(t.src, torch::tensor({1, 3, 0}, torch::kInt64)));
-  CHECK(torch::equal(t.dst, torch::tensor({0, 0, 1}, torch::kInt64)));
-  CHECK(torch::equal(t.in_deg, torch::tensor({2.f, 1.f, 0.f})));
+  CHECK(t->num_src_nodes() == 4);
+  CHECK(t->num_dst_nodes() == 3);
+  CHECK(t->num_edges() == 3);
+  CHECK(torch::equal(t->indices(), torch::tensor({1, 3, 0}, torch::kInt64)));
+  CHECK(torch::equal(t->edge_dst(), torch::tensor({0, 0, 1}, torch::kInt64)));
+  CHECK(torch::equal(t->in_degrees(), torch::tensor({2, 1, 0}, torch::kInt64)));
+  CHECK(torch::equal(t->out_degrees(), torch::tensor({1, 1, 0, 1}, torch::kInt64)));
+  const auto& r = t->reverse();
+  CHECK(torch::equal(r.rev_indptr, torch::tensor({0, 1, 2, 2, 3}, torch::kInt64)));
+  CHECK(torch::equal(r.rev_dst, torch::tensor({1, 0, 0}, torch::kInt64)));
+  CHECK(torch::equal(r.rev_eid, torch::tensor({2, 0, 1}, torch::kInt64)));
 }
 
 TEST_CASE("malformed blocks are rejected with a message") {
   Block b = small_block();
   b.indices[1] = 4;  // src index past num_src
-  auto r = make_block_tensors(b);
+  auto r = make_block_graph(b);
   REQUIRE_FALSE(r.is_ok());
   CHECK(r.status().message().find("src index 4") != std::string::npos);
   b = small_block();
   b.indptr = {0, 2, 3};
-  CHECK_FALSE(make_block_tensors(b).is_ok());
+  CHECK_FALSE(make_block_graph(b).is_ok());
 }
 
 TEST_CASE("mean aggregation: exact values, zero-degree dst gives 0") {
   auto t = tensors(small_block());
-  expect_rows(aggregate_sum(t, h_src4()), {{10, 12}, {1, 2}, {0, 0}});
-  expect_rows(aggregate_mean(t, h_src4()), {{5, 6}, {1, 2}, {0, 0}});
+  const Kernels k = any_kernels();
+  expect_rows(aggregate(k, t, h_src4(), ops::Reduce::sum), {{10, 12}, {1, 2}, {0, 0}});
+  expect_rows(aggregate(k, t, h_src4(), ops::Reduce::mean), {{5, 6}, {1, 2}, {0, 0}});
+  // With a self edge per dst (dst i is src i).
+  expect_rows(aggregate(k, t, h_src4(), ops::Reduce::sum, true), {{11, 14}, {4, 6}, {5, 6}});
+  expect_rows(aggregate(k, t, h_src4(), ops::Reduce::mean, true), {{11 / 3.f, 14 / 3.f}, {2, 3}, {5, 6}});
 }
 
 TEST_CASE("SAGEConv mean: W_self h_dst + W_neigh mean(h_src) + b") {
   auto t = tensors(small_block());
-  SageConv conv(2, 2);
+  SageConv conv(2, 2, any_kernels());
   {
     torch::NoGradGuard g;
     conv->fc_self->weight.copy_(torch::eye(2));
@@ -90,7 +102,7 @@ TEST_CASE("SAGEConv mean: W_self h_dst + W_neigh mean(h_src) + b") {
   expect_rows(conv->forward(t, h_src4()), {{11.5, 13.5}, {5.5, 7.5}, {5.5, 5.5}});
 
   SECTION("in > out applies W_neigh before aggregating, with the same result") {
-    SageConv narrow(2, 1);
+    SageConv narrow(2, 1, conv->kernels);
     {
       torch::NoGradGuard g;
       narrow->fc_self->weight.copy_(torch::tensor({{1.f, 1.f}}));
@@ -104,7 +116,7 @@ TEST_CASE("SAGEConv mean: W_self h_dst + W_neigh mean(h_src) + b") {
 
 TEST_CASE("GraphConv norm both with a self edge per dst") {
   auto t = tensors(small_block());
-  GraphConv conv(2, 2);
+  GraphConv conv(2, 2, any_kernels());
   {
     torch::NoGradGuard g;
     conv->weight.copy_(torch::eye(2));
@@ -122,7 +134,7 @@ TEST_CASE("GraphConv norm both with a self edge per dst") {
 
 TEST_CASE("GATConv: edge softmax over in-edges, zero-degree dst gets the bias") {
   auto t = tensors(small_block());
-  GatConv conv(2, 2, 1);
+  GatConv conv(2, 2, 1, any_kernels());
   {
     torch::NoGradGuard g;
     conv->fc->weight.copy_(torch::eye(2));
@@ -146,7 +158,7 @@ TEST_CASE("GATConv: edge softmax over in-edges, zero-degree dst gets the bias") 
     expect_rows(out, {{a1 * 3 + a3 * 7 + 0.25f, a1 * 4 + a3 * 8 + 0.75f}, {1.25, 2.75}, {0.25, 0.75}});
   }
   SECTION("several heads") {
-    GatConv multi(2, 3, 4);
+    GatConv multi(2, 3, 4, conv->kernels);
     auto out = multi->forward(t, h_src4());
     CHECK(out.sizes() == torch::IntArrayRef({3, 4, 3}));
   }
@@ -174,7 +186,7 @@ TEST_CASE("forward checks the blocks against the model and trains end to end") {
   for (ModelKind kind : {ModelKind::sage, ModelKind::gcn, ModelKind::gat}) {
     INFO(model_kind_name(kind));
     torch::manual_seed(0);
-    ModelConfig mc{kind, 2, 4, 3, 2, 0.0, 2};
+    ModelConfig mc{kind, 2, 4, 3, 2, 0.0, 2, any_kernels()};
     auto model = Model::create(mc);
     REQUIRE(model.is_ok());
     auto logits = forward_checked(**model, *input);

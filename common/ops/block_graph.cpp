@@ -1,0 +1,114 @@
+#include "common/ops/block_graph.h"
+
+#include <fmt/format.h>
+
+#include <ATen/ATen.h>
+
+#include "common/ops/torch_library.h"
+
+namespace dgld::ops {
+
+Status validate_csr(const torch::Tensor& indptr, const torch::Tensor& indices, int64_t num_src) {
+  if (!indptr.defined() || indptr.dim() != 1 || indptr.scalar_type() != torch::kInt64) {
+    return invalid_argument("block indptr must be a 1-d int64 tensor");
+  }
+  if (!indices.defined() || indices.dim() != 1 || indices.scalar_type() != torch::kInt64) {
+    return invalid_argument("block indices must be a 1-d int64 tensor");
+  }
+  if (indptr.size(0) < 1) return invalid_argument("block indptr is empty (it needs num_dst + 1 entries)");
+  const int64_t nd = indptr.size(0) - 1, ne = indices.size(0);
+  if (num_src < nd) return invalid_argument(fmt::format("block has {} src nodes but {} dst nodes", num_src, nd));
+  const auto ip = indptr.contiguous();
+  const auto ix = indices.contiguous();
+  const int64_t* p = ip.data_ptr<int64_t>();
+  const int64_t* x = ix.data_ptr<int64_t>();
+  if (p[0] != 0 || p[nd] != ne) {
+    return invalid_argument(fmt::format("block indptr runs {}..{} for {} edges", p[0], p[nd], ne));
+  }
+  for (int64_t v = 0; v < nd; ++v) {
+    if (p[v + 1] < p[v]) return invalid_argument(fmt::format("block indptr decreases at dst {}", v));
+  }
+  for (int64_t k = 0; k < ne; ++k) {
+    if (x[k] < 0 || x[k] >= num_src) {
+      return invalid_argument(fmt::format("block edge {} has src index {} of {}", k, x[k], num_src));
+    }
+  }
+  return Status::ok();
+}
+
+Result<c10::intrusive_ptr<BlockGraph>> BlockGraph::create(torch::Tensor indptr, torch::Tensor indices,
+                                                          int64_t num_src) {
+  (void)torch_library_namespace();  // links the TorchScript registrations in
+  DGLD_RETURN_IF_ERROR(validate_csr(indptr, indices, num_src));
+  return c10::make_intrusive<BlockGraph>(Checked{}, indptr.contiguous(), indices.contiguous(), num_src);
+}
+
+BlockGraph::BlockGraph(torch::Tensor indptr, torch::Tensor indices, int64_t num_src) {
+  const Status st = validate_csr(indptr, indices, num_src);
+  TORCH_CHECK(st.is_ok(), "dgld.Block: ", st.message());
+  indptr_ = indptr.contiguous();
+  indices_ = indices.contiguous();
+  num_src_ = num_src;
+  num_dst_ = indptr_.size(0) - 1;
+}
+
+BlockGraph::BlockGraph(Checked, torch::Tensor indptr, torch::Tensor indices, int64_t num_src)
+    : num_src_(num_src), num_dst_(indptr.size(0) - 1), indptr_(std::move(indptr)), indices_(std::move(indices)) {}
+
+const torch::Tensor& BlockGraph::edge_dst() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!edge_dst_.defined()) {
+    edge_dst_ = torch::empty({num_edges()}, torch::kInt64);
+    const int64_t* p = indptr_.data_ptr<int64_t>();
+    int64_t* d = edge_dst_.data_ptr<int64_t>();
+    for (int64_t v = 0; v < num_dst_; ++v) {
+      for (int64_t k = p[v]; k < p[v + 1]; ++k) d[k] = v;
+    }
+  }
+  return edge_dst_;
+}
+
+torch::Tensor BlockGraph::in_degrees() const {
+  return indptr_.narrow(0, 1, num_dst_) - indptr_.narrow(0, 0, num_dst_);
+}
+
+torch::Tensor BlockGraph::out_degrees() {
+  const auto& r = reverse();
+  return r.rev_indptr.narrow(0, 1, num_src_) - r.rev_indptr.narrow(0, 0, num_src_);
+}
+
+bool BlockGraph::has_reverse() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return reverse_.rev_indptr.defined();
+}
+
+const BlockGraph::Reverse& BlockGraph::reverse() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (reverse_.rev_indptr.defined()) return reverse_;
+  // Counting sort of the edges by src: positions within a src keep the
+  // dst-major order, so each src's out-edges come in increasing dst.
+  const int64_t ne = num_edges();
+  Reverse r;
+  r.rev_indptr = torch::zeros({num_src_ + 1}, torch::kInt64);
+  r.rev_dst = torch::empty({ne}, torch::kInt64);
+  r.rev_eid = torch::empty({ne}, torch::kInt64);
+  const int64_t* p = indptr_.data_ptr<int64_t>();
+  const int64_t* src = indices_.data_ptr<int64_t>();
+  int64_t* rp = r.rev_indptr.data_ptr<int64_t>();
+  int64_t* rd = r.rev_dst.data_ptr<int64_t>();
+  int64_t* re = r.rev_eid.data_ptr<int64_t>();
+  for (int64_t k = 0; k < ne; ++k) ++rp[src[k] + 1];
+  for (int64_t u = 0; u < num_src_; ++u) rp[u + 1] += rp[u];
+  std::vector<int64_t> next(rp, rp + num_src_);
+  for (int64_t v = 0; v < num_dst_; ++v) {
+    for (int64_t k = p[v]; k < p[v + 1]; ++k) {
+      const int64_t at = next[static_cast<size_t>(src[k])]++;
+      rd[at] = v;
+      re[at] = k;
+    }
+  }
+  reverse_ = std::move(r);
+  return reverse_;
+}
+
+}  // namespace dgld::ops

@@ -1,0 +1,90 @@
+#pragma once
+// A block (DGL's message-flow graph, common/sampling/block.h) as LibTorch
+// tensors, the one graph type the message-passing kernels (message_passing.h)
+// take. The same object is torch.classes.dgld.Block in Python and in
+// TorchScript models (torch_library.cpp registers it), so a layer sees one
+// block type whoever runs it: trainer-host's built-in models, a scripted
+// user model, or the Python package.
+//
+// Edges are stored dst-major (CSR over dst nodes, as the sampler makes them):
+// dst v has in-edges indices[indptr[v] .. indptr[v+1]) (local src indices).
+// The src-major transpose, which the backward kernels walk so that every
+// output row is written by one thread, is built once on first need and then
+// shared by every layer that runs on the block. Src node i and dst node i are
+// the same node for i < num_dst (DGL's block convention).
+//
+// Private to training code (LibTorch). Not thread-safe beyond the lazily
+// built parts, which are guarded: one thread runs a model on a block at a time.
+
+#include <cstdint>
+#include <mutex>
+
+#include <torch/custom_class.h>
+#include <torch/types.h>
+
+#include "common/status.h"
+
+namespace dgld::ops {
+
+class BlockGraph : public torch::CustomClassHolder {
+ public:
+  // indptr: int64 [num_dst + 1], from 0 to the edge count, non-decreasing;
+  // indices: int64 [num_edges] in [0, num_src); num_src >= num_dst. The
+  // tensors are made contiguous (not copied when they already are).
+  // invalid_argument naming the first inconsistency.
+  static Result<c10::intrusive_ptr<BlockGraph>> create(torch::Tensor indptr, torch::Tensor indices,
+                                                       int64_t num_src);
+  // The same, throwing c10::Error (TORCH_CHECK) instead: the TorchScript
+  // constructor.
+  BlockGraph(torch::Tensor indptr, torch::Tensor indices, int64_t num_src);
+
+  int64_t num_src_nodes() const { return num_src_; }
+  int64_t num_dst_nodes() const { return num_dst_; }
+  int64_t num_edges() const { return indices_.size(0); }
+  const torch::Tensor& indptr() const { return indptr_; }
+  const torch::Tensor& indices() const { return indices_; }  // the src of each edge
+
+  // int64 [num_edges]: the dst of each edge (COO), built on first call.
+  const torch::Tensor& edge_dst();
+  // int64 [num_dst] / [num_src]: in-edges per dst, out-edges per src.
+  torch::Tensor in_degrees() const;
+  torch::Tensor out_degrees();
+
+  // The transpose: src u has out-edges at positions rev_indptr[u] ..
+  // rev_indptr[u+1] of rev_dst (their dst) and rev_eid (their position in
+  // the dst-major order, to find per-edge values). Built on first call.
+  struct Reverse {
+    torch::Tensor rev_indptr;  // int64 [num_src + 1]
+    torch::Tensor rev_dst;     // int64 [num_edges]
+    torch::Tensor rev_eid;     // int64 [num_edges]
+  };
+  const Reverse& reverse();
+  bool has_reverse() const;
+
+  // Optional global ids of the block's nodes (the Python package fills them;
+  // the kernels never read them). Undefined tensors when not set.
+  torch::Tensor src_ids, dst_ids;
+
+ private:
+  struct Checked {  // only create() makes one: its arguments were validated
+    explicit Checked() = default;
+  };
+
+ public:
+  BlockGraph(Checked, torch::Tensor indptr, torch::Tensor indices, int64_t num_src);
+
+ private:
+
+  int64_t num_src_ = 0, num_dst_ = 0;
+  torch::Tensor indptr_, indices_;
+  mutable std::mutex mu_;
+  torch::Tensor edge_dst_;
+  Reverse reverse_;
+};
+
+using BlockGraphPtr = c10::intrusive_ptr<BlockGraph>;
+
+// The check behind create(): ok, or invalid_argument naming what is wrong.
+Status validate_csr(const torch::Tensor& indptr, const torch::Tensor& indices, int64_t num_src);
+
+}  // namespace dgld::ops

@@ -1,0 +1,47 @@
+#pragma once
+// Fused message-passing kernels over a block (DGL's g-SpMM / g-SDDMM for the
+// cases GraphSAGE, GCN and GAT need), as LibTorch autograd functions.
+//
+// Each runs in one pass over the block's CSR with no edge-sized [E, F]
+// intermediate, parallel over output rows (at::parallel_for: every row is
+// written by one thread, no atomics). Backward passes walk the transposed
+// CSR (BlockGraph::reverse, built once per block). float32 and float64.
+//
+// The *_reference functions compute the same with index_select / index_add_
+// (one row per edge, scattered back): what dgld used before, kept as the
+// reference the tests and benchmarks compare the fused kernels against.
+//
+// Private to training code (LibTorch).
+
+#include <cstdint>
+
+#include <torch/types.h>
+
+#include "common/ops/block_graph.h"
+
+namespace dgld::ops {
+
+enum class Reduce { sum, mean };
+
+// out[v] = reduce over v's in-edges (u -> v) of h[u], plus h[v] itself when
+// self_loop (the block form of dgl.add_self_loop: dst v is src v). Mean
+// divides by the number of terms; a dst with none gets 0. h: [num_src, ...]
+// (any trailing shape); returns [num_dst, ...].
+torch::Tensor copy_u_reduce(const BlockGraphPtr& gp, const torch::Tensor& h, Reduce reduce, bool self_loop = false);
+torch::Tensor copy_u_reduce_reference(const BlockGraphPtr& gp, const torch::Tensor& h, Reduce reduce, bool self_loop = false);
+
+// GAT's attention and aggregation in one op (DGL GATConv's el / er, edge
+// softmax and u_mul_e_sum):
+//   el[u] = z[u] . attn_l,  er[v] = z[v] . attn_r            per head
+//   e_uv = LeakyReLU(el[u] + er[v], negative_slope)
+//   alpha_uv = softmax of e over v's in-edges
+//   out[v] = sum_u alpha_uv z[u]
+// z: [num_src, H, F] (dst v is src v), attn_l / attn_r: H x F values (any
+// shape, e.g. DGL's [1, H, F]); returns [num_dst, H, F]; a dst with no
+// in-edges gets 0. Keeps alpha ([E, H]) for the backward pass.
+torch::Tensor gat_aggregate(const BlockGraphPtr& gp, const torch::Tensor& z, const torch::Tensor& attn_l,
+                            const torch::Tensor& attn_r, double negative_slope);
+torch::Tensor gat_aggregate_reference(const BlockGraphPtr& gp, const torch::Tensor& z, const torch::Tensor& attn_l,
+                                      const torch::Tensor& attn_r, double negative_slope);
+
+}  // namespace dgld::ops
