@@ -1,5 +1,8 @@
 #include "common/client/data_loader.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include "common/buffer_pool.h"
 #include "common/client/row_cache.h"
 
@@ -452,6 +455,9 @@ struct DistDataLoader::Impl {
   }
 
   void local_loop() {
+    // Raising a thread's own nice value needs no privilege; should it fail,
+    // the thread runs at normal priority, which is only slower.
+    if (o.local_thread_nice > 0) (void)setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), o.local_thread_nice);
     Task t;
     while (take(-1, t)) {
       auto b = builder->build(t.batch_id, seeds_of(t), batch_rng_seed(o.seed, t.epoch, t.batch_id));

@@ -133,6 +133,11 @@ struct DataLoaderOptions {
   // trainer makes every batch itself.
   std::vector<std::string> samplers;
   int local_threads = 1;  // trainer threads making batches (with workers: only once all died)
+  // Nice value of those threads (0: the process's). The trainer runs them at
+  // 10, so that on a machine with fewer cores than busy threads the model
+  // step, which every trainer waits for at the allreduce, takes the cores
+  // first and sampling fills the time it leaves.
+  int local_thread_nice = 0;
   ThreadPool* pool = nullptr;  // borrowed, for the local threads' local sampling; null: none
   std::chrono::milliseconds batch_timeout{30000};   // a worker's deadline per batch
   std::chrono::milliseconds connect_timeout{10000};

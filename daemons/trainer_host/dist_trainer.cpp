@@ -389,6 +389,7 @@ Status DistBackend::setup() {
   lo.spec.feature_cache_bytes = static_cast<size_t>(o_.feature_cache_mb) << 20;
   lo.samplers = endpoints;
   lo.local_threads = 2;
+  lo.local_thread_nice = kSamplingThreadNice;
   auto loader = client::DistDataLoader::create(*cluster_, train_ids_, lo);
   if (!loader.is_ok()) return loader.status().with_context("creating the data loader");
   loader_ = std::move(*loader);

@@ -39,6 +39,13 @@ namespace dgld::trainer {
 // Added to machine 0's base port to get the TCPStore port when none is given.
 inline constexpr int kRendezvousPortOffset = 900;
 
+// The nice value of the trainer's sampling threads and of the sampler-workers
+// it starts: the model step, which every trainer waits for at the gradient
+// allreduce, gets the cores first, and sampling uses what it leaves (measured
+// in docs/performance.md: the same epoch time, the model step no longer
+// slowed by the prefetching threads).
+inline constexpr int kSamplingThreadNice = 10;
+
 struct DistTrainOptions {
   std::string ip_config;
   std::string part_config;

@@ -38,6 +38,7 @@
 using namespace dgld;
 using namespace dgld::trainer;
 using Clock = std::chrono::steady_clock;
+using torch::Tensor;
 
 namespace {
 
@@ -183,11 +184,47 @@ int main(int argc, char** argv) {
               static_cast<long long>(b0.back().num_edges()), threads);
 
   const double bw = memcpy_bytes_per_s();
+  std::string agg_line;
   double bytes = 0;
   for (const auto& s : sampled) bytes += step_bytes(s, d);
   const double bound_s = bytes / bw / static_cast<double>(sampled.size());
   std::printf("memcpy bandwidth %.1f GB/s; a step reads at least %.1f MB: bound %.2f ms per step\n\n", bw / 1e9,
               bytes / static_cast<double>(sampled.size()) / 1e6, bound_s * 1e3);
+
+  // The aggregation kernel alone on every batch's input block (mean of the
+  // input rows, forward): against reading that block's CSR and its src rows once.
+  {
+    std::vector<double> fused_s, ref_s;
+    double agg_bytes = 0;
+    std::vector<ops::BlockGraphPtr> graphs;
+    std::vector<Tensor> xs;
+    for (const auto& s : sampled) {
+      const Block& b = s.batch.blocks[0];
+      auto g = make_block_graph(b);
+      if (!g.is_ok()) return 1;
+      graphs.push_back(*g);
+      xs.push_back(rows_tensor(s.rows, static_cast<int64_t>(s.batch.input_nodes.size()), d));
+      agg_bytes += static_cast<double>((b.indptr.size() + b.indices.size()) * 8) +
+                   static_cast<double>(b.num_src() * d * 4 + b.num_dst() * d * 4);
+    }
+    torch::NoGradGuard no_grad;
+    for (int r = 0; r <= rounds; ++r) {
+      for (int k = 0; k < 2; ++k) {
+        const auto t0 = Clock::now();
+        for (size_t i = 0; i < graphs.size(); ++i) {
+          auto y = k == 0 ? ops::copy_u_reduce(graphs[i], xs[i], ops::Reduce::mean)
+                          : ops::copy_u_reduce_reference(graphs[i], xs[i], ops::Reduce::mean);
+        }
+        if (r > 0) (k == 0 ? fused_s : ref_s).push_back(seconds_since(t0) / static_cast<double>(graphs.size()));
+      }
+    }
+    const double agg_bound = agg_bytes / bw / static_cast<double>(graphs.size());
+    std::printf("mean aggregation of the input block (%lld-dim rows), forward: fused %.2f ms, index_add %.2f ms, "
+                "bandwidth bound %.2f ms\n\n",
+                static_cast<long long>(d), median(fused_s) * 1e3, median(ref_s) * 1e3, agg_bound * 1e3);
+    agg_line = fmt::format("ratio: kernels_aggregation_fused_over_bandwidth_bound {:.1f} (for reference; index_add: {:.1f})",
+                           median(fused_s) / agg_bound, median(ref_s) / agg_bound);
+  }
 
   nlohmann::json out = {{"graph", pc->graph_name}, {"threads", threads}, {"batches", sampled.size()},
                         {"memcpy_gb_per_s", bw / 1e9}, {"bound_ms", bound_s * 1e3}, {"models", nlohmann::json::object()}};
@@ -251,6 +288,7 @@ int main(int argc, char** argv) {
                                       over_bound));
   }
   std::printf("\n");
+  ratio_lines.push_back(agg_line);
   for (const auto& l : ratio_lines) std::printf("%s\n", l.c_str());
   if (!json_out.empty()) std::ofstream(json_out) << out.dump(2) << "\n";
   return 0;
