@@ -7,6 +7,7 @@
 #include "common/client/row_cache.h"
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstring>
 #include <map>
@@ -106,12 +107,7 @@ Result<std::unique_ptr<BatchBuilder>> BatchBuilder::create(Cluster& cluster, Bat
   return b;
 }
 
-Result<Batch> BatchBuilder::build(int64_t batch_id, std::span<const int64_t> seeds,
-                                  uint64_t rng_seed, int skip_features_of) const {
-  if (skip_features_of >= cluster_->num_machines()) {
-    return invalid_argument("batch " + std::to_string(batch_id) + ": skip_features_of machine " +
-                            std::to_string(skip_features_of) + " does not exist");
-  }
+Result<Batch> BatchBuilder::sample(int64_t batch_id, std::span<const int64_t> seeds, uint64_t rng_seed) const {
   Batch out;
   out.batch_id = batch_id;
   const auto t0 = Clock::now();
@@ -119,9 +115,21 @@ Result<Batch> BatchBuilder::build(int64_t batch_id, std::span<const int64_t> see
   if (!mb.is_ok()) return mb.status().with_context("batch " + std::to_string(batch_id));
   out.mini_batch = std::move(*mb);
   out.timings.sample_s = seconds_since(t0);
+  out.feature_dim = feature_dim();
+  return out;
+}
+
+int64_t BatchBuilder::feature_dim() const {
+  return feature_ ? static_cast<int64_t>(feature_->row_bytes() / sizeof(float)) : 0;
+}
+
+Status BatchBuilder::fetch(Batch& out, int skip_features_of) const {
+  if (skip_features_of >= cluster_->num_machines()) {
+    return invalid_argument("batch " + std::to_string(out.batch_id) + ": skip_features_of machine " +
+                            std::to_string(skip_features_of) + " does not exist");
+  }
   const auto t1 = Clock::now();
   if (feature_) {
-    out.feature_dim = static_cast<int64_t>(feature_->row_bytes() / sizeof(float));
     std::span<const int64_t> rows = out.mini_batch.input_nodes;
     std::vector<int64_t> others;  // input nodes the skipped machine does not own
     if (skip_features_of >= 0) {
@@ -135,15 +143,40 @@ Result<Batch> BatchBuilder::build(int64_t batch_id, std::span<const int64_t> see
     out.features = buffers_->take(rows.size() * static_cast<size_t>(out.feature_dim));
     out.features_pool = buffers_;
     if (Status st = feature_->pull_unique_into(rows, out.features.data()); !st.is_ok()) {
-      return st.with_context("features of batch " + std::to_string(batch_id));
+      return st.with_context("features of batch " + std::to_string(out.batch_id));
     }
   }
   if (label_) {
     auto l = label_->pull_as<int64_t>(out.mini_batch.seeds);
-    if (!l.is_ok()) return l.status().with_context("labels of batch " + std::to_string(batch_id));
+    if (!l.is_ok()) return l.status().with_context("labels of batch " + std::to_string(out.batch_id));
     out.labels = std::move(*l);
   }
   out.timings.fetch_s = seconds_since(t1);
+  return Status::ok();
+}
+
+Status BatchBuilder::fetch_into(const Batch& batch, float* rows, int64_t* labels) const {
+  if (feature_) {
+    if (Status st = feature_->pull_unique_into(batch.mini_batch.input_nodes, rows); !st.is_ok()) {
+      return st.with_context("features of batch " + std::to_string(batch.batch_id));
+    }
+  }
+  if (label_) {
+    if (Status st = label_->pull_into(batch.mini_batch.seeds, labels); !st.is_ok()) {
+      return st.with_context("labels of batch " + std::to_string(batch.batch_id));
+    }
+  }
+  return Status::ok();
+}
+
+Result<Batch> BatchBuilder::build(int64_t batch_id, std::span<const int64_t> seeds,
+                                  uint64_t rng_seed, int skip_features_of) const {
+  if (skip_features_of >= cluster_->num_machines()) {
+    return invalid_argument("batch " + std::to_string(batch_id) + ": skip_features_of machine " +
+                            std::to_string(skip_features_of) + " does not exist");
+  }
+  DGLD_ASSIGN_OR_RETURN(Batch out, sample(batch_id, seeds, rng_seed));
+  DGLD_RETURN_IF_ERROR(fetch(out, skip_features_of));
   return out;
 }
 
@@ -158,20 +191,23 @@ uint64_t batch_rng_seed(uint64_t seed, int epoch, int64_t batch_id) {
   return derive_seed(derive_seed(seed, static_cast<uint64_t>(epoch)), static_cast<uint64_t>(batch_id));
 }
 
-net::OutMessage encode_sample_batch(int64_t batch_id, std::span<const int64_t> seeds,
-                                    uint64_t rng_seed, const BatchSpec& spec, int skip_features_of) {
+net::OutMessage encode_sample_batch(int64_t batch_id, std::span<const int64_t> seeds, uint64_t rng_seed,
+                                    const BatchSpec& spec, int skip_features_of, const std::string& reply_slot) {
   flatbuffers::FlatBufferBuilder fbb;
   auto fanouts = fbb.CreateVector(spec.fanouts);
   auto feature = fbb.CreateString(spec.feature);
   auto label = fbb.CreateString(spec.label);
+  auto slot = reply_slot.empty() ? flatbuffers::Offset<flatbuffers::String>() : fbb.CreateString(reply_slot);
   fbb.Finish(fbs::CreateSampleBatch(fbb, batch_id, fanouts, spec.replace, rng_seed, feature, label,
-                                    skip_features_of));
+                                    skip_features_of, slot));
   net::OutMessage m(fbs::MessageKind::SampleBatch, fbb);
   m.blobs.push_back(net::OutBlob::copy_of(seeds.data(), seeds.size_bytes()));
   return m;
 }
 
-net::OutMessage encode_sample_batch_reply(Batch&& batch) {
+namespace {
+
+net::OutMessage sample_batch_reply_header(const Batch& batch, bool in_slot, int64_t slot_bytes_needed) {
   flatbuffers::FlatBufferBuilder fbb;
   std::vector<flatbuffers::Offset<fbs::SampledBlock>> offs;
   for (const Block& b : batch.mini_batch.blocks) {
@@ -181,8 +217,50 @@ net::OutMessage encode_sample_batch_reply(Batch&& batch) {
   fbb.Finish(fbs::CreateSampleBatchReply(
       fbb, batch.batch_id, vec, batch.feature_dim,
       static_cast<int64_t>(batch.timings.sample_s * 1e9), static_cast<int64_t>(batch.timings.fetch_s * 1e9),
-      batch.features_skipped_machine));
-  net::OutMessage m(fbs::MessageKind::SampleBatchReply, fbb);
+      batch.features_skipped_machine, in_slot, slot_bytes_needed));
+  return net::OutMessage(fbs::MessageKind::SampleBatchReply, fbb);
+}
+
+// A slot always has room for one label per seed (zeros when there are none).
+BatchShape shape_of(const Batch& batch, bool has_labels) {
+  BatchShape shape;
+  for (const Block& b : batch.mini_batch.blocks) shape.blocks.push_back({b.num_dst(), b.num_src(), b.num_edges()});
+  shape.feature_dim = batch.feature_dim;
+  shape.has_labels = has_labels;
+  return shape;
+}
+
+}  // namespace
+
+net::OutMessage encode_slot_batch_reply(const Batch& batch) {
+  return sample_batch_reply_header(batch, /*in_slot=*/true, 0);
+}
+
+Result<BatchLayout> write_blocks_to_slot(const Batch& batch, std::byte* slot, size_t slot_bytes) {
+  DGLD_ASSIGN_OR_RETURN(BatchLayout l, batch_slot_layout(shape_of(batch, /*has_labels=*/true)));
+  if (l.total > slot_bytes) return l;
+  auto put = [&](size_t off, const std::vector<int64_t>& v) {
+    if (!v.empty()) std::memcpy(slot + off, v.data(), v.size() * sizeof(int64_t));
+  };
+  for (size_t i = 0; i < batch.mini_batch.blocks.size(); ++i) {
+    const Block& b = batch.mini_batch.blocks[i];
+    put(l.blocks[i].dst_nodes, b.dst_nodes);
+    put(l.blocks[i].src_nodes, b.src_nodes);
+    put(l.blocks[i].indptr, b.indptr);
+    put(l.blocks[i].indices, b.indices);
+    put(l.blocks[i].eids, b.eids);
+  }
+  return l;
+}
+
+int64_t slot_bytes_needed(const net::Message& m) {
+  if (m.kind() != static_cast<uint16_t>(fbs::MessageKind::SampleBatchReply)) return 0;
+  if (!net::verify_payload<fbs::SampleBatchReply>(m, "SampleBatchReply").is_ok()) return 0;
+  return std::max<int64_t>(0, m.as<fbs::SampleBatchReply>()->slot_bytes_needed());
+}
+
+net::OutMessage encode_sample_batch_reply(Batch&& batch, int64_t slot_bytes_needed) {
+  net::OutMessage m = sample_batch_reply_header(batch, /*in_slot=*/false, slot_bytes_needed);
   for (Block& b : batch.mini_batch.blocks) {
     m.blobs.push_back(net::OutBlob::from_vector(std::move(b.dst_nodes)));
     m.blobs.push_back(net::OutBlob::from_vector(std::move(b.src_nodes)));
@@ -196,7 +274,7 @@ net::OutMessage encode_sample_batch_reply(Batch&& batch) {
 }
 
 Result<Batch> decode_sample_batch_reply(net::Message&& m, const std::string& peer,
-                                        const std::shared_ptr<BufferPool>& buffers) {
+                                        const std::shared_ptr<BufferPool>& buffers, BatchSlots::Lease* slot) {
   if (m.kind() != static_cast<uint16_t>(fbs::MessageKind::SampleBatchReply)) {
     return protocol_error("reply from " + peer + " has kind " + std::to_string(m.kind()) +
                           ", expected SampleBatchReply");
@@ -206,30 +284,62 @@ Result<Batch> decode_sample_batch_reply(net::Message&& m, const std::string& pee
   }
   const auto* r = m.as<fbs::SampleBatchReply>();
   const size_t num_blocks = r->blocks() ? r->blocks()->size() : 0;
-  if (num_blocks == 0 || m.blobs.size() != 5 * num_blocks + 2 || r->feature_dim() < 0) {
+  const bool in_slot = r->in_slot();
+  if (num_blocks == 0 || m.blobs.size() != (in_slot ? 0 : 5 * num_blocks + 2) || r->feature_dim() < 0) {
     return protocol_error("SampleBatchReply from " + peer + ": " + std::to_string(num_blocks) +
-                          " blocks with " + std::to_string(m.blobs.size()) + " blobs");
+                          " blocks with " + std::to_string(m.blobs.size()) + " blobs" +
+                          (in_slot ? " (in a slot: none expected)" : ""));
+  }
+  if (in_slot && slot == nullptr) {
+    return protocol_error("SampleBatchReply from " + peer + " says the batch is in a slot, but none was given");
   }
   Batch out;
   out.batch_id = r->batch_id();
   out.feature_dim = r->feature_dim();
   out.timings.sample_s = static_cast<double>(r->sample_ns()) * 1e-9;
   out.timings.fetch_s = static_cast<double>(r->fetch_ns()) * 1e-9;
-  auto& mb = out.mini_batch;
-  mb.blocks.resize(num_blocks);
+  BatchShape shape;
+  shape.feature_dim = out.feature_dim;
+  shape.has_labels = true;
   for (size_t i = 0; i < num_blocks; ++i) {
     const auto* info = r->blocks()->Get(static_cast<flatbuffers::uoffset_t>(i));
-    Block& b = mb.blocks[i];
     const int64_t nd = info->num_dst(), ns = info->num_src(), ne = info->num_edges();
     if (nd < 0 || ns < nd || ne < 0) {
       return protocol_error("SampleBatchReply from " + peer + ": block " + std::to_string(i) +
                             " has bad sizes");
     }
-    DGLD_RETURN_IF_ERROR(copy_blob(m.blobs[5 * i], nd, b.dst_nodes, "dst_nodes", peer));
-    DGLD_RETURN_IF_ERROR(copy_blob(m.blobs[5 * i + 1], ns, b.src_nodes, "src_nodes", peer));
-    DGLD_RETURN_IF_ERROR(copy_blob(m.blobs[5 * i + 2], nd + 1, b.indptr, "indptr", peer));
-    DGLD_RETURN_IF_ERROR(copy_blob(m.blobs[5 * i + 3], ne, b.indices, "indices", peer));
-    DGLD_RETURN_IF_ERROR(copy_blob(m.blobs[5 * i + 4], ne, b.eids, "eids", peer));
+    shape.blocks.push_back({nd, ns, ne});
+  }
+  BatchLayout layout;
+  if (in_slot) {
+    auto l = batch_slot_layout(shape);
+    if (!l.is_ok()) return protocol_error("SampleBatchReply from " + peer + ": " + l.status().message());
+    if (l->total > slot->size()) {
+      return protocol_error("SampleBatchReply from " + peer + ": a batch of " + std::to_string(l->total) +
+                            " bytes in a slot of " + std::to_string(slot->size()));
+    }
+    layout = std::move(*l);
+  }
+  // Array `k` of block i (dst_nodes, src_nodes, indptr, indices, eids), from
+  // the blobs or from the slot.
+  auto read_array = [&](size_t i, int k, int64_t count, std::vector<int64_t>& into, const char* what) -> Status {
+    if (!in_slot) return copy_blob(m.blobs[5 * i + static_cast<size_t>(k)], count, into, what, peer);
+    const auto& o = layout.blocks[i];
+    const size_t offs[] = {o.dst_nodes, o.src_nodes, o.indptr, o.indices, o.eids};
+    into.resize(static_cast<size_t>(count));
+    if (count > 0) std::memcpy(into.data(), slot->data() + offs[k], static_cast<size_t>(count) * sizeof(int64_t));
+    return Status::ok();
+  };
+  auto& mb = out.mini_batch;
+  mb.blocks.resize(num_blocks);
+  for (size_t i = 0; i < num_blocks; ++i) {
+    Block& b = mb.blocks[i];
+    const int64_t nd = shape.blocks[i].num_dst, ns = shape.blocks[i].num_src, ne = shape.blocks[i].num_edges;
+    DGLD_RETURN_IF_ERROR(read_array(i, 0, nd, b.dst_nodes, "dst_nodes"));
+    DGLD_RETURN_IF_ERROR(read_array(i, 1, ns, b.src_nodes, "src_nodes"));
+    DGLD_RETURN_IF_ERROR(read_array(i, 2, nd + 1, b.indptr, "indptr"));
+    DGLD_RETURN_IF_ERROR(read_array(i, 3, ne, b.indices, "indices"));
+    DGLD_RETURN_IF_ERROR(read_array(i, 4, ne, b.eids, "eids"));
     bool ok = b.indptr.front() == 0 && b.indptr.back() == ne;
     for (int64_t d = 0; ok && d < nd; ++d) ok = b.indptr[d] <= b.indptr[d + 1];
     for (int64_t k = 0; ok && k < ne; ++k) ok = b.indices[k] >= 0 && b.indices[k] < ns;
@@ -241,6 +351,17 @@ Result<Batch> decode_sample_batch_reply(net::Message&& m, const std::string& pee
   mb.seeds = mb.blocks.back().dst_nodes;
   mb.input_nodes = mb.blocks.front().src_nodes;
   const int64_t rows = static_cast<int64_t>(mb.input_nodes.size());
+  if (in_slot) {
+    // Every row, where the worker wrote it; the slot stays busy while they are used.
+    out.labels.resize(mb.seeds.size());
+    if (!mb.seeds.empty()) {
+      std::memcpy(out.labels.data(), slot->data() + layout.labels, mb.seeds.size() * sizeof(int64_t));
+    }
+    const size_t features_at = layout.features;
+    auto held = std::move(*slot).hold(features_at);
+    out.slot_features = std::shared_ptr<const float>(held, reinterpret_cast<const float*>(held.get()));
+    return out;
+  }
   const size_t fb = m.blobs[5 * num_blocks].size();
   out.features_skipped_machine = r->skipped_features_of();
   if (buffers && fb % sizeof(float) == 0) {  // copy_blob then only copies
@@ -328,6 +449,8 @@ struct DistDataLoader::Impl {
     std::string endpoint;
     std::shared_ptr<net::RpcClient> client;
     bool alive = true;
+    std::shared_ptr<BatchSlots> slots;  // null: batches come in the replies
+    std::shared_ptr<std::atomic<bool>> slots_refused = std::make_shared<std::atomic<bool>>(false);
   };
   std::vector<Remote> remotes;
 
@@ -417,19 +540,34 @@ struct DistDataLoader::Impl {
     while (take(r, t)) {
       auto seeds = seeds_of(t);
       const int skip = o.local_features_from_shm && !o.spec.feature.empty() ? cluster->machine_id() : -1;
-      auto reply = rem.client->call(
-          encode_sample_batch(t.batch_id, seeds, batch_rng_seed(o.seed, t.epoch, t.batch_id), o.spec, skip),
-          o.batch_timeout);
-      Result<Batch> b = reply.is_ok() ? decode_sample_batch_reply(std::move(*reply), rem.endpoint, buffers)
-                                      : Result<Batch>(reply.status());
-      if (b.is_ok() && b->features_skipped_machine != skip) {
+      std::optional<BatchSlots::Lease> slot =
+          rem.slots && !rem.slots_refused->load() ? rem.slots->acquire() : std::nullopt;
+      auto reply = rem.client->call(encode_sample_batch(t.batch_id, seeds, batch_rng_seed(o.seed, t.epoch, t.batch_id),
+                                                        o.spec, skip, slot ? slot->name() : ""),
+                                    o.batch_timeout);
+      const int64_t needed = reply.is_ok() ? slot_bytes_needed(*reply) : 0;
+      Result<Batch> b = reply.is_ok()
+                            ? decode_sample_batch_reply(std::move(*reply), rem.endpoint, buffers, slot ? &*slot : nullptr)
+                            : Result<Batch>(reply.status());
+      const bool in_slot = b.is_ok() && b->slot_features != nullptr;
+      if (b.is_ok() && slot && !in_slot) {
+        if (needed > 0) {
+          slot->grow_to(static_cast<size_t>(needed));  // the next batch in this slot fits
+        } else if (!rem.slots_refused->exchange(true)) {
+          logger("sampler")->warn("sampler-worker {} cannot write into this trainer's shared memory (another "
+                                  "machine?); its batches come through the socket",
+                                  rem.endpoint);
+        }
+      }
+      if (b.is_ok() && b->features_skipped_machine != (in_slot ? -1 : skip)) {
         b = protocol_error("sampler-worker " + rem.endpoint + " did not follow skip_features_of");
       }
-      if (b.is_ok()) {
+      if (b.is_ok() && !in_slot) {
         const auto t0 = Clock::now();
         if (Status st = fill_skipped_features(*cluster, o.spec.feature, *b, rem.endpoint); !st.is_ok()) b = st;
         else b->timings.fetch_s += seconds_since(t0);  // the trainer's share of the fetch
       }
+      if (b.is_ok() && in_slot && o.spec.label.empty()) b->labels.clear();
       if (b.is_ok() && (b->batch_id != t.batch_id || b->mini_batch.seeds.size() != seeds.size())) {
         b = protocol_error("sampler-worker " + rem.endpoint + " answered batch " +
                            std::to_string(b->batch_id) + " for batch " + std::to_string(t.batch_id));
@@ -517,6 +655,24 @@ Result<std::unique_ptr<DistDataLoader>> DistDataLoader::create(Cluster& cluster,
   Impl* p = impl.get();
   std::unique_ptr<DistDataLoader> loader(new DistDataLoader(std::move(impl)));
   const int per_worker = std::max(1, p->o.prefetch);
+  if (p->o.shared_memory_batches) {
+    // Slots for the batches in flight, ready and being trained on; the first
+    // batch of each slot comes through the socket and sizes it.
+    static std::atomic<int> loaders{0};
+    const int loader = loaders++;
+    for (int r = 0; r < static_cast<int>(p->remotes.size()); ++r) {
+      auto slots = BatchSlots::create(p->cluster->job_id(), p->cluster->machine_id(),
+                                      std::to_string(::getpid()) + "." + std::to_string(loader) + "." + std::to_string(r),
+                                      p->o.prefetch + 2, size_t{4} << 20);
+      if (!slots.is_ok()) {
+        logger("sampler")->warn("no shared-memory batch slots for sampler-worker {} ({}); its batches come through "
+                                "the socket",
+                                p->remotes[r].endpoint, slots.status().to_string());
+        continue;
+      }
+      p->remotes[r].slots = std::move(*slots);
+    }
+  }
   for (int r = 0; r < static_cast<int>(p->remotes.size()); ++r) {
     for (int k = 0; k < per_worker; ++k) p->threads.emplace_back([p, r] { p->remote_loop(r); });
   }

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "common/client/batch_slots.h"
 #include "common/client/dist_graph.h"
 #include "common/client/dist_tensor.h"
 #include "common/net/message.h"
@@ -67,6 +68,18 @@ struct Batch {
   // >= 0 only between a worker and the loader: `features` lacks the rows of
   // the nodes this machine owns (the trainer copies them from shared memory).
   int features_skipped_machine = -1;
+  // Set instead of `features` when the rows stay in the sampler-worker's
+  // shared-memory slot they were written to (batch_slots.h): the slot is
+  // reused once every copy of this pointer is gone.
+  std::shared_ptr<const float> slot_features;
+
+  // The input feature rows, wherever they are.
+  std::span<const float> feature_rows() const {
+    if (slot_features) {
+      return {slot_features.get(), mini_batch.input_nodes.size() * static_cast<size_t>(feature_dim)};
+    }
+    return features;
+  }
 };
 
 // seeds -> Batch: samples with DistNeighborSource + MultiLayerNeighborSampler
@@ -84,6 +97,15 @@ class BatchBuilder {
   // that machine does not own (features_skipped_machine says so).
   Result<Batch> build(int64_t batch_id, std::span<const int64_t> seeds, uint64_t rng_seed,
                       int skip_features_of = -1) const;
+  // build() in two halves, for a caller that places the rows itself: the
+  // blocks (timings.sample_s set), then the features and labels of those
+  // blocks, into a Batch's own buffers ...
+  Result<Batch> sample(int64_t batch_id, std::span<const int64_t> seeds, uint64_t rng_seed) const;
+  Status fetch(Batch& batch, int skip_features_of = -1) const;
+  // ... or into `rows` (input nodes x feature_dim() floats) and `labels`
+  // (one per seed), each ignored when the spec has no such tensor.
+  Status fetch_into(const Batch& batch, float* rows, int64_t* labels) const;
+  int64_t feature_dim() const;  // 0 without features
   const BatchSpec& spec() const { return spec_; }
   // Rows served from the feature cache / requested because not cached (0, 0 without one).
   std::pair<uint64_t, uint64_t> feature_cache_hits_misses() const;
@@ -100,15 +122,30 @@ class BatchBuilder {
 
 
 // The SampleBatch / SampleBatchReply messages (schemas/sampler.fbs).
-net::OutMessage encode_sample_batch(int64_t batch_id, std::span<const int64_t> seeds,
-                                    uint64_t rng_seed, const BatchSpec& spec,
-                                    int skip_features_of = -1);
-// Moves the batch's arrays into the reply's blobs.
-net::OutMessage encode_sample_batch_reply(Batch&& batch);
+// `reply_slot`: the requester's shared-memory slot to write the batch into
+// (batch_slots.h); empty: none.
+net::OutMessage encode_sample_batch(int64_t batch_id, std::span<const int64_t> seeds, uint64_t rng_seed,
+                                    const BatchSpec& spec, int skip_features_of = -1,
+                                    const std::string& reply_slot = "");
+// Moves the batch's arrays into the reply's blobs. `slot_bytes_needed` > 0:
+// the request's slot was too small by that much (the batch is sent anyway).
+net::OutMessage encode_sample_batch_reply(Batch&& batch, int64_t slot_bytes_needed = 0);
+// The reply to a request whose batch was written into its slot: sizes only.
+net::OutMessage encode_slot_batch_reply(const Batch& batch);
+// Writes the blocks, and leaves room for the rows and labels, of `batch` in
+// `slot` (of `slot_bytes`) at the offsets of batch_slot_layout(); returns
+// the layout, or the bytes needed (layout.total > slot_bytes, nothing
+// written).
+Result<BatchLayout> write_blocks_to_slot(const Batch& batch, std::byte* slot, size_t slot_bytes);
 // Checks every size against the reply table; protocol_error naming `peer`.
-// Feature rows go into a buffer from `buffers` when given.
+// Feature rows go into a buffer from `buffers` when given. A reply whose
+// batch is in a slot needs the lease of that slot (`slot`): the blocks and
+// labels are copied out, the feature rows stay (Batch::slot_features).
 Result<Batch> decode_sample_batch_reply(net::Message&& reply, const std::string& peer,
-                                        const std::shared_ptr<BufferPool>& buffers = nullptr);
+                                        const std::shared_ptr<BufferPool>& buffers = nullptr,
+                                        BatchSlots::Lease* slot = nullptr);
+// slot_bytes_needed of a reply (0 when absent or not a SampleBatchReply).
+int64_t slot_bytes_needed(const net::Message& reply);
 // Completes a batch whose features_skipped_machine is the caller's machine:
 // the missing rows are copied from the machine's shared memory.
 Status fill_skipped_features(Cluster& cluster, const std::string& feature, Batch& batch,
@@ -133,6 +170,10 @@ struct DataLoaderOptions {
   // trainer makes every batch itself.
   std::vector<std::string> samplers;
   int local_threads = 1;  // trainer threads making batches (with workers: only once all died)
+  // Sampler-workers write batches into shared-memory slots of this process
+  // (batch_slots.h) instead of sending them, when they run on this machine;
+  // false: always through the socket.
+  bool shared_memory_batches = true;
   // Nice value of those threads (0: the process's). The trainer runs them at
   // 10, so that on a machine with fewer cores than busy threads the model
   // step, which every trainer waits for at the allreduce, takes the cores

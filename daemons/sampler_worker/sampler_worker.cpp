@@ -9,6 +9,7 @@
 
 #include "common/cli.h"
 #include "common/client/cluster.h"
+#include "common/client/batch_slots.h"
 #include "common/client/data_loader.h"
 #include "common/net/io_threads.h"
 #include "common/net/rpc_server.h"
@@ -99,6 +100,8 @@ struct SamplerWorker::Impl {
   std::mutex builders_mu;
   std::map<std::string, std::unique_ptr<client::BatchBuilder>> builders;  // by spec
   std::atomic<uint64_t> served{0};
+  std::atomic<uint64_t> served_in_slots{0};
+  client::SlotMappings slots;  // the trainers' batch slots this worker writes into
   std::mutex stop_mu;
   std::condition_variable stop_cv;
   bool stopping = false;
@@ -137,7 +140,26 @@ struct SamplerWorker::Impl {
     if (!seeds.empty()) std::memcpy(seeds.data(), m.blobs[0].data(), m.blobs[0].size());
     auto b = builder_for(spec);
     if (!b.is_ok()) return ctx.reply_error(b.status());
-    auto batch = (*b)->build(req->batch_id(), seeds, req->rng_seed(), req->skip_features_of());
+    const client::BatchBuilder& builder = **b;
+    auto batch = builder.sample(req->batch_id(), seeds, req->rng_seed());
+    int64_t slot_bytes_needed = 0;
+    if (batch.is_ok() && req->reply_slot() && req->reply_slot()->size() > 0) {
+      auto written = write_to_slot(req->reply_slot()->str(), builder, *batch);
+      if (!written.is_ok()) {
+        batch = written.status();
+      } else if (*written == 0) {
+        log()->debug("{}: batch {} (request {}) written to {}", ctx.peer(), req->batch_id(), ctx.header().request_id,
+                     req->reply_slot()->str());
+        ++served;
+        ++served_in_slots;
+        return ctx.reply(client::encode_slot_batch_reply(*batch));
+      } else {
+        slot_bytes_needed = *written;  // < 0: no slot here; > 0: too small
+      }
+    }
+    if (batch.is_ok()) {
+      if (Status st = builder.fetch(*batch, req->skip_features_of()); !st.is_ok()) batch = st;
+    }
     if (!batch.is_ok()) {
       log()->warn("{}: batch {} (request {}) failed: {}", ctx.peer(), req->batch_id(),
                   ctx.header().request_id, batch.status().to_string());
@@ -146,7 +168,28 @@ struct SamplerWorker::Impl {
     log()->debug("{}: batch {} (request {}): {} seeds, {} input nodes", ctx.peer(), req->batch_id(),
                  ctx.header().request_id, seeds.size(), batch->mini_batch.input_nodes.size());
     ++served;
-    ctx.reply(client::encode_sample_batch_reply(std::move(*batch)));
+    ctx.reply(client::encode_sample_batch_reply(std::move(*batch), std::max<int64_t>(0, slot_bytes_needed)));
+  }
+
+  // Writes `batch` (sampled) with its features and labels into the
+  // requester's slot: 0 when done, the bytes the batch needs when the slot
+  // is smaller, -1 when the slot cannot be mapped here (the requester is on
+  // another machine: the reply carries the batch instead). Errors from
+  // fetching the rows fail the request.
+  Result<int64_t> write_to_slot(const std::string& name, const client::BatchBuilder& builder, client::Batch& batch) {
+    auto seg = slots.writable(name);
+    if (!seg.is_ok()) {
+      log()->warn("cannot write batches into {} ({}): sending them in replies", name, seg.status().to_string());
+      return int64_t{-1};
+    }
+    auto* base = static_cast<std::byte*>((*seg)->mutable_data());
+    DGLD_ASSIGN_OR_RETURN(auto layout, client::write_blocks_to_slot(batch, base, (*seg)->size()));
+    if (layout.total > (*seg)->size()) return static_cast<int64_t>(layout.total);
+    const auto t0 = std::chrono::steady_clock::now();
+    DGLD_RETURN_IF_ERROR(builder.fetch_into(batch, reinterpret_cast<float*>(base + layout.features),
+                                            reinterpret_cast<int64_t*>(base + layout.labels)));
+    batch.timings.fetch_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return int64_t{0};
   }
 
   void request_stop(const std::string& reason) {
@@ -210,7 +253,8 @@ uint64_t SamplerWorker::batches_served() const { return impl_->served.load(); }
 Status SamplerWorker::wait() {
   std::unique_lock lock(impl_->stop_mu);
   impl_->stop_cv.wait(lock, [&] { return impl_->stopping; });
-  log()->info("sampler-worker stopping: {} ({} batches served)", impl_->stop_reason, impl_->served.load());
+  log()->info("sampler-worker stopping: {} ({} batches served, {} of them through shared memory)", impl_->stop_reason,
+              impl_->served.load(), impl_->served_in_slots.load());
   return Status::ok();
 }
 

@@ -373,6 +373,7 @@ Status DistBackend::setup() {
     so.secret_file = o_.secret_file;  // empty: they inherit DGLD_SECRET_FILE
     so.log_level = o_.log_level;
     so.feature_cache_mb = o_.feature_cache_mb;
+    so.nice = kSamplingThreadNice;
     DGLD_ASSIGN_OR_RETURN(samplers_, SamplerChildren::start(so));
     endpoints = samplers_->endpoints();
   }

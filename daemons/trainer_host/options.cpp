@@ -35,7 +35,9 @@ ParsedTrainerHostOptions parse_trainer_host_options(int argc, const char* const 
       ("model", po::value(&t.model)->default_value(t.model), "sage | gcn | gat")
       ("seed", po::value(&t.seed)->default_value(t.seed), "random seed (weights, shuffling, sampling, dropout)")
       ("num-threads", po::value(&t.num_threads)->default_value(t.num_threads),
-       "LibTorch threads; 0: OMP_NUM_THREADS or all cores")
+       "LibTorch (and OpenBLAS) threads of the model step; 0: OMP_NUM_THREADS or all cores. A distributed "
+       "trainer also runs 2 sampling threads (or its --num-samplers workers) at nice 10: they prefetch batches "
+       "on the cores the model step leaves idle and never slow it")
       ("num-heads", po::value(&t.num_heads)->default_value(t.num_heads), "GAT attention heads")
       ("kernels", po::value(&t.kernels)->default_value(t.kernels),
        "message passing: fused (one pass over each block's CSR) | reference (index_select + index_add_)")

@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -31,7 +32,7 @@ std::string describe_status(int status) {
 
 // Forks and execs argv with fd 3 = the write end of `ready`; the child gets
 // SIGTERM when this thread's process dies.
-Result<pid_t> spawn(const std::vector<std::string>& argv, int ready_write_fd) {
+Result<pid_t> spawn(const std::vector<std::string>& argv, int ready_write_fd, int nice) {
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -41,6 +42,7 @@ Result<pid_t> spawn(const std::vector<std::string>& argv, int ready_write_fd) {
   if (pid == 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (::getppid() != parent) ::_exit(127);  // the parent died before prctl
+    if (nice > 0) (void)::setpriority(PRIO_PROCESS, 0, nice);  // lower priority only: cannot fail for lack of rights
     if (ready_write_fd != 3) {
       ::dup2(ready_write_fd, 3);
       ::close(ready_write_fd);
@@ -130,7 +132,7 @@ Result<std::unique_ptr<SamplerChildren>> SamplerChildren::start(const SamplerChi
       argv.push_back("--secret-file");
       argv.push_back(o.secret_file);
     }
-    auto pid = spawn(argv, fds[1]);
+    auto pid = spawn(argv, fds[1], o.nice);
     ::close(fds[1]);
     if (!pid.is_ok()) {
       ::close(fds[0]);

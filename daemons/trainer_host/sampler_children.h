@@ -28,6 +28,7 @@ struct SamplerChildrenOptions {
   std::string log_level = "info";
   int64_t feature_cache_mb = 256;
   int ready_timeout_s = 120;
+  int nice = 0;  // added to the children's nice value (they sample while the trainer computes)
 };
 
 class SamplerChildren {

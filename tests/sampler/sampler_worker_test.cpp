@@ -160,9 +160,10 @@ void check_batch(const Batch& b, const std::vector<int64_t>& fanouts) {
     }
   }
   REQUIRE(b.feature_dim == 8);
-  REQUIRE(b.features.size() == mb.input_nodes.size() * 8);
+  const auto rows = b.feature_rows();
+  REQUIRE(rows.size() == mb.input_nodes.size() * 8);
   for (size_t k = 0; k < mb.input_nodes.size(); ++k) {
-    REQUIRE(std::memcmp(&b.features[k * 8], d.node_row("_N/features", mb.input_nodes[k]), 8 * sizeof(float)) == 0);
+    REQUIRE(std::memcmp(&rows[k * 8], d.node_row("_N/features", mb.input_nodes[k]), 8 * sizeof(float)) == 0);
   }
   REQUIRE(b.labels.size() == mb.seeds.size());
   for (size_t k = 0; k < mb.seeds.size(); ++k) {
@@ -203,7 +204,9 @@ bool same_batch(const Batch& a, const Batch& b) {
         x.indices != y.indices || x.eids != y.eids)
       return false;
   }
-  return a.mini_batch.seeds == b.mini_batch.seeds && a.features == b.features && a.labels == b.labels;
+  const auto fa = a.feature_rows(), fb = b.feature_rows();
+  return a.mini_batch.seeds == b.mini_batch.seeds && std::equal(fa.begin(), fa.end(), fb.begin(), fb.end()) &&
+         a.labels == b.labels;
 }
 
 }  // namespace
@@ -230,6 +233,49 @@ TEST_CASE("sampler: batches from a worker are valid and carry the original featu
   opt.drop_last = true;
   auto l2 = make_loader(*c, ids, opt);
   CHECK(l2->num_batches_per_epoch() == static_cast<int64_t>(ids.size() / 97));
+}
+
+TEST_CASE("sampler: a worker on the trainer's machine hands batches over in shared memory, or through the socket") {
+  Trainer t(1);
+  auto& job = t.job;
+  auto& c = t.cluster;
+  const auto& ids = t.ids;
+  auto shm_opt = loader_options(97, job.endpoints);
+  shm_opt.prefetch = 2;
+  auto socket_opt = shm_opt;
+  socket_opt.shared_memory_batches = false;
+  auto in_slots = make_loader(*c, ids, shm_opt);
+  auto in_replies = make_loader(*c, ids, socket_opt);
+  // Batches taken and dropped one at a time, as training takes them: after
+  // each slot's first batch (which sizes it) they come in slots.
+  for (auto* l : {in_slots.get(), in_replies.get()}) {
+    l->start_epoch(0);
+    int64_t from_slots = 0, n = 0;
+    std::vector<Batch> kept;
+    for (;;) {
+      auto b = l->next();
+      REQUIRE(b.is_ok());
+      if (!b->has_value()) break;
+      check_batch(**b, {3, 5});
+      from_slots += (*b)->slot_features != nullptr;
+      ++n;
+      // Keep every third: a held slot is not written again while its batch lives.
+      if (n % 3 == 0) kept.push_back(std::move(**b));
+    }
+    for (const Batch& b : kept) check_batch(b, {3, 5});
+    INFO(from_slots << " of " << n << " batches in slots");
+    if (l == in_slots.get()) {
+      CHECK(from_slots >= n - 2 * (shm_opt.prefetch + 2) - static_cast<int64_t>(kept.size()));
+      CHECK(from_slots > 0);
+    } else {
+      CHECK(from_slots == 0);
+    }
+  }
+  // The same batches either way.
+  auto a = run_epoch(*in_slots, 1, ids);
+  auto b = run_epoch(*in_replies, 1, ids);
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) REQUIRE(same_batch(a[i], b[i]));
 }
 
 TEST_CASE("sampler: the same seeds and rng seed give the same batch via a worker and in the trainer") {
