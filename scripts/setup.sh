@@ -16,6 +16,8 @@ PACKAGES=(
   libssl-dev            # HMAC-SHA256 and random nonces for connection authentication
   zlib1g-dev
   catch2
+  # the Python package dgld (python/): Debian's torch 1.13 (= libtorch-dev), pybind11, numpy; pytest for its tests
+  python3-dev python3-torch python3-numpy pybind11-dev python3-pytest
   # fast BLAS for libtorch (Debian's default libblas.so.3 is the slow reference one)
   libopenblas0-openmp
   # launcher, multi-host tests, demo

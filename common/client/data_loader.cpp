@@ -706,10 +706,21 @@ void DistDataLoader::start_epoch(int epoch) {
   s.cv.notify_all();
 }
 
-Result<std::optional<Batch>> DistDataLoader::next() {
+Result<std::optional<Batch>> DistDataLoader::next() { return next(impl_->o.next_timeout); }
+
+bool DistDataLoader::wait_ready(std::chrono::milliseconds max_wait) {
+  Impl& s = *impl_;
+  std::unique_lock<std::mutex> lk(s.mu);
+  return s.cv.wait_for(lk, max_wait, [&] {
+    if (s.epoch < 0 || s.fatal || s.delivered >= s.num_batches()) return true;
+    return s.o.deterministic ? s.ready.count(s.next_id) > 0 : !s.ready.empty();
+  });
+}
+
+Result<std::optional<Batch>> DistDataLoader::next(std::chrono::milliseconds timeout) {
   Impl& s = *impl_;
   const auto t0 = Clock::now();
-  const auto deadline = t0 + s.o.next_timeout;
+  const auto deadline = t0 + timeout;
   std::unique_lock<std::mutex> lk(s.mu);
   if (s.epoch < 0) return invalid_argument("DistDataLoader::next before start_epoch");
   if (s.delivered >= s.num_batches()) return std::optional<Batch>();
@@ -727,7 +738,7 @@ Result<std::optional<Batch>> DistDataLoader::next() {
     }
     if (s.cv.wait_until(lk, deadline) == std::cv_status::timeout && Clock::now() >= deadline) {
       return timeout_error("DistDataLoader: no batch of epoch " + std::to_string(s.epoch) + " within " +
-                           std::to_string(s.o.next_timeout.count()) + " ms (next batch " +
+                           std::to_string(timeout.count()) + " ms (next batch " +
                            std::to_string(s.next_id) + ", " + std::to_string(s.live) +
                            " live sampler-workers, " + std::to_string(s.in_flight) + " in flight)");
     }

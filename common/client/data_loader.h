@@ -207,6 +207,13 @@ class DistDataLoader {
   // The next batch of the epoch, nullopt once all were yielded, or the error
   // that made a batch impossible (the trainer's own attempt failed too).
   Result<std::optional<Batch>> next();
+  // The same, waiting at most `timeout` for the batch.
+  Result<std::optional<Batch>> next(std::chrono::milliseconds timeout);
+  // Waits up to `max_wait` until next() would not block (a batch is ready,
+  // the epoch is over or failed); false when the time ran out first. For a
+  // caller that must do something between waits (a Python binding checking
+  // for Ctrl-C).
+  bool wait_ready(std::chrono::milliseconds max_wait);
   DataLoaderStats stats() const;
   // Of the trainer's own batches (not the workers'): remote feature rows
   // served from the feature cache, and requested.

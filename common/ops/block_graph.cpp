@@ -2,9 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
+#include <vector>
+
 #include <ATen/ATen.h>
 
 #include "common/ops/torch_library.h"
+#include "common/sampling/block.h"
 
 namespace dgld::ops {
 
@@ -109,6 +113,28 @@ const BlockGraph::Reverse& BlockGraph::reverse() {
   }
   reverse_ = std::move(r);
   return reverse_;
+}
+
+namespace {
+torch::Tensor int64_tensor(const std::vector<int64_t>& v) {
+  auto t = torch::empty({static_cast<int64_t>(v.size())}, torch::kInt64);
+  if (!v.empty()) std::memcpy(t.data_ptr<int64_t>(), v.data(), v.size() * sizeof(int64_t));
+  return t;
+}
+}  // namespace
+
+Result<BlockGraphPtr> block_graph_from(const Block& block, bool with_ids) {
+  const int64_t nd = block.num_dst();
+  if (static_cast<int64_t>(block.indptr.size()) != nd + 1) {
+    return invalid_argument(fmt::format("block indptr has {} entries for {} dst nodes", block.indptr.size(), nd));
+  }
+  DGLD_ASSIGN_OR_RETURN(auto g, BlockGraph::create(int64_tensor(block.indptr), int64_tensor(block.indices),
+                                                   block.num_src()));
+  if (with_ids) {
+    g->src_ids = int64_tensor(block.src_nodes);
+    g->dst_ids = int64_tensor(block.dst_nodes);
+  }
+  return g;
 }
 
 }  // namespace dgld::ops

@@ -17,12 +17,18 @@
 // built parts, which are guarded: one thread runs a model on a block at a time.
 
 #include <cstdint>
+#include <map>
 #include <mutex>
+#include <string>
 
 #include <torch/custom_class.h>
 #include <torch/types.h>
 
 #include "common/status.h"
+
+namespace dgld {
+struct Block;
+}
 
 namespace dgld::ops {
 
@@ -61,9 +67,13 @@ class BlockGraph : public torch::CustomClassHolder {
   const Reverse& reverse();
   bool has_reverse() const;
 
-  // Optional global ids of the block's nodes (the Python package fills them;
-  // the kernels never read them). Undefined tensors when not set.
+  // Optional global ids of the block's nodes (the kernels never read them).
+  // Undefined tensors when not set.
   torch::Tensor src_ids, dst_ids;
+  // Per-node data the data loader attached (input features on the src side,
+  // labels on the dst side), as DGL's block.srcdata / dstdata; with the ids
+  // under "_ID" (dgl.NID) when set.
+  std::map<std::string, torch::Tensor> src_data, dst_data;
 
  private:
   struct Checked {  // only create() makes one: its arguments were validated
@@ -83,6 +93,11 @@ class BlockGraph : public torch::CustomClassHolder {
 };
 
 using BlockGraphPtr = c10::intrusive_ptr<BlockGraph>;
+
+// A sampled block (common/sampling/block.h) as a BlockGraph: its CSR copied
+// into tensors, and with `with_ids` its src and dst global ids too.
+// invalid_argument when the block's arrays are inconsistent.
+Result<BlockGraphPtr> block_graph_from(const Block& block, bool with_ids = false);
 
 // The check behind create(): ok, or invalid_argument naming what is wrong.
 Status validate_csr(const torch::Tensor& indptr, const torch::Tensor& indices, int64_t num_src);

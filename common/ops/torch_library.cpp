@@ -37,30 +37,49 @@ const char* torch_library_namespace() { return "dgld"; }
 
 }  // namespace dgld::ops
 
+namespace {
+
+using dgld::ops::BlockGraph;
+using BlockPtr = c10::intrusive_ptr<BlockGraph>;
+
+c10::Dict<std::string, torch::Tensor> node_data(const std::map<std::string, torch::Tensor>& data,
+                                                const torch::Tensor& ids) {
+  c10::Dict<std::string, torch::Tensor> d;
+  if (ids.defined()) d.insert("_ID", ids);
+  for (const auto& [k, v] : data) d.insert(k, v);
+  return d;
+}
+
+torch::Tensor ids_or_empty(const torch::Tensor& ids) { return ids.defined() ? ids : torch::empty({0}, torch::kInt64); }
+
+}  // namespace
+
 TORCH_LIBRARY(dgld, m) {
-  using dgld::ops::BlockGraph;
+  // DGL's block API as far as a layer or a training script reads it.
   m.class_<BlockGraph>("Block")
       .def(torch::init<torch::Tensor, torch::Tensor, int64_t>())
       .def("num_src_nodes", &BlockGraph::num_src_nodes)
       .def("num_dst_nodes", &BlockGraph::num_dst_nodes)
+      .def("number_of_src_nodes", &BlockGraph::num_src_nodes)
+      .def("number_of_dst_nodes", &BlockGraph::num_dst_nodes)
       .def("num_edges", &BlockGraph::num_edges)
-      .def("indptr", [](const c10::intrusive_ptr<BlockGraph>& self) { return self->indptr(); })
-      .def("indices", [](const c10::intrusive_ptr<BlockGraph>& self) { return self->indices(); })
+      .def("number_of_edges", &BlockGraph::num_edges)
+      .def("indptr", [](const BlockPtr& self) { return self->indptr(); })
+      .def("indices", [](const BlockPtr& self) { return self->indices(); })
       // (src, dst) of every edge in block-local ids, DGL's block.edges().
-      .def("edges",
-           [](const c10::intrusive_ptr<BlockGraph>& self) {
-             return std::make_tuple(self->indices(), self->edge_dst());
-           })
-      .def("in_degrees", [](const c10::intrusive_ptr<BlockGraph>& self) { return self->in_degrees(); })
-      .def("out_degrees", [](const c10::intrusive_ptr<BlockGraph>& self) { return self->out_degrees(); })
+      .def("edges", [](const BlockPtr& self) { return std::make_tuple(self->indices(), self->edge_dst()); })
+      .def("in_degrees", [](const BlockPtr& self) { return self->in_degrees(); })
+      .def("out_degrees", [](const BlockPtr& self) { return self->out_degrees(); })
       // Global ids of the src / dst nodes (empty when the block has none).
-      .def("src_ids",
-           [](const c10::intrusive_ptr<BlockGraph>& self) {
-             return self->src_ids.defined() ? self->src_ids : torch::empty({0}, torch::kInt64);
-           })
-      .def("dst_ids", [](const c10::intrusive_ptr<BlockGraph>& self) {
-        return self->dst_ids.defined() ? self->dst_ids : torch::empty({0}, torch::kInt64);
-      });
+      .def("src_ids", [](const BlockPtr& self) { return ids_or_empty(self->src_ids); })
+      .def("dst_ids", [](const BlockPtr& self) { return ids_or_empty(self->dst_ids); })
+      // Blocks live on the CPU: block.to(device) is the block itself.
+      .def("to", [](const BlockPtr& self, c10::Device device) {
+        TORCH_CHECK(device.is_cpu(), "dgld blocks live on the CPU, not ", device);
+        return self;
+      })
+      .def_property("srcdata", [](const BlockPtr& self) { return node_data(self->src_data, self->src_ids); })
+      .def_property("dstdata", [](const BlockPtr& self) { return node_data(self->dst_data, self->dst_ids); });
   m.def("copy_u_reduce(__torch__.torch.classes.dgld.Block block, Tensor h, str reduce=\"sum\", "
         "bool self_loop=False) -> Tensor",
         &dgld::ops::copy_u_reduce_op);

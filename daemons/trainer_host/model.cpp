@@ -49,19 +49,7 @@ Status validate_model_config(const ModelConfig& c) {
 
 // ---------------------------------------------------------------- tensors
 
-Result<ops::BlockGraphPtr> make_block_graph(const Block& block) {
-  const int64_t nd = block.num_dst(), ns = block.num_src();
-  if (static_cast<int64_t>(block.indptr.size()) != nd + 1) {
-    return invalid_argument(fmt::format("block indptr has {} entries for {} dst nodes", block.indptr.size(), nd));
-  }
-  auto indptr = torch::empty({nd + 1}, torch::kInt64);
-  auto indices = torch::empty({static_cast<int64_t>(block.indices.size())}, torch::kInt64);
-  std::memcpy(indptr.data_ptr<int64_t>(), block.indptr.data(), block.indptr.size() * sizeof(int64_t));
-  if (!block.indices.empty()) {
-    std::memcpy(indices.data_ptr<int64_t>(), block.indices.data(), block.indices.size() * sizeof(int64_t));
-  }
-  return ops::BlockGraph::create(std::move(indptr), std::move(indices), ns);
-}
+Result<ops::BlockGraphPtr> make_block_graph(const Block& block) { return ops::block_graph_from(block); }
 
 Result<ModelInput> make_model_input(const MiniBatch& batch, torch::Tensor x) {
   if (batch.blocks.empty()) return invalid_argument("mini-batch has no blocks");

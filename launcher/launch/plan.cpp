@@ -349,6 +349,13 @@ Result<JobPlan> make_job_plan(const LaunchOptions& o, const std::vector<MachineA
       env["DGLD_MACHINE_ID"] = env_value(m);
       env["DGLD_TRAINER_RANK"] = env_value(t.rank);
       env["DGLD_NUM_TRAINERS"] = env_value(T * M);
+      // torch.distributed's env:// rendezvous, for Python trainers
+      // (init_process_group): machine 0's rendezvous port, as trainer-host's.
+      env["MASTER_ADDR"] = machines[0].host;
+      env["MASTER_PORT"] = env_value(machines[0].base_port + 900);
+      env["RANK"] = env_value(t.rank);
+      env["WORLD_SIZE"] = env_value(T * M);
+      env["LOCAL_RANK"] = env_value(i);
       if (o.num_omp_threads > 0) env["OMP_NUM_THREADS"] = env_value(o.num_omp_threads);
       t.env = with_extra(std::move(env));
       mp.trainers.push_back(std::move(t));

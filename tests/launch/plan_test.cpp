@@ -126,6 +126,12 @@ TEST_CASE("job plan: every process gets the environment the daemons read", "[lau
   CHECK(t.env.at("DGLD_MACHINE_ID") == "1");
   CHECK(t.env.at("DGLD_TRAINER_RANK") == "3");
   CHECK(t.env.at("DGLD_NUM_TRAINERS") == "4");
+  // torch.distributed's env:// rendezvous on machine 0's base port + 900.
+  CHECK(t.env.at("MASTER_ADDR") == plan->machines[0].address.host);
+  CHECK(t.env.at("MASTER_PORT") == "30950");
+  CHECK(t.env.at("RANK") == "3");
+  CHECK(t.env.at("WORLD_SIZE") == "4");
+  CHECK(t.env.at("LOCAL_RANK") == "1");
   CHECK(t.env.at("DGLD_JOB_ID") == "job7");
   CHECK(t.env.count("OMP_NUM_THREADS") == 0);  // the agent fills it in from its cores
   CHECK(t.env.at("FOO") == "bar");

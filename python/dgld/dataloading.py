@@ -1,0 +1,157 @@
+"""dgld.dataloading: DGL's NeighborSampler and DistNodeDataLoader.
+
+The loader's batches are made in C++: by the trainer's own threads (two by
+default, at a lower priority than the training step), or by sampler-worker
+processes, while Python trains on the previous batch. Each batch is
+(input_nodes, seeds, blocks), blocks being torch.classes.dgld.Block objects
+(DGL's block API: num_src_nodes(), num_dst_nodes(), edges(), srcdata[NID],
+...; dgld.nn's layers take them, also in TorchScript).
+
+Features and labels come with the batch (prefetch_node_feats /
+prefetch_labels of the sampler, by default 'features' and 'labels' when the
+graph has them): they are in blocks[0].srcdata and blocks[-1].dstdata, and a
+script that asks g.ndata['features'][input_nodes] for the batch's own
+input_nodes tensor gets the fetched rows without another request, so DGL's
+examples run unchanged and fast.
+"""
+
+import torch
+
+from . import _C
+from ._errors import InvalidArgument
+
+__all__ = ["NeighborSampler", "MultiLayerNeighborSampler", "MultiLayerFullNeighborSampler", "DistNodeDataLoader",
+           "DistDataLoader"]
+
+
+class NeighborSampler:
+    """DGL's NeighborSampler: fanouts[i] neighbours per node for block i
+    (input layer first; -1: all)."""
+
+    def __init__(self, fanouts, edge_dir="in", prob=None, mask=None, replace=False, prefetch_node_feats=None,
+                 prefetch_labels=None, prefetch_edge_feats=None, output_device=None):
+        self.fanouts = [int(f) for f in fanouts]
+        if not self.fanouts or any(f < -1 for f in self.fanouts):
+            raise InvalidArgument(f"fanouts must be a non-empty list of values >= -1, got {fanouts}")
+        if edge_dir != "in":
+            raise InvalidArgument("the distributed loader samples in-neighbours only (edge_dir='in')")
+        if prob is not None or mask is not None:
+            raise InvalidArgument("the distributed loader samples uniformly (prob and mask are not supported)")
+        if prefetch_edge_feats:
+            raise InvalidArgument("prefetch_edge_feats is not supported by dgld yet")
+        for name, v in (("prefetch_node_feats", prefetch_node_feats), ("prefetch_labels", prefetch_labels)):
+            if v is not None and len(v) > 1:
+                raise InvalidArgument(f"{name}: dgld fetches one tensor with the batch, got {v}")
+        self.replace = bool(replace)
+        self.prefetch_node_feats = prefetch_node_feats
+        self.prefetch_labels = prefetch_labels
+
+
+MultiLayerNeighborSampler = NeighborSampler
+
+
+class MultiLayerFullNeighborSampler(NeighborSampler):
+    def __init__(self, num_layers, **kwargs):
+        super().__init__([-1] * int(num_layers), **kwargs)
+
+
+def _default_tensor(g, names, want_dtype, want_dim):
+    """The tensor to fetch with each batch: the one named, or the graph's
+    `features` / `labels` when it has one of the right dtype and shape."""
+    if names is not None:
+        if not names:
+            return ""
+        if names[0] not in g.ndata:
+            raise InvalidArgument(f"the graph has no node data {names[0]!r} to prefetch")
+        return names[0]
+    default = "features" if want_dim == 2 else "labels"
+    if default in g.ndata:
+        t = g.ndata[default]
+        if t.dtype == want_dtype and len(t.shape) == want_dim:
+            return default
+    return ""
+
+
+class DistNodeDataLoader:
+    """Mini-batches of `nids` (this trainer's training nodes), as DGL's
+    dgl.dataloading.DistNodeDataLoader. Each iteration over the loader is
+    one epoch: the ids are shuffled (seeded from torch's generator when the
+    loader is made) and cut into batches of batch_size; every id comes once.
+
+    dgld additions: num_threads (C++ threads making batches, default 2),
+    prefetch (batches made ahead, default 4), samplers ("host:port" of
+    sampler-workers already running)."""
+
+    def __init__(self, g, nids, graph_sampler, device=None, batch_size=1, shuffle=False, drop_last=False,
+                 num_threads=2, prefetch=4, samplers=None, batch_timeout_s=60.0, **kwargs):
+        from .distributed import DistTensor, _as_ids
+        if device is not None and torch.device(device).type != "cpu":
+            raise InvalidArgument("dgld trains on the CPU: device must be 'cpu'")
+        if isinstance(nids, dict):
+            if len(nids) != 1:
+                raise InvalidArgument("the graph has one node type: pass its ids")
+            nids = next(iter(nids.values()))
+        if isinstance(nids, DistTensor):
+            raise InvalidArgument("pass node ids (e.g. node_split's result), not a DistTensor")
+        self._g = g
+        self._ids = _as_ids(nids, g.num_nodes())
+        self._sampler = graph_sampler
+        self._feature = _default_tensor(g, graph_sampler.prefetch_node_feats, torch.float32, 2)
+        self._label = _default_tensor(g, graph_sampler.prefetch_labels, torch.int64, 1)
+        seed = int(torch.randint(0, 2**62, (1,)).item())
+        self._loader = _C.DataLoader(
+            g._client, self._ids, graph_sampler.fanouts, graph_sampler.replace, int(batch_size), bool(shuffle),
+            bool(drop_last), seed, int(prefetch), self._feature, self._label, int(num_threads),
+            list(samplers or []), float(batch_timeout_s))
+        self._epoch = 0
+        self.timings = {"sample_s": 0.0, "fetch_s": 0.0, "wait_s": 0.0}
+
+    def __len__(self):
+        return self._loader.num_batches()
+
+    def __iter__(self):
+        self._loader.start_epoch(self._epoch)
+        self._epoch += 1
+        return self._batches()
+
+    def _batches(self):
+        feat = self._g.ndata[self._feature] if self._feature else None
+        label = self._g.ndata[self._label] if self._label else None
+        while True:
+            b = self._loader.next()
+            if b is None:
+                return
+            input_nodes, seeds, blocks, features, labels, timings = b
+            for k in self.timings:
+                self.timings[k] += timings[k]
+            if feat is not None and features is not None:
+                feat._remember(input_nodes, features)
+            if label is not None and labels is not None:
+                label._remember(seeds, labels)
+            yield input_nodes, seeds, blocks
+
+
+class DistDataLoader:
+    """DGL's generic DistDataLoader: batches of `dataset` items passed
+    through collate_fn, which runs in this process (dgld's sampling runs in
+    C++; use DistNodeDataLoader for node mini-batches)."""
+
+    def __init__(self, dataset, batch_size, shuffle=False, collate_fn=None, drop_last=False, queue_size=None):
+        self.dataset = dataset
+        self.batch_size = int(batch_size)
+        if self.batch_size < 1:
+            raise InvalidArgument("batch_size must be >= 1")
+        self.shuffle = shuffle
+        self.collate_fn = collate_fn or (lambda items: items)
+        self.drop_last = drop_last
+
+    def __len__(self):
+        n = len(self.dataset)
+        return n // self.batch_size if self.drop_last else (n + self.batch_size - 1) // self.batch_size
+
+    def __iter__(self):
+        n = len(self.dataset)
+        order = torch.randperm(n) if self.shuffle else torch.arange(n)
+        for b in range(len(self)):
+            idx = order[b * self.batch_size:(b + 1) * self.batch_size]
+            yield self.collate_fn([self.dataset[int(i)] for i in idx])

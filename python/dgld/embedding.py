@@ -1,0 +1,165 @@
+"""DistEmbedding and its sparse optimisers (DGL's dgl.distributed.DistEmbedding,
+SparseAdagrad, SparseAdam): a learnable per-node embedding whose rows and
+optimiser state live in DistTensors on the servers.
+
+emb(ids) pulls the rows as a tensor that records its gradient; step() sends
+every gradient row to the trainer that owns it (torch.distributed
+all_to_all over the job's gloo group; a machine's rows are split evenly
+among its trainers), which sums the rows' gradients and updates them in
+place (weights and state are read and written in its own machine's shared
+memory). A barrier ends the step, so the next lookup sees every update."""
+
+import itertools
+
+import torch
+import torch.distributed as tdist
+
+from ._errors import InvalidArgument
+
+_names = itertools.count()
+
+
+def _zeros(shape, dtype):
+    return torch.zeros(shape, dtype=dtype)
+
+
+class DistEmbedding:
+    def __init__(self, num_embeddings, embedding_dim, name=None, init_func=None, part_policy=None):
+        from .distributed import DistTensor, _client
+        self._client = _client()
+        if name is None:
+            name = f"dist-embedding-{next(_names)}"
+        self._name = name
+        self.num_embeddings = int(num_embeddings)
+        self.embedding_dim = int(embedding_dim)
+        self.weight = DistTensor((self.num_embeddings, self.embedding_dim), torch.float32, name,
+                                 init_func=init_func or _zeros, part_policy=part_policy, persistent=True)
+        self._trace = []
+        self._optimizer = None
+
+    @property
+    def name(self):
+        return self._name
+
+    def __call__(self, idx, device=torch.device("cpu")):
+        from .distributed import _as_ids
+        ids = _as_ids(idx, self.num_embeddings)
+        rows = self.weight[ids]
+        if torch.is_grad_enabled():
+            rows.requires_grad_(True)
+            self._trace.append((ids, rows))
+        return rows.to(device)
+
+    def reset_trace(self):
+        self._trace = []
+
+
+class _SparseOptimizer:
+    """Owner-computes sparse updates over DistTensors (see the module doc)."""
+
+    def __init__(self, params, lr, state_names):
+        from .distributed import DistTensor
+        if isinstance(params, DistEmbedding):
+            params = [params]
+        for p in params:
+            if not isinstance(p, DistEmbedding):
+                raise InvalidArgument("sparse optimisers take DistEmbeddings")
+        self._params = list(params)
+        self._lr = float(lr)
+        self._state = []
+        for p in self._params:
+            states = {}
+            for s, dim in state_names:
+                states[s] = DistTensor((p.num_embeddings, dim or p.embedding_dim), torch.float32,
+                                       f"{p.name}.{type(self).__name__}.{s}", persistent=True)
+            self._state.append(states)
+
+    def zero_grad(self):
+        for p in self._params:
+            p.reset_trace()
+
+    def _owners(self, client, ids):
+        """The trainer rank that updates each row."""
+        per_machine = max(1, client.num_trainers // max(1, client.num_machines))
+        ranges = client.node_ranges()
+        ends = torch.tensor([e for _, e in ranges], dtype=torch.int64)
+        starts = torch.tensor([s for s, _ in ranges], dtype=torch.int64)
+        machine = torch.searchsorted(ends, ids, right=True)
+        size = (ends - starts)[machine]
+        within = ((ids - starts[machine]) * per_machine) // torch.clamp(size, min=1)
+        return machine * per_machine + within
+
+    def _exchange(self, client, ids, grads):
+        """All-to-all of (ids, gradient rows) to their owners: what this
+        trainer must update."""
+        world = tdist.get_world_size() if tdist.is_available() and tdist.is_initialized() else 1
+        if world == 1:
+            return ids, grads
+        owners = self._owners(client, ids)
+        order = torch.argsort(owners, stable=True)
+        ids, grads, owners = ids[order], grads[order], owners[order]
+        send_counts = torch.bincount(owners, minlength=world)
+        recv_counts = torch.empty_like(send_counts)
+        tdist.all_to_all_single(recv_counts, send_counts)
+        send, recv = send_counts.tolist(), recv_counts.tolist()
+        out_ids = torch.empty(sum(recv), dtype=torch.int64)
+        tdist.all_to_all_single(out_ids, ids, recv, send)
+        out_grads = torch.empty((sum(recv), grads.shape[1]), dtype=grads.dtype)
+        tdist.all_to_all_single(out_grads, grads.contiguous(), recv, send)
+        return out_ids, out_grads
+
+    def step(self):
+        with torch.no_grad():
+            for p, state in zip(self._params, self._state):
+                if p._trace:
+                    ids = torch.cat([i for i, _ in p._trace])
+                    grads = torch.cat([r.grad if r.grad is not None else torch.zeros_like(r) for _, r in p._trace])
+                else:
+                    ids = torch.empty(0, dtype=torch.int64)
+                    grads = torch.empty((0, p.embedding_dim), dtype=torch.float32)
+                ids, grads = self._exchange(p._client, ids, grads)
+                if ids.numel():
+                    unique, inverse = torch.unique(ids, return_inverse=True)
+                    summed = torch.zeros((unique.numel(), grads.shape[1]), dtype=grads.dtype)
+                    summed.index_add_(0, inverse, grads)
+                    self._update(p, state, unique, summed)
+                p.reset_trace()
+                p._client.barrier(f"dgld.sparse.{p.name}.{self._steps(p)}", 600.0)
+
+    def _steps(self, p):
+        self._count = getattr(self, "_count", {})
+        self._count[p.name] = self._count.get(p.name, 0) + 1
+        return self._count[p.name]
+
+
+class SparseAdagrad(_SparseOptimizer):
+    """Adagrad on the rows a step touched: state += g^2; w -= lr g / (sqrt(state) + eps)."""
+
+    def __init__(self, params, lr, eps=1e-10):
+        super().__init__(params, lr, [("sum", None)])
+        self._eps = float(eps)
+
+    def _update(self, p, state, ids, grad):
+        s = state["sum"][ids] + grad * grad
+        state["sum"][ids] = s
+        p.weight[ids] = p.weight[ids] - self._lr * grad / (torch.sqrt(s) + self._eps)
+
+
+class SparseAdam(_SparseOptimizer):
+    """Adam on the rows a step touched, each row with its own step count."""
+
+    def __init__(self, params, lr, betas=(0.9, 0.999), eps=1e-08):
+        super().__init__(params, lr, [("mem", None), ("power", None), ("step", 1)])
+        self._b1, self._b2 = float(betas[0]), float(betas[1])
+        self._eps = float(eps)
+
+    def _update(self, p, state, ids, grad):
+        m = self._b1 * state["mem"][ids] + (1 - self._b1) * grad
+        v = self._b2 * state["power"][ids] + (1 - self._b2) * grad * grad
+        t = state["step"][ids] + 1
+        state["mem"][ids] = m
+        state["power"][ids] = v
+        state["step"][ids] = t
+        m_hat = m / (1 - torch.pow(torch.tensor(self._b1), t))
+        v_hat = v / (1 - torch.pow(torch.tensor(self._b2), t))
+        p.weight[ids] = p.weight[ids] - self._lr * m_hat / (torch.sqrt(v_hat) + self._eps)

@@ -1,0 +1,3 @@
+"""DGL's module path for the layers: `import dgld.nn.pytorch as dglnn`."""
+
+from .conv import SAGEConv, GraphConv, GATConv  # noqa: F401
