@@ -225,6 +225,13 @@ Cluster::~Cluster() {
   io_.reset();
 }
 
+void Cluster::close_connections() {
+  for (auto& machine : servers_) {
+    for (auto& server : machine) server->rpc().close();
+  }
+  reg_.client_id = -1;  // nothing left to leave through
+}
+
 void Cluster::set_health(Status st) {
   std::lock_guard lock(hb_->mu);
   if (hb_->health.is_ok()) {

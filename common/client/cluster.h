@@ -112,6 +112,11 @@ class Cluster {
   // Leaves, then asks every server to exit (the coordinator last). Rank 0
   // calls this at the end of a job.
   Status shutdown_servers(const std::string& reason);
+  // Closes every server connection at once, without leaving: calls in flight
+  // fail with `closed` now instead of at their deadline. For a process that
+  // is being interrupted (Ctrl-C); afterwards every call fails (the
+  // coordinator notices the missing heartbeats).
+  void close_connections();
 
  private:
   Cluster() = default;

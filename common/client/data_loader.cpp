@@ -614,7 +614,9 @@ struct DistDataLoader::Impl {
 
 DistDataLoader::DistDataLoader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
-DistDataLoader::~DistDataLoader() {
+DistDataLoader::~DistDataLoader() { shutdown(); }
+
+void DistDataLoader::shutdown() {
   {
     std::lock_guard<std::mutex> lk(impl_->mu);
     impl_->stop = true;
@@ -622,6 +624,7 @@ DistDataLoader::~DistDataLoader() {
   }
   for (auto& r : impl_->remotes) r.client->close();
   for (auto& t : impl_->threads) t.join();
+  impl_->threads.clear();
   impl_->remotes.clear();
   if (impl_->io) impl_->io->stop();
 }
@@ -712,7 +715,7 @@ bool DistDataLoader::wait_ready(std::chrono::milliseconds max_wait) {
   Impl& s = *impl_;
   std::unique_lock<std::mutex> lk(s.mu);
   return s.cv.wait_for(lk, max_wait, [&] {
-    if (s.epoch < 0 || s.fatal || s.delivered >= s.num_batches()) return true;
+    if (s.stop || s.epoch < 0 || s.fatal || s.delivered >= s.num_batches()) return true;
     return s.o.deterministic ? s.ready.count(s.next_id) > 0 : !s.ready.empty();
   });
 }
@@ -722,6 +725,7 @@ Result<std::optional<Batch>> DistDataLoader::next(std::chrono::milliseconds time
   const auto t0 = Clock::now();
   const auto deadline = t0 + timeout;
   std::unique_lock<std::mutex> lk(s.mu);
+  if (s.stop) return closed_error("DistDataLoader: shut down");
   if (s.epoch < 0) return invalid_argument("DistDataLoader::next before start_epoch");
   if (s.delivered >= s.num_batches()) return std::optional<Batch>();
   for (;;) {

@@ -196,7 +196,7 @@ class DistDataLoader {
   static Result<std::unique_ptr<DistDataLoader>> create(Cluster& cluster,
                                                         std::vector<int64_t> train_ids,
                                                         DataLoaderOptions options);
-  ~DistDataLoader();
+  ~DistDataLoader();  // shutdown()
   DistDataLoader(const DistDataLoader&) = delete;
   DistDataLoader& operator=(const DistDataLoader&) = delete;
 
@@ -215,6 +215,10 @@ class DistDataLoader {
   // for Ctrl-C).
   bool wait_ready(std::chrono::milliseconds max_wait);
   DataLoaderStats stats() const;
+  // Stops making batches: closes the sampler-worker connections and joins
+  // every thread (a thread in a server call returns when the call does).
+  // Idempotent; next() fails afterwards.
+  void shutdown();
   // Of the trainer's own batches (not the workers'): remote feature rows
   // served from the feature cache, and requested.
   std::pair<uint64_t, uint64_t> feature_cache_hits_misses() const;

@@ -133,6 +133,7 @@ Result<BlockGraphPtr> block_graph_from(const Block& block, bool with_ids) {
   if (with_ids) {
     g->src_ids = int64_tensor(block.src_nodes);
     g->dst_ids = int64_tensor(block.dst_nodes);
+    g->edge_ids = int64_tensor(block.eids);
   }
   return g;
 }

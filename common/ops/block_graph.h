@@ -69,7 +69,7 @@ class BlockGraph : public torch::CustomClassHolder {
 
   // Optional global ids of the block's nodes (the kernels never read them).
   // Undefined tensors when not set.
-  torch::Tensor src_ids, dst_ids;
+  torch::Tensor src_ids, dst_ids, edge_ids;
   // Per-node data the data loader attached (input features on the src side,
   // labels on the dst side), as DGL's block.srcdata / dstdata; with the ids
   // under "_ID" (dgl.NID) when set.
@@ -95,7 +95,7 @@ class BlockGraph : public torch::CustomClassHolder {
 using BlockGraphPtr = c10::intrusive_ptr<BlockGraph>;
 
 // A sampled block (common/sampling/block.h) as a BlockGraph: its CSR copied
-// into tensors, and with `with_ids` its src and dst global ids too.
+// into tensors, and with `with_ids` its src, dst and edge global ids too.
 // invalid_argument when the block's arrays are inconsistent.
 Result<BlockGraphPtr> block_graph_from(const Block& block, bool with_ids = false);
 

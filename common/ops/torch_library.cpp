@@ -79,7 +79,8 @@ TORCH_LIBRARY(dgld, m) {
         return self;
       })
       .def_property("srcdata", [](const BlockPtr& self) { return node_data(self->src_data, self->src_ids); })
-      .def_property("dstdata", [](const BlockPtr& self) { return node_data(self->dst_data, self->dst_ids); });
+      .def_property("dstdata", [](const BlockPtr& self) { return node_data(self->dst_data, self->dst_ids); })
+      .def_property("edata", [](const BlockPtr& self) { return node_data({}, self->edge_ids); });
   m.def("copy_u_reduce(__torch__.torch.classes.dgld.Block block, Tensor h, str reduce=\"sum\", "
         "bool self_loop=False) -> Tensor",
         &dgld::ops::copy_u_reduce_op);

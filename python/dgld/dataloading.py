@@ -118,7 +118,12 @@ class DistNodeDataLoader:
         feat = self._g.ndata[self._feature] if self._feature else None
         label = self._g.ndata[self._label] if self._label else None
         while True:
-            b = self._loader.next()
+            try:
+                b = self._loader.next()
+            except KeyboardInterrupt:
+                from .distributed import _interrupted
+                _interrupted()
+                raise
             if b is None:
                 return
             input_nodes, seeds, blocks, features, labels, timings = b

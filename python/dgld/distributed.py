@@ -29,7 +29,7 @@ __all__ = [
     "NodePartitionPolicy", "EdgePartitionPolicy", "NeighborSampler", "DistNodeDataLoader", "DistDataLoader",
 ]
 
-_state = {"ip_config": None, "client": None, "options": {}}
+_state = {"ip_config": None, "client": None, "options": {}, "interrupted": False}
 _DEFAULT_TIMEOUT_S = 600.0
 
 
@@ -107,14 +107,20 @@ def is_initialized():
 
 
 def exit_client():
-    """Leaves the job (at exit, or when called). Idempotent."""
+    """Leaves the job (at exit, or when called). Idempotent. After Ctrl-C
+    the connections are dropped at once instead (nothing waits for a
+    deadline on the way out)."""
     c = _state["client"]
     if c is not None:
         _state["client"] = None
         try:
-            c.close()
+            c.close(abort=_state["interrupted"])
         except DGLError:
             pass  # the servers may already be gone at exit
+
+
+def _interrupted():
+    _state["interrupted"] = True
 
 
 # ---------------------------------------------------------------- ids
@@ -283,11 +289,16 @@ class DistTensor:
             self._initialize(client, init_func, shape, dtype, edges)
 
     def _initialize(self, client, init_func, shape, dtype, edges):
-        per_machine = max(1, client.num_trainers // max(1, client.num_machines))
-        if client.rank % per_machine == 0:
-            start, end = (client.edge_ranges() if edges else client.node_ranges())[client.machine_id]
-            rows = init_func((end - start,) + tuple(shape[1:]), dtype)
-            self._t.push(torch.arange(start, end, dtype=torch.int64), torch.as_tensor(rows))
+        # Machine m's rows are filled by its first trainer, or, in a job with
+        # fewer trainers than machines, by trainer m % num_trainers.
+        ranges = client.edge_ranges() if edges else client.node_ranges()
+        trainers, machines = max(1, client.num_trainers), len(ranges)
+        per_machine = trainers // machines
+        for m, (start, end) in enumerate(ranges):
+            owner = m * per_machine if per_machine >= 1 else m % trainers
+            if owner == client.rank and end > start:
+                rows = init_func((end - start,) + tuple(shape[1:]), dtype)
+                self._t.push(torch.arange(start, end, dtype=torch.int64), torch.as_tensor(rows))
         client.barrier(f"dgld.init.{self._t.name}", _DEFAULT_TIMEOUT_S)
 
     @property
@@ -499,23 +510,28 @@ def _mask_tensor(mask, length, what):
     return mask
 
 
-def node_split(nodes, partition_book=None, ntype="_N", rank=None, force_even=True, node_trainer_ids=None):
+def node_split(nodes, partition_book=None, ntype="_N", rank=None, force_even=True, node_trainer_ids=None,
+               num_trainers=None):
     """This trainer's nodes among those `nodes` (a boolean mask over all
     nodes: a DistTensor or a tensor) selects, by DGL's rules: with
     force_even the selected ids are cut into near-equal slices per machine,
-    and a machine's slice among its trainers."""
+    and a machine's slice among its trainers. rank and num_trainers (a dgld
+    addition) default to this trainer's and the job's."""
     client = _client()
     mask = _mask_tensor(nodes, client.num_nodes, "node_split")
     tids = None if node_trainer_ids is None else _mask_tensor(node_trainer_ids, client.num_nodes, "node_split")
-    return client.split(mask, False, bool(force_even), -1 if rank is None else int(rank), 0, tids)
+    return client.split(mask, False, bool(force_even), -1 if rank is None else int(rank),
+                        0 if num_trainers is None else int(num_trainers), tids)
 
 
-def edge_split(edges, partition_book=None, etype="_E", rank=None, force_even=True, edge_trainer_ids=None):
+def edge_split(edges, partition_book=None, etype="_E", rank=None, force_even=True, edge_trainer_ids=None,
+               num_trainers=None):
     """node_split for edges."""
     client = _client()
     mask = _mask_tensor(edges, client.num_edges, "edge_split")
     tids = None if edge_trainer_ids is None else _mask_tensor(edge_trainer_ids, client.num_edges, "edge_split")
-    return client.split(mask, True, bool(force_even), -1 if rank is None else int(rank), 0, tids)
+    return client.split(mask, True, bool(force_even), -1 if rank is None else int(rank),
+                        0 if num_trainers is None else int(num_trainers), tids)
 
 
 # ---------------------------------------------------------------- sampling

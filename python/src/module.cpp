@@ -28,6 +28,9 @@
 #include "common/memory.h"
 #include "common/net/auth.h"
 #include "common/ops/block_graph.h"
+#include "common/part_config.h"
+#include "common/partition/partition.h"
+#include "common/sampling/multi_layer_sampler.h"
 #include "daemons/trainer_host/model_impl.h"
 
 namespace py = pybind11;
@@ -182,10 +185,22 @@ class Client {
   }
   std::chrono::milliseconds timeout() const { return timeout_; }
 
-  void close(bool shutdown_servers, const std::string& reason) {
+  // Loaders made over this client: stopped before the cluster goes.
+  void add_loader(std::weak_ptr<client::DistDataLoader> l) { loaders_.push_back(std::move(l)); }
+
+  // Leaves the job (rank 0 may stop the servers). With `abort` (an
+  // interrupted process) the connections are closed first, so threads in
+  // server calls return at once, and nobody is told.
+  void close(bool shutdown_servers, const std::string& reason, bool abort) {
     if (!cluster_) return;
     py::gil_scoped_release release;
-    Status st = shutdown_servers ? cluster_->shutdown_servers(reason) : cluster_->leave();
+    if (abort) cluster_->close_connections();
+    for (auto& w : loaders_) {
+      if (auto l = w.lock()) l->shutdown();
+    }
+    loaders_.clear();
+    Status st;
+    if (!abort) st = shutdown_servers ? cluster_->shutdown_servers(reason) : cluster_->leave();
     cluster_.reset();
     // A server that stops before its reply reaches us is stopping as asked.
     if (!st.is_ok() && !(shutdown_servers && st.code() == StatusCode::closed)) throw StatusError(st);
@@ -289,6 +304,7 @@ class Client {
 
  private:
   std::unique_ptr<client::Cluster> cluster_;
+  std::vector<std::weak_ptr<client::DistDataLoader>> loaders_;
   std::chrono::milliseconds timeout_{60000};
 };
 
@@ -429,8 +445,16 @@ class DataLoader {
     if (batch_size < 1) throw StatusError(invalid_argument("batch_size must be >= 1"));
     std::vector<int64_t> ids(seeds.data_ptr<int64_t>(), seeds.data_ptr<int64_t>() + seeds.numel());
     client::Cluster& cluster = client_->cluster();
+    {
+      py::gil_scoped_release release;
+      loader_ = unwrap(client::DistDataLoader::create(cluster, std::move(ids), std::move(o)));
+    }
+    client_->add_loader(loader_);
+  }
+
+  ~DataLoader() {
     py::gil_scoped_release release;
-    loader_ = unwrap(client::DistDataLoader::create(cluster, std::move(ids), std::move(o)));
+    loader_->shutdown();
   }
 
   int64_t num_batches() const { return loader_->num_batches_per_epoch(); }
@@ -508,11 +532,42 @@ class DataLoader {
 
   std::shared_ptr<Client> client_;
   std::string feature_, label_;
-  std::unique_ptr<client::DistDataLoader> loader_;
+  std::shared_ptr<client::DistDataLoader> loader_;
   std::chrono::milliseconds next_timeout_{120000};
 };
 
-// ------------------------------------------------------------------ test hook
+// ------------------------------------------------------------------ test hooks
+
+// The rows of node tensor `name` (e.g. "_N/features") in partition
+// `part_id`'s files, with the global ids of its owned nodes: what the tests
+// check pulls against.
+py::tuple partition_node_tensor(const std::string& part_config, int part_id, const std::string& name) {
+  auto pc = unwrap(load_part_config(part_config));
+  auto part = unwrap(open_partition(pc, part_id, /*verify_checksums=*/true));
+  const TensorView* t = part->node_tensor(name);
+  if (!t) throw StatusError(not_found("partition " + std::to_string(part_id) + " has no node tensor '" + name + "'"));
+  auto rows = torch::empty(t->shape, torch::TensorOptions().dtype(scalar_of(t->dtype)));
+  std::memcpy(rows.data_ptr(), t->data, t->num_bytes);
+  const auto ids = part->node_global_ids().subspan(0, static_cast<size_t>(part->num_inner_nodes()));
+  return py::make_tuple(tensor_of(std::vector<int64_t>(ids.begin(), ids.end())), rows);
+}
+
+// The blocks C++'s multi-layer sampler makes for `seeds` with `rng_seed`
+// over the job's servers, without the data loader.
+py::list sample_blocks(std::shared_ptr<Client> c, const torch::Tensor& seeds_in, std::vector<int64_t> fanouts,
+                       uint64_t rng_seed) {
+  const auto seeds = as_ids(seeds_in, "sample_blocks");
+  client::DistNeighborSource source(c->cluster());
+  MultiLayerNeighborSampler sampler(std::move(fanouts));
+  MiniBatch mb;
+  {
+    py::gil_scoped_release release;
+    mb = unwrap(sampler.sample(source, span_of(seeds), rng_seed));
+  }
+  py::list out;
+  for (const Block& b : mb.blocks) out.append(to_python(unwrap(ops::block_graph_from(b, true))));
+  return out;
+}
 
 // trainer-host's own layer `kind` (sage, gcn, gat) with the given parameters
 // (by name, as the layer registers them) on a block: what the tests compare
@@ -619,7 +674,8 @@ PYBIND11_MODULE(_C, m) {
              const Status st = c.cluster().health();
              return st.is_ok() ? std::string() : st.to_string();
            })
-      .def("close", &Client::close, py::arg("shutdown_servers") = false, py::arg("reason") = "");
+      .def("close", &Client::close, py::arg("shutdown_servers") = false, py::arg("reason") = "",
+           py::arg("abort") = false);
 
   py::class_<PyDistTensor>(m, "DistTensor")
       .def_static("open", &PyDistTensor::open)
@@ -647,6 +703,9 @@ PYBIND11_MODULE(_C, m) {
   m.def("make_block", &make_block, py::arg("indptr"), py::arg("indices"), py::arg("num_src"),
         py::arg("src_ids") = std::nullopt, py::arg("dst_ids") = std::nullopt);
   m.def("_builtin_layer_forward", &builtin_layer_forward);
+  m.def("_partition_node_tensor", &partition_node_tensor);
+  m.def("_sample_blocks", &sample_blocks);
+  m.def("_batch_rng_seed", &client::batch_rng_seed);
   m.def("set_log_level", [](const std::string& level) {
     LogOptions lo;
     lo.level = level;

@@ -1,0 +1,124 @@
+"""pytest support for the dgld Python package: a 2-machine job on loopback
+(a generated graph cut into 2 partitions by dgl-partition, one graph-server
+per partition) started once per session, and this test process joined to it
+as trainer 0 on machine 0. Every process started here is stopped by PID.
+
+The package and the binaries come from the build directory:
+DGLD_BUILD_ROOT (set by meson test), else <repo>/build."""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+BUILD = Path(os.environ.get("DGLD_BUILD_ROOT", REPO / "build"))
+sys.path.insert(0, str(BUILD / "python"))
+
+GRAPH = "sbm:nodes=3000,avg_degree=8,classes=4,feat_dim=8,seed=3"
+
+
+def binary(path):
+    p = BUILD / path
+    if not p.exists():
+        pytest.fail(f"{p} is missing: build first (ninja -C {BUILD})")
+    return str(p)
+
+
+def free_port_block(span=20):
+    """A base port with `span` free ports above it (probed by binding)."""
+    for _ in range(200):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            base = s.getsockname()[1]
+        if base + span >= 65535:
+            continue
+        ok = True
+        for p in range(base, base + span):
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", p))
+                except OSError:
+                    ok = False
+                    break
+        if ok:
+            return base
+    raise RuntimeError("no block of free ports")
+
+
+class Job:
+    """Graph-servers of a 2-machine job; `stop()` ends them by PID."""
+
+    def __init__(self, root, graph=GRAPH, name="g"):
+        self.root = Path(root)
+        self.parts = self.root / "parts"
+        subprocess.run([binary("launcher/partition/dgl-partition"), "--log-level", "warn", "--generate", graph,
+                        "--num-parts", "2", "--graph-name", name, "--output", str(self.parts)],
+                       check=True, stdout=subprocess.DEVNULL)
+        self.part_config = str(self.parts / f"{name}.json")
+        self.name = name
+        base = free_port_block()
+        self.ip_config = str(self.root / "ip_config.txt")
+        with open(self.ip_config, "w") as f:
+            f.write(f"127.0.0.1 {base}\n127.0.0.1 {base + 10}\n")
+        self.job_id = f"pytest-{os.getpid()}-{base}"
+        self.servers = []
+        for m in range(2):
+            log = open(self.root / f"server{m}.log", "w")
+            self.servers.append(subprocess.Popen(
+                [binary("daemons/graph_server/graph-server"), "--part-config", self.part_config, "--ip-config",
+                 self.ip_config, "--server-id", str(m), "--job-id", self.job_id, "--heartbeat-interval-ms", "200",
+                 "--heartbeat-timeout-ms", "2000"], stdout=log, stderr=subprocess.STDOUT))
+        deadline = time.time() + 60
+        for m in range(2):
+            while "listening on" not in (self.root / f"server{m}.log").read_text():
+                if self.servers[m].poll() is not None or time.time() > deadline:
+                    raise RuntimeError(f"graph-server {m} did not start:\n"
+                                       + (self.root / f"server{m}.log").read_text())
+                time.sleep(0.05)
+
+    def env(self, machine, rank, num_trainers):
+        e = dict(os.environ)
+        e.update({"PYTHONPATH": str(BUILD / "python"), "DGLD_MACHINE_ID": str(machine),
+                  "DGLD_TRAINER_RANK": str(rank), "DGLD_NUM_TRAINERS": str(num_trainers),
+                  "DGLD_JOB_ID": self.job_id, "PYTHONUNBUFFERED": "1"})
+        return e
+
+    def stop(self):
+        for p in self.servers:
+            if p.poll() is None:
+                p.send_signal(signal.SIGCONT)
+                p.terminate()
+        for p in self.servers:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
+@pytest.fixture(scope="session")
+def job():
+    with tempfile.TemporaryDirectory(prefix="dgld-pytest-") as d:
+        j = Job(d)
+        try:
+            yield j
+        finally:
+            j.stop()
+
+
+@pytest.fixture(scope="session")
+def g(job):
+    """The job's DistGraph, with this process as trainer 0 of 1 on machine 0."""
+    os.environ.update({"DGLD_MACHINE_ID": "0", "DGLD_TRAINER_RANK": "0", "DGLD_NUM_TRAINERS": "1", "DGLD_JOB_ID": job.job_id})
+    import dgld.distributed as dist
+    dist.initialize(job.ip_config)
+    graph = dist.DistGraph(job.name, part_config=job.part_config)
+    yield graph
+    dist.exit_client()
