@@ -159,11 +159,15 @@ def run(args, device, data):
                           f"time {np.sum(step_time[-args.log_every:]):.3f} s", flush=True)
                 start = time.time()
         toc = time.time()
+        # Every trainer's seeds, for the metrics (the same count as trainer-host reports).
+        all_seeds = th.tensor([float(num_seeds)])
+        if th.distributed.is_initialized():
+            th.distributed.all_reduce(all_seeds)
         print(f"Part {g.rank()}, Epoch Time(s): {toc - tic:.4f}, sample+data_copy: {sample_time:.4f}, "
               f"forward: {forward_time:.4f}, backward: {backward_time:.4f}, update: {update_time:.4f}, "
               f"#seeds: {num_seeds}, #inputs: {num_inputs}", flush=True)
         metrics["epochs"].append({"epoch": epoch, "loss": float(np.mean(losses)) if losses else 0.0,
-                                  "time_s": toc - tic, "seeds_per_s": num_seeds / max(toc - tic, 1e-9),
+                                  "time_s": toc - tic, "seeds_per_s": float(all_seeds) / max(toc - tic, 1e-9),
                                   "sample_s": sample_time, "compute_s": forward_time + backward_time + update_time})
 
         last = epoch == args.num_epochs - 1

@@ -279,7 +279,11 @@ class Launcher {
     s.ip_config = o_.ip_config;
     s.grace_ms = o_.grace_ms;
     s.start_timeout_ms = o_.start_timeout_s * 1000;
-    s.omp_threads_auto_divisor = o_.num_omp_threads > 0 ? 0 : o_.num_trainers;
+    // A host's cores shared by every trainer it runs: --local, or several
+    // ip_config lines naming one host, puts several machines' trainers there.
+    int machines_on_host = 0;
+    for (const auto& other : plan_.machines) machines_on_host += other.address.host == m.address.host ? 1 : 0;
+    s.omp_threads_auto_divisor = o_.num_omp_threads > 0 ? 0 : o_.num_trainers * std::max(1, machines_on_host);
     s.hash_files = !o_.no_copy && !o_.local && !(o_.copy_method != "scp" && local_rsync_);
     s.external_servers = m.external_servers;
     s.secret = secret_;

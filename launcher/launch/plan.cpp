@@ -356,6 +356,9 @@ Result<JobPlan> make_job_plan(const LaunchOptions& o, const std::vector<MachineA
       env["RANK"] = env_value(t.rank);
       env["WORLD_SIZE"] = env_value(T * M);
       env["LOCAL_RANK"] = env_value(i);
+      // Idle OpenMP threads sleep instead of spinning on cores the servers and
+      // samplers need (trainer-host sets this itself; Python trainers do not).
+      env["OMP_WAIT_POLICY"] = "PASSIVE";
       if (o.num_omp_threads > 0) env["OMP_NUM_THREADS"] = env_value(o.num_omp_threads);
       t.env = with_extra(std::move(env));
       mp.trainers.push_back(std::move(t));

@@ -6,7 +6,8 @@
 # Rank 0 writes --metrics-out FILE.
 set -u
 for v in DGL_ROLE DGL_IP_CONFIG DGL_CONF_PATH DGL_NUM_SERVER DGL_NUM_SAMPLER DGL_NUM_CLIENT \
-         DGLD_MACHINE_ID DGLD_TRAINER_RANK DGLD_NUM_TRAINERS DGLD_JOB_ID OMP_NUM_THREADS; do
+         DGLD_MACHINE_ID DGLD_TRAINER_RANK DGLD_NUM_TRAINERS DGLD_JOB_ID OMP_NUM_THREADS OMP_WAIT_POLICY \
+         MASTER_ADDR MASTER_PORT RANK WORLD_SIZE LOCAL_RANK; do
   if [ -z "${!v:-}" ]; then echo "fake trainer: $v is not set" >&2; exit 3; fi
 done
 metrics=""
@@ -29,7 +30,7 @@ while read -r host port _; do
   done
   m=$((m + 1))
 done <"$DGL_IP_CONFIG"
-echo "fake trainer rank $rank of $DGLD_NUM_TRAINERS on machine $DGLD_MACHINE_ID: servers of $m machines reachable, OMP_NUM_THREADS=$OMP_NUM_THREADS"
+echo "fake trainer rank $rank of $DGLD_NUM_TRAINERS on machine $DGLD_MACHINE_ID: servers of $m machines reachable, OMP_NUM_THREADS=$OMP_NUM_THREADS OMP_WAIT_POLICY=$OMP_WAIT_POLICY"
 if [ "${FAKE_FAIL_RANK:--1}" = "$rank" ]; then
   sleep "${FAKE_FAIL_AFTER:-0}"
   echo "fake trainer $rank: failing on purpose"

@@ -47,9 +47,11 @@ TEST_CASE("launch --local: two machines run to the end; logs, records and metric
   CHECK_THAT(log, Catch::Contains(m1 + "/trainer/3: fake trainer rank 3 of 4 on machine 1"));
   CHECK_THAT(log, Catch::Contains(m1 + "/server/3: "));
   CHECK_THAT(log, Catch::Contains("(backup server of machine 1) listening on 127.0.0.1:" + std::to_string(job.base + 11)));
-  // OMP_NUM_THREADS: the machine's cores / trainers per machine.
-  const int omp = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / 2);
+  // OMP_NUM_THREADS: the host's cores / (2 trainers per machine x the 2
+  // machines this host runs); idle OpenMP threads sleep.
+  const int omp = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / 4);
   CHECK_THAT(log, Catch::Contains("OMP_NUM_THREADS=" + std::to_string(omp)));
+  CHECK_THAT(log, Catch::Contains("OMP_WAIT_POLICY=PASSIVE"));
   // A log file per process, and the agents' records.
   for (const char* f : {"server-0.log", "server-3.log", "trainer-0.log", "trainer-3.log", "agent-m0.log", "agent-m1.log"}) {
     CHECK(fs::exists(job.logs() / f));
