@@ -8,8 +8,10 @@
 # metrics.json and a plot (training.png) under the output directory.
 #
 # Usage: scripts/demo.sh [--dataset gen|ogb:PATH] [--num-parts N] [--nodes N]
-#                        [--epochs E] [--num-samplers K] [--output DIR]
+#                        [--epochs E] [--num-samplers K] [--output DIR] [--python]
 #   --dataset ogb:../shared/datasets/cora   Cora instead of the generated graph
+#   --python    train with examples/python/train_dist.py (DGL's Python API on
+#               the dgld package) instead of trainer-host
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,6 +21,7 @@ NODES=100000
 EPOCHS=10
 SAMPLERS=0
 OUT=demo-output
+PYTHON=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --dataset) DATASET=$2; shift 2 ;;
@@ -27,7 +30,8 @@ while [ $# -gt 0 ]; do
     --epochs) EPOCHS=$2; shift 2 ;;
     --num-samplers) SAMPLERS=$2; shift 2 ;;
     --output) OUT=$2; shift 2 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    --python) PYTHON=1; shift ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "demo.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -36,8 +40,12 @@ bash scripts/setup.sh
 BUILD_DIR=${BUILD_DIR:-build}
 [ -f "$BUILD_DIR/build.ninja" ] || meson setup "$BUILD_DIR" --buildtype=release
 # The programs only (the tests build with scripts/test.sh).
-ninja -C "$BUILD_DIR" -j "$(nproc)" launcher/partition/dgl-partition launcher/launch/dgl-launch \
-  daemons/graph_server/graph-server daemons/sampler_worker/sampler-worker daemons/trainer_host/trainer-host
+TARGETS=(launcher/partition/dgl-partition launcher/launch/dgl-launch daemons/graph_server/graph-server
+         daemons/sampler_worker/sampler-worker daemons/trainer_host/trainer-host)
+if [ "$PYTHON" = 1 ]; then
+  TARGETS+=("python/dgld/_C$(/usr/bin/python3 -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')")
+fi
+ninja -C "$BUILD_DIR" -j "$(nproc)" "${TARGETS[@]}"
 BIN=$(realpath "$BUILD_DIR")
 PART=$BIN/launcher/partition/dgl-partition
 LAUNCH=$BIN/launcher/launch/dgl-launch
@@ -71,9 +79,26 @@ for ((m = 0; m < NUM_PARTS; m++)); do echo "127.0.0.1 $((base + 10 * m))" >> "$O
 echo "== 3. training GraphSAGE: dgl-launch --local, $NUM_PARTS simulated machines (ip_config: $OUT/ip_config.txt),"
 echo "      1 graph-server and 1 trainer each, $SAMPLERS sampler-worker(s) per trainer, $EPOCHS epochs"
 rm -f "$OUT/metrics.json"
+if [ "$PYTHON" = 1 ]; then
+  # The same flags in the spelling of DGL's example.
+  CMD=(/usr/bin/python3 "$(realpath examples/python/train_dist.py)" --graph_name "$NAME" --ip_config ip_config.txt
+       --part_config "parts/$NAME.json" --metrics_out metrics.json)
+  for ((i = 0; i < ${#TRAIN_ARGS[@]}; i++)); do
+    a=${TRAIN_ARGS[i]}
+    case "$a" in
+      --weight-decay|--row-normalize) echo "   (--python: $a is trainer-host's, not the example's; left out)"
+                                      [ "$a" = --weight-decay ] && i=$((i + 1)) ;;
+      --*) CMD+=("$(echo "${a#--}" | tr - _ | sed 's/^/--/')") ;;
+      *) CMD+=("$a") ;;
+    esac
+  done
+  echo "      with the Python example: ${CMD[*]}"
+else
+  CMD=("$TRAINER" "${TRAIN_ARGS[@]}" --metrics-out metrics.json)
+fi
 (cd "$OUT" && "$LAUNCH" --local --no-copy --workspace "$OUT" --ip-config ip_config.txt \
-   --part-config "parts/$NAME.json" --num-servers 1 --num-trainers 1 --num-samplers "$SAMPLERS" -- \
-   "$TRAINER" "${TRAIN_ARGS[@]}" --metrics-out metrics.json)
+   --part-config "parts/$NAME.json" --num-servers 1 --num-trainers 1 --num-samplers "$SAMPLERS" \
+   --extra-envs "PYTHONPATH=$BIN/python" -- "${CMD[@]}")
 
 echo "== 4. results"
 python3 - "$OUT/metrics.json" "$OUT/training.dat" <<'PY'

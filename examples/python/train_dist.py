@@ -120,13 +120,16 @@ def run(args, device, data):
     loss_fcn = nn.CrossEntropyLoss().to(device)
     optimizer = optim.Adam(model.parameters(), lr=args.lr)
 
-    metrics = {"graph_name": args.graph_name, "model": "sage", "num_trainers": g_world(), "epochs": [], "evals": []}
+    metrics = {"graph_name": args.graph_name, "model": "sage", "num_trainers": g_world(), "epochs": [], "evals": [],
+               "num_parameters": sum(p.numel() for p in model.parameters())}
+    run_start = time.time()
     for epoch in range(args.num_epochs):
         tic = time.time()
         sample_time = forward_time = backward_time = update_time = 0.0
         num_seeds = num_inputs = 0
         step_time = []
         losses = []
+        correct = th.zeros(2)
         start = time.time()
         with model.join():
             for step, (input_nodes, seeds, blocks) in enumerate(dataloader):
@@ -151,6 +154,7 @@ def run(args, device, data):
                 step_t = time.time() - tic_step
                 step_time.append(step_t)
                 losses.append(loss.item())
+                correct += th.tensor([float((batch_pred.argmax(1) == batch_labels).sum()), float(len(batch_labels))])
                 if args.log_every > 0 and step % args.log_every == 0:
                     acc = compute_acc(batch_pred, batch_labels)
                     print(f"Part {g.rank()} | Epoch {epoch:05d} | Step {step:05d} | Loss {loss.item():.4f} | "
@@ -160,14 +164,15 @@ def run(args, device, data):
                 start = time.time()
         toc = time.time()
         # Every trainer's seeds, for the metrics (the same count as trainer-host reports).
-        all_seeds = th.tensor([float(num_seeds)])
+        all_seeds = th.cat([th.tensor([float(num_seeds)]), correct])
         if th.distributed.is_initialized():
             th.distributed.all_reduce(all_seeds)
         print(f"Part {g.rank()}, Epoch Time(s): {toc - tic:.4f}, sample+data_copy: {sample_time:.4f}, "
               f"forward: {forward_time:.4f}, backward: {backward_time:.4f}, update: {update_time:.4f}, "
               f"#seeds: {num_seeds}, #inputs: {num_inputs}", flush=True)
         metrics["epochs"].append({"epoch": epoch, "loss": float(np.mean(losses)) if losses else 0.0,
-                                  "time_s": toc - tic, "seeds_per_s": float(all_seeds) / max(toc - tic, 1e-9),
+                                  "train_acc": float(all_seeds[1] / max(float(all_seeds[2]), 1.0)),
+                                  "time_s": toc - tic, "seeds_per_s": float(all_seeds[0]) / max(toc - tic, 1e-9),
                                   "sample_s": sample_time, "compute_s": forward_time + backward_time + update_time})
 
         last = epoch == args.num_epochs - 1
@@ -179,6 +184,7 @@ def run(args, device, data):
                   flush=True)
             metrics["evals"].append({"epoch": epoch, "val_acc": val_acc, "test_acc": test_acc})
             metrics["val_acc"], metrics["test_acc"] = val_acc, test_acc
+    metrics["total_time_s"] = time.time() - run_start
     return metrics
 
 

@@ -1,6 +1,7 @@
 #include "launcher/launch/agent.h"
 
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <netdb.h>
 #include <poll.h>
 #include <signal.h>
@@ -89,6 +90,28 @@ std::string port_problem(const Endpoint& e) {
   ::close(fd);
   ::freeaddrinfo(res);
   return problem;
+}
+
+// The network interface that holds `host`'s IPv4 address on this machine
+// ("lo" for 127.0.0.1), or empty when none does. Python trainers' gloo
+// (torch.distributed) would otherwise pick the interface the hostname
+// resolves to, which may be loopback or another network than the job's.
+std::string interface_of(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  addrinfo* res = nullptr;
+  if (::getaddrinfo(host.c_str(), nullptr, &hints, &res) != 0) return "";
+  const in_addr want = reinterpret_cast<const sockaddr_in*>(res->ai_addr)->sin_addr;
+  ::freeaddrinfo(res);
+  ifaddrs* ifs = nullptr;
+  if (::getifaddrs(&ifs) != 0) return "";
+  std::string name;
+  for (ifaddrs* p = ifs; p && name.empty(); p = p->ifa_next) {
+    if (!p->ifa_addr || p->ifa_addr->sa_family != AF_INET || !p->ifa_name) continue;
+    if (reinterpret_cast<const sockaddr_in*>(p->ifa_addr)->sin_addr.s_addr == want.s_addr) name = p->ifa_name;
+  }
+  ::freeifaddrs(ifs);
+  return name;
 }
 
 // True when something accepts connections on host:port (waits at most `timeout`).
@@ -465,6 +488,10 @@ class Agent {
       so.argv = p.argv;
       for (const auto& [k, v] : p.env) so.env.push_back(k + "=" + v);
       if (!secret_path_.empty()) so.env.push_back("DGLD_SECRET_FILE=" + secret_path_.string());
+      if (p.role == "trainer" && !p.env.count("GLOO_SOCKET_IFNAME") && !spec_.server_ports.empty()) {
+        const std::string ifname = interface_of(spec_.server_ports[0].host);
+        if (!ifname.empty()) so.env.push_back("GLOO_SOCKET_IFNAME=" + ifname);
+      }
       if (p.role == "trainer" && spec_.omp_threads_auto_divisor > 0 && !p.env.count("OMP_NUM_THREADS")) {
         const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
         so.env.push_back("OMP_NUM_THREADS=" + std::to_string(std::max(1, cores / spec_.omp_threads_auto_divisor)));

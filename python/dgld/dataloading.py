@@ -80,10 +80,12 @@ class DistNodeDataLoader:
 
     dgld additions: num_threads (C++ threads making batches, default 2),
     prefetch (batches made ahead, default 4), samplers ("host:port" of
-    sampler-workers already running)."""
+    sampler-workers already running), feature_cache_mb (other machines'
+    feature rows kept in this process, the most referenced halo nodes
+    first, as trainer-host's --feature-cache-mb; default 256)."""
 
     def __init__(self, g, nids, graph_sampler, device=None, batch_size=1, shuffle=False, drop_last=False,
-                 num_threads=2, prefetch=4, samplers=None, batch_timeout_s=60.0, **kwargs):
+                 num_threads=2, prefetch=4, samplers=None, batch_timeout_s=60.0, feature_cache_mb=256, **kwargs):
         from .distributed import DistTensor, _as_ids
         if device is not None and torch.device(device).type != "cpu":
             raise InvalidArgument("dgld trains on the CPU: device must be 'cpu'")
@@ -102,7 +104,7 @@ class DistNodeDataLoader:
         self._loader = _C.DataLoader(
             g._client, self._ids, graph_sampler.fanouts, graph_sampler.replace, int(batch_size), bool(shuffle),
             bool(drop_last), seed, int(prefetch), self._feature, self._label, int(num_threads),
-            list(samplers or []), float(batch_timeout_s))
+            list(samplers or []), float(batch_timeout_s), int(feature_cache_mb))
         self._epoch = 0
         self.timings = {"sample_s": 0.0, "fetch_s": 0.0, "wait_s": 0.0}
 

@@ -423,7 +423,8 @@ class DataLoader {
  public:
   DataLoader(std::shared_ptr<Client> c, const torch::Tensor& seeds_in, std::vector<int64_t> fanouts, bool replace,
              int64_t batch_size, bool shuffle, bool drop_last, uint64_t seed, int prefetch, std::string feature,
-             std::string label, int num_threads, std::vector<std::string> samplers, double batch_timeout_s)
+             std::string label, int num_threads, std::vector<std::string> samplers, double batch_timeout_s,
+             int64_t feature_cache_mb)
       : client_(std::move(c)), feature_(feature), label_(label) {
     const auto seeds = as_ids(seeds_in, "DistNodeDataLoader");
     client::DataLoaderOptions o;
@@ -435,6 +436,7 @@ class DataLoader {
     o.spec.replace = replace;
     o.spec.feature = std::move(feature);
     o.spec.label = std::move(label);
+    o.spec.feature_cache_bytes = static_cast<size_t>(std::max<int64_t>(0, feature_cache_mb)) << 20;
     o.prefetch = prefetch;
     o.samplers = std::move(samplers);
     o.local_threads = num_threads;
@@ -692,10 +694,11 @@ PYBIND11_MODULE(_C, m) {
 
   py::class_<DataLoader>(m, "DataLoader")
       .def(py::init<std::shared_ptr<Client>, const torch::Tensor&, std::vector<int64_t>, bool, int64_t, bool, bool,
-                    uint64_t, int, std::string, std::string, int, std::vector<std::string>, double>(),
+                    uint64_t, int, std::string, std::string, int, std::vector<std::string>, double, int64_t>(),
            py::arg("client"), py::arg("seeds"), py::arg("fanouts"), py::arg("replace"), py::arg("batch_size"),
            py::arg("shuffle"), py::arg("drop_last"), py::arg("seed"), py::arg("prefetch"), py::arg("feature"),
-           py::arg("label"), py::arg("num_threads"), py::arg("samplers"), py::arg("batch_timeout_s"))
+           py::arg("label"), py::arg("num_threads"), py::arg("samplers"), py::arg("batch_timeout_s"),
+           py::arg("feature_cache_mb"))
       .def("num_batches", &DataLoader::num_batches)
       .def("start_epoch", &DataLoader::start_epoch)
       .def("next", &DataLoader::next);

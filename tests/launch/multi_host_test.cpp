@@ -121,6 +121,35 @@ TEST_CASE("multi-host: partitions copied per host, training completes, metrics c
   c.check_nothing_left();
 }
 
+TEST_CASE("multi-host: a Python training script (DGL's API on the dgld package) trains over ssh", "[launch][ssh][python]") {
+  const fs::path package = build_root() / "python" / "dgld";
+  bool built = false;
+  if (fs::exists(package)) {
+    for (const auto& e : fs::directory_iterator(package)) built |= e.path().filename().string().rfind("_C.", 0) == 0;
+  }
+  if (!built) {
+    WARN("the dgld Python package is not built (-Dpython_package): nothing to run");
+    return;
+  }
+  Cluster c;
+  const std::string script = (source_root() / "examples/python/train_dist.py").string();
+  auto p = c.start({"--extra-envs", "PYTHONPATH=" + (build_root() / "python").string()},
+                   {"/usr/bin/python3", script, "--graph_name", "g", "--ip_config", "ip_config.txt", "--part_config",
+                    "parts/g.json", "--num_epochs", "3", "--fan_out", "5,10", "--batch_size", "100", "--lr", "0.01",
+                    "--eval_every", "0", "--log_every", "0", "--metrics_out", "metrics.json"});
+  const auto rc = p.wait(180s);
+  const std::string log = p.log();
+  INFO(log);
+  REQUIRE(rc == std::optional<int>(0));
+  CHECK_THAT(log, Catch::Contains(c.hosts.address(1) + "/trainer/1: Part 1, Epoch Time(s)"));
+  CHECK_THAT(log, Catch::Contains(c.hosts.address(0) + "/trainer/0: Part 0, Val Acc"));
+  auto metrics = nlohmann::json::parse(read_text(c.hosts.src() / "metrics.json"));
+  CHECK(metrics["num_trainers"] == 2);
+  CHECK(metrics["epochs"].size() == 3);
+  CHECK(metrics["test_acc"].get<double>() > 0.0);
+  c.check_nothing_left();
+}
+
 TEST_CASE("multi-host: scp copies what differs (by checksum) when rsync is not used", "[launch][ssh]") {
   Cluster c;
   auto p = c.start({"--copy-method", "scp"}, {fake_trainer().string()});

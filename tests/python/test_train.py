@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 
 from conftest import BUILD, REPO, Job, binary, free_port_block
 
@@ -140,3 +141,57 @@ except dgld.DGLError as e:
     p = run_script(own_job, code)
     out, _ = p.communicate(timeout=60)
     assert "NotFound partition config '/no/such/dir/g.json' does not exist" in out, out
+
+
+EMBEDDING_SCRIPT = """
+import os, sys, torch, torch.distributed as tdist
+import dgld, dgld.distributed as dist
+rank = int(os.environ['RANK'])
+dist.initialize({ip!r})
+tdist.init_process_group('gloo')
+g = dist.DistGraph('g', part_config={part!r})
+emb = dist.DistEmbedding(g.num_nodes(), 4, name='pytest-emb', init_func=lambda s, d: torch.zeros(s, dtype=d))
+opt = ({opt})([emb], lr=0.1)
+c = torch.tensor([[1.0, -2.0, 0.5, 0.0]]) * (rank + 1)
+ids = torch.tensor([5, 6]) if rank == 0 else torch.tensor([5, 2500])
+for step in range(2):
+    rows = emb(ids)
+    (rows * c).sum().backward()
+    opt.step()
+    g.barrier()
+    print('step', step, 'rows', emb.weight[torch.tensor([5, 6, 2500, 7])].tolist(), flush=True)
+"""
+
+
+@pytest.mark.parametrize("optimizer", ["SparseAdagrad", "SparseAdam"])
+def test_dist_embedding_rows_follow_the_sparse_optimiser_across_trainers(own_job, optimizer):
+    port = free_port_block(2)
+    procs = []
+    for rank in range(2):
+        env = own_job.env(rank, rank, 2)
+        env.update({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "RANK": str(rank), "WORLD_SIZE": "2"})
+        code = EMBEDDING_SCRIPT.format(ip=own_job.ip_config, part=own_job.part_config,
+                                       opt=f"dist.{optimizer}")
+        procs.append(subprocess.Popen([sys.executable, "-c", code], cwd=own_job.root, env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    outs = [p.communicate(timeout=120)[0] for p in procs]
+    for p, out in zip(procs, outs):
+        assert p.returncode == 0, out
+    rows = [eval(l.split(" rows ")[1]) for l in outs[0].splitlines() if l.startswith("step ")]
+    assert len(rows) == 2
+    lr = 0.1
+    # Row 5's gradient is the sum of both trainers' (c + 2c = 3c), row 6 rank 0's
+    # (c), row 2500 rank 1's (2c), row 7 untouched. The first step of either
+    # optimiser from zero state moves a row by lr * g / |g|: -lr * sign(g).
+    sign = torch.sign(torch.tensor([1.0, -2.0, 0.5, 0.0]))
+    for row in rows[0][:3]:
+        torch.testing.assert_close(torch.tensor(row), -lr * sign, rtol=1e-4, atol=1e-6)
+    assert rows[0][3] == [0.0, 0.0, 0.0, 0.0]
+    if optimizer == "SparseAdagrad":
+        # Second step, same gradient: state 2 g^2, so a further lr / sqrt(2) per element.
+        want = -lr * sign * (1 + 1 / 2 ** 0.5)
+    else:
+        # Adam, second step with the same g: m_hat = g, v_hat = g^2 again.
+        want = -2 * lr * sign
+    for row in rows[1][:3]:
+        torch.testing.assert_close(torch.tensor(row), want, rtol=1e-4, atol=1e-6)
