@@ -47,6 +47,11 @@ struct TensorInfo {
   std::string shm_name;
 };
 
+// The node tensor every main graph-server publishes (int64 [num_nodes]): each
+// node's id in the input graph, before the partitioner relabelled it (DGL's
+// orig_nids). ndata("orig_id").
+inline constexpr const char* kOrigIdTensor = "_N/orig_id";
+
 struct CreateTensor {
   std::string name;
   DType dtype = DType::float32;

@@ -463,4 +463,26 @@ Tensor gat_aggregate_reference(const BlockGraphPtr& gp, const Tensor& z, const T
   return out.index_add_(0, dst, z.index_select(0, src) * alpha.unsqueeze(-1));
 }
 
+namespace {
+// What one aggregated element (a row element read from a random src row and
+// added) costs, in the multiply-adds of a matrix product; measured with
+// scripts/bench/kernels.sh (docs/performance.md).
+constexpr double kAggregateElementCost = 4.0;
+}  // namespace
+
+bool project_before_aggregating(const BlockGraph& b, int64_t in_dim, int64_t out_dim, bool input_needs_grad,
+                                bool self_loop) {
+  const double e = static_cast<double>(b.num_edges() + (self_loop ? b.num_dst_nodes() : 0));
+  const double ns = static_cast<double>(b.num_src_nodes()), nd = static_cast<double>(b.num_dst_nodes());
+  const double in = static_cast<double>(in_dim), out = static_cast<double>(out_dim);
+  const bool training = torch::GradMode::is_enabled();
+  // Passes over the product: forward, the weight's gradient, the input's gradient.
+  const double gemm_passes = training ? (input_needs_grad ? 3.0 : 2.0) : 1.0;
+  // Passes over the aggregation: forward, and backward when its input needs a gradient.
+  const double project = ns * in * out * gemm_passes + e * out * kAggregateElementCost * (training ? 2.0 : 1.0);
+  const double aggregate =
+      nd * in * out * gemm_passes + e * in * kAggregateElementCost * (training && input_needs_grad ? 2.0 : 1.0);
+  return project < aggregate;
+}
+
 }  // namespace dgld::ops

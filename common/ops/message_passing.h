@@ -44,4 +44,14 @@ torch::Tensor gat_aggregate(const BlockGraphPtr& gp, const torch::Tensor& z, con
 torch::Tensor gat_aggregate_reference(const BlockGraphPtr& gp, const torch::Tensor& z, const torch::Tensor& attn_l,
                                       const torch::Tensor& attn_r, double negative_slope);
 
+// Whether a layer that aggregates in_dim-wide rows over `b` and projects them
+// to out_dim does less work projecting first (DGL's lin_before_mp) than
+// aggregating first, counting the backward passes when grad mode is on and
+// the input's gradient only when it needs one: the input layer's features
+// need none, so there aggregating first skips the aggregation's backward and
+// runs the product over the dst rows only. self_loop: the aggregation adds
+// one self edge per dst (GCN's). TorchScript: dgld::project_before_aggregating.
+bool project_before_aggregating(const BlockGraph& b, int64_t in_dim, int64_t out_dim, bool input_needs_grad,
+                                bool self_loop);
+
 }  // namespace dgld::ops

@@ -87,4 +87,9 @@ TORCH_LIBRARY(dgld, m) {
   m.def("gat_aggregate(__torch__.torch.classes.dgld.Block block, Tensor z, Tensor attn_l, Tensor attn_r, "
         "float negative_slope=0.2) -> Tensor",
         &dgld::ops::gat_aggregate_op);
+  m.def("project_before_aggregating(__torch__.torch.classes.dgld.Block block, int in_dim, int out_dim, "
+        "bool input_needs_grad, bool self_loop=False) -> bool",
+        [](const BlockPtr& block, int64_t in_dim, int64_t out_dim, bool input_needs_grad, bool self_loop) {
+          return dgld::ops::project_before_aggregating(*block, in_dim, out_dim, input_needs_grad, self_loop);
+        });
 }

@@ -237,6 +237,13 @@ Status GraphServer::Impl::init() {
       spec.persistent = true;
       DGLD_RETURN_IF_ERROR(tensors->add(spec, t.data));
     }
+    // Every node's original id (before the partitioner relabelled them), as
+    // DGL's orig_nids: offline inference writes outputs in that order.
+    if (!part->node_tensor(client::kOrigIdTensor)) {
+      TensorSpec spec{client::kOrigIdTensor, DType::int64, {config.num_nodes}, PartPolicy::node};
+      spec.persistent = true;
+      DGLD_RETURN_IF_ERROR(tensors->add(spec, part->orig_node_ids().data()));
+    }
     for (const auto& t : part->edge_tensors()) {
       TensorSpec spec{t.name, t.dtype, t.shape, PartPolicy::edge};
       spec.shape[0] = config.num_edges;

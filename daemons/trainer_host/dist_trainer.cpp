@@ -247,7 +247,8 @@ class DistBackend final : public TrainingBackend {
     return coll_->allreduce(t, op, what);
   }
   Status broadcast(torch::Tensor& t, const std::string& what) override { return coll_->broadcast(t, what); }
-  Result<EvalCounts> evaluate(GnnNet& net, const Layer0Input& input) override;
+  Result<EvalCounts> layerwise(Model& model, const Layer0Input& input, const LayerwiseRequest& request) override;
+  Status original_node_ids(int64_t start, int64_t count, int64_t* out) override;
   Result<std::unique_ptr<EmbeddingStore>> create_embedding_store(const std::vector<int64_t>& dims,
                                                                  uint64_t seed) override;
 
@@ -461,23 +462,27 @@ Status DistBackend::count_correct(std::span<const int64_t> nodes, const torch::T
   return Status::ok();
 }
 
-Result<EvalCounts> DistBackend::evaluate(GnnNet& net, const Layer0Input& input) {
+Result<EvalCounts> DistBackend::layerwise(Model& model, const Layer0Input& input, const LayerwiseRequest& request) {
   const int round = eval_round_++;
   client::DistNeighborSource source(*cluster_);
   const MultiLayerNeighborSampler full({-1});
-  std::optional<client::DistTensor> features, prev, cur;
+  std::optional<client::DistTensor> features;
   if (feat_dim_ > 0) {
     DGLD_ASSIGN_OR_RETURN(features, graph_->ndata(c_.feature));
   }
   EvalCounts counts;
-  const int L = net->num_layers();
+  const int L = model.num_layers();
+  auto kept = [&](int l) { return std::find(request.keep.begin(), request.keep.end(), l) != request.keep.end(); };
+  // outs[l]: layer l's output for every node, while a later layer or the
+  // caller still needs it.
+  std::vector<std::optional<client::DistTensor>> outs(static_cast<size_t>(L));
   std::vector<float> rows;
   for (int l = 0; l < L; ++l) {
     const bool last = l == L - 1;
-    const int64_t out_dim = net->layer_out_dim(l);
-    if (!last) {
-      DGLD_ASSIGN_OR_RETURN(cur, create_tensor(fmt::format("dgld.{}.eval{}.h{}", run_id_, round, l), out_dim,
-                                               client::Init::zeros, 0));
+    auto& cur = outs[static_cast<size_t>(l)];
+    if (!last || kept(l)) {
+      DGLD_ASSIGN_OR_RETURN(cur, create_tensor(fmt::format("dgld.{}.eval{}.h{}", run_id_, round, l),
+                                               model.impl().layer_out_dim(l), client::Init::zeros, 0));
     }
     for (size_t start = 0; start < eval_nodes_.size(); start += static_cast<size_t>(c_.batch_size_eval)) {
       const size_t len = std::min(static_cast<size_t>(c_.batch_size_eval), eval_nodes_.size() - start);
@@ -494,28 +499,50 @@ Result<EvalCounts> DistBackend::evaluate(GnnNet& net, const Layer0Input& input) 
         if (features) DGLD_RETURN_IF_ERROR(features->pull_into(src, rows.data()).with_context("layer 0: features"));
         DGLD_ASSIGN_OR_RETURN(h_src, input(src, rows_tensor(rows, n, feat_dim_)));
       } else {
+        const auto& prev = outs[static_cast<size_t>(l - 1)];
         h_src = torch::empty({n, prev->shape()[1]}, torch::kFloat32);
         DGLD_RETURN_IF_ERROR(
             prev->pull_into(src, h_src.data_ptr<float>()).with_context(fmt::format("layer {}: inputs", l)));
       }
-      auto h = net->forward_layer(l, *bt, h_src).contiguous();
-      if (last) {
-        DGLD_RETURN_IF_ERROR(count_correct(chunk, h, counts));
-      } else {
+      auto h = model.impl().forward_layer(l, *bt, h_src).contiguous();
+      if (last && request.count) DGLD_RETURN_IF_ERROR(count_correct(chunk, h, counts));
+      if (cur) {
         DGLD_RETURN_IF_ERROR(cur->push(chunk, h.data_ptr<float>()).with_context(fmt::format("layer {}: outputs", l)));
       }
     }
     // Layer l is complete everywhere before anyone reads it.
     auto one = torch::ones({1}, torch::kInt64);
-    DGLD_RETURN_IF_ERROR(coll_->allreduce(one, Reduce::sum, fmt::format("evaluation: layer {} barrier", l)));
-    if (prev) DGLD_RETURN_IF_ERROR(destroy_tensor(prev->name()));
-    prev = std::move(cur);
-    cur.reset();
+    DGLD_RETURN_IF_ERROR(coll_->allreduce(one, Reduce::sum, fmt::format("layer-wise inference: layer {} barrier", l)));
+    if (l > 0 && outs[static_cast<size_t>(l - 1)] && !kept(l - 1)) {
+      DGLD_RETURN_IF_ERROR(destroy_tensor(outs[static_cast<size_t>(l - 1)]->name()));
+      outs[static_cast<size_t>(l - 1)].reset();
+    }
   }
+  for (const int l : request.keep) {
+    auto& out = outs[static_cast<size_t>(l)];
+    if (rank() == 0 && request.on_kept) {
+      const RowReader read = [&out](std::span<const int64_t> ids, float* dst) { return out->pull_into(ids, dst); };
+      DGLD_RETURN_IF_ERROR(request.on_kept(l, out->shape()[1], read));
+    }
+    auto one = torch::ones({1}, torch::kInt64);
+    DGLD_RETURN_IF_ERROR(
+        coll_->allreduce(one, Reduce::sum, fmt::format("layer-wise inference: layer {} written by rank 0", l)));
+  }
+  for (auto& out : outs) {
+    if (out) DGLD_RETURN_IF_ERROR(destroy_tensor(out->name()));
+  }
+  if (!request.count) return counts;
   auto t = torch::tensor({counts.val_correct, counts.val_total, counts.test_correct, counts.test_total},
                          torch::kInt64);
   DGLD_RETURN_IF_ERROR(coll_->allreduce(t, Reduce::sum, "evaluation: counts"));
   return EvalCounts{t[0].item<int64_t>(), t[1].item<int64_t>(), t[2].item<int64_t>(), t[3].item<int64_t>()};
+}
+
+Status DistBackend::original_node_ids(int64_t start, int64_t count, int64_t* out) {
+  DGLD_ASSIGN_OR_RETURN(auto t, graph_->ndata("orig_id"));
+  std::vector<int64_t> ids(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) ids[static_cast<size_t>(i)] = start + i;
+  return t.pull_into(ids, out);
 }
 
 Status DistBackend::finish() {
@@ -563,6 +590,10 @@ Result<TrainResult> train_distributed(const DistTrainOptions& options, const Tra
   if (options.ip_config.empty()) return invalid_argument("--ip-config is required for distributed training");
   if (options.part_config.empty()) return invalid_argument("--part-config is required");
   try {
+    // A model file that cannot work fails here, before any server is contacted.
+    if (!config.model_file.empty()) {
+      DGLD_RETURN_IF_ERROR(check_model_file(config.model_file).with_context("--model-file"));
+    }
     set_torch_threads(resolve_num_threads(config.num_threads));
     DistBackend backend(options, config);
     DGLD_RETURN_IF_ERROR(backend.setup());

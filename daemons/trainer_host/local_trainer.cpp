@@ -99,7 +99,17 @@ class LocalBackend final : public TrainingBackend {
   Result<client::Batch> next_batch() override;
   Status allreduce(torch::Tensor&, Reduce, const std::string&) override { return Status::ok(); }
   Status broadcast(torch::Tensor&, const std::string&) override { return Status::ok(); }
-  Result<EvalCounts> evaluate(GnnNet& net, const Layer0Input& input) override;
+  Result<EvalCounts> layerwise(Model& model, const Layer0Input& input, const LayerwiseRequest& request) override;
+  Status original_node_ids(int64_t start, int64_t count, int64_t* out) override {
+    if (start < 0 || count < 0 || start + count > g_.num_nodes) {
+      return invalid_argument(fmt::format("original ids of nodes [{}, {}) asked, the graph has {}", start,
+                                          start + count, g_.num_nodes));
+    }
+    for (int64_t i = 0; i < count; ++i) {
+      out[i] = g_.orig_ids.empty() ? start + i : g_.orig_ids[static_cast<size_t>(start + i)];
+    }
+    return Status::ok();
+  }
   Result<std::unique_ptr<EmbeddingStore>> create_embedding_store(const std::vector<int64_t>& dims,
                                                                  uint64_t seed) override {
     return make_local_embedding_store(g_.num_nodes, dims, seed);
@@ -158,13 +168,13 @@ Result<client::Batch> LocalBackend::next_batch() {
   return b;
 }
 
-Result<EvalCounts> LocalBackend::evaluate(GnnNet& net, const Layer0Input& input) {
+Result<EvalCounts> LocalBackend::layerwise(Model& model, const Layer0Input& input, const LayerwiseRequest& request) {
   const MultiLayerNeighborSampler full({-1});
   torch::Tensor h;  // the previous layer's output for every node
   std::vector<int64_t> chunk;
   std::vector<float> rows;
-  for (int l = 0; l < net->num_layers(); ++l) {
-    auto out = torch::empty({g_.num_nodes, net->layer_out_dim(l)}, torch::kFloat32);
+  for (int l = 0; l < model.num_layers(); ++l) {
+    auto out = torch::empty({g_.num_nodes, model.impl().layer_out_dim(l)}, torch::kFloat32);
     for (int64_t start = 0; start < g_.num_nodes; start += c_.batch_size_eval) {
       const int64_t len = std::min(c_.batch_size_eval, g_.num_nodes - start);
       chunk.resize(static_cast<size_t>(len));
@@ -181,11 +191,23 @@ Result<EvalCounts> LocalBackend::evaluate(GnnNet& net, const Layer0Input& input)
       } else {
         h_src = h.index_select(0, ids_tensor(batch->input_nodes));
       }
-      out.narrow(0, start, len).copy_(net->forward_layer(l, *bt, h_src));
+      out.narrow(0, start, len).copy_(model.impl().forward_layer(l, *bt, h_src));
     }
     h = out;
+    if (request.on_kept && std::find(request.keep.begin(), request.keep.end(), l) != request.keep.end()) {
+      const RowReader read = [&out](std::span<const int64_t> ids, float* dst) {
+        const int64_t w = out.size(1);
+        const float* src = out.data_ptr<float>();
+        for (size_t i = 0; i < ids.size(); ++i) {
+          std::memcpy(dst + static_cast<int64_t>(i) * w, src + ids[i] * w, static_cast<size_t>(w) * sizeof(float));
+        }
+        return Status::ok();
+      };
+      DGLD_RETURN_IF_ERROR(request.on_kept(l, out.size(1), read));
+    }
   }
   EvalCounts c;
+  if (!request.count) return c;
   const auto labels = ids_tensor(g_.labels);
   count(h, labels, g_.val_ids, c.val_correct, c.val_total);
   count(h, labels, g_.test_ids, c.test_correct, c.test_total);
@@ -217,6 +239,7 @@ Result<LocalGraph> local_graph_from_partition(const MappedPartition& part, const
   g.graph_name = graph_name;
   g.num_nodes = n;
   g.in_edges = part.in_edges();
+  g.orig_ids = part.orig_node_ids();
   if (!feature.empty()) {
     const std::string name = "_N/" + feature;
     const TensorView* feats = part.node_tensor(name);
@@ -240,6 +263,7 @@ Result<LocalGraph> local_graph_from_partition(const MappedPartition& part, const
 
 Result<TrainResult> train_local(const LocalGraph& graph, const TrainConfig& config) {
   DGLD_RETURN_IF_ERROR(validate_train_config(config));
+  if (!config.model_file.empty()) DGLD_RETURN_IF_ERROR(check_model_file(config.model_file).with_context("--model-file"));
   DGLD_ASSIGN_OR_RETURN(auto fanouts, parse_fan_out(config.fan_out));
   const bool uses_features = config.learnable_features != LearnableFeatures::replace;
   if (graph.num_nodes < 1) return invalid_argument(fmt::format("graph '{}' has no nodes", graph.graph_name));

@@ -36,6 +36,7 @@ struct LocalGraph {
   std::span<const float> features;  // [num_nodes * feat_dim], row-major
   std::span<const int64_t> labels;  // [num_nodes]
   std::vector<int64_t> train_ids, val_ids, test_ids;
+  std::span<const int64_t> orig_ids;  // node i's id in the input graph; empty: i
 };
 
 // The graph of a 1-partition config (standalone mode): local ids are global

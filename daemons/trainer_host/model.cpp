@@ -94,27 +94,7 @@ torch::Tensor aggregate(Kernels kernels, const ops::BlockGraphPtr& b, const torc
 
 namespace {
 const double kReluGain = std::sqrt(2.0);  // nn.init.calculate_gain('relu'), as DGL's reset_parameters
-
-// What one aggregated element (a row element read from a random src row and
-// added) costs, in the multiply-adds of a matrix product; measured with
-// scripts/bench/kernels.sh (docs/performance.md).
-constexpr double kAggregateElementCost = 4.0;
 }  // namespace
-
-bool project_before_aggregating(const ops::BlockGraph& b, int64_t in_dim, int64_t out_dim, bool input_needs_grad,
-                                bool self_loop) {
-  const double e = static_cast<double>(b.num_edges() + (self_loop ? b.num_dst_nodes() : 0));
-  const double ns = static_cast<double>(b.num_src_nodes()), nd = static_cast<double>(b.num_dst_nodes());
-  const double in = static_cast<double>(in_dim), out = static_cast<double>(out_dim);
-  const bool training = torch::GradMode::is_enabled();
-  // Passes over the product: forward, the weight's gradient, the input's gradient.
-  const double gemm_passes = training ? (input_needs_grad ? 3.0 : 2.0) : 1.0;
-  // Passes over the aggregation: forward, and backward when its input needs a gradient.
-  const double project = ns * in * out * gemm_passes + e * out * kAggregateElementCost * (training ? 2.0 : 1.0);
-  const double aggregate =
-      nd * in * out * gemm_passes + e * in * kAggregateElementCost * (training && input_needs_grad ? 2.0 : 1.0);
-  return project < aggregate;
-}
 
 SageConvImpl::SageConvImpl(int64_t in_dim, int64_t out_dim, Kernels k) : kernels(k) {
   fc_self = register_module("fc_self", torch::nn::Linear(torch::nn::LinearOptions(in_dim, out_dim).bias(false)));
@@ -131,7 +111,7 @@ torch::Tensor SageConvImpl::forward(const ops::BlockGraphPtr& b, const torch::Te
   // The reference path keeps the rule it always had: project first when in > out.
   const bool project = kernels == Kernels::reference
                            ? in_dim > out_dim
-                           : project_before_aggregating(*b, in_dim, out_dim, h_src.requires_grad(), false);
+                           : ops::project_before_aggregating(*b, in_dim, out_dim, h_src.requires_grad(), false);
   torch::Tensor neigh = project ? aggregate(kernels, b, fc_neigh(h_src), ops::Reduce::mean)
                                 : fc_neigh(aggregate(kernels, b, h_src, ops::Reduce::mean));
   return fc_self(h_dst) + neigh + bias;
@@ -156,7 +136,7 @@ torch::Tensor GraphConvImpl::forward(const ops::BlockGraphPtr& b, const torch::T
   torch::Tensor rst;
   const bool project = kernels == Kernels::reference
                            ? weight.size(0) > weight.size(1)
-                           : project_before_aggregating(*b, weight.size(0), weight.size(1), h_src.requires_grad(), true);
+                           : ops::project_before_aggregating(*b, weight.size(0), weight.size(1), h_src.requires_grad(), true);
   if (project) {
     rst = aggregate(kernels, b, h_src.matmul(weight) * norm_src, ops::Reduce::sum, /*self_loop=*/true);
   } else {
@@ -253,10 +233,19 @@ Result<torch::Tensor> forward_checked(Model& model, const ModelInput& input) {
                                         input.x.defined() ? fmt::format("{}", fmt::join(input.x.sizes(), " x ")) : "none"));
   }
   try {
-    return model.impl().net->forward(blocks, input.x);
-  } catch (const c10::Error& e) {
-    return internal_error(std::string("forward pass failed: ") + e.what_without_backtrace());
+    return model.impl().forward(blocks, input.x);
+  } catch (const std::exception& e) {
+    return internal_error(std::string("forward pass failed: ") + torch_error_message(e));
   }
+}
+
+std::string BuiltinModel::describe() const {
+  const ModelConfig& c = config;
+  std::string s = fmt::format("{}(in={}, hidden={}, classes={}, layers={}, dropout={}", model_kind_name(c.kind),
+                              c.in_dim, c.num_hidden, c.num_classes, c.num_layers, c.dropout);
+  if (c.kind == ModelKind::gat) s += fmt::format(", heads={}", c.num_heads);
+  if (c.kernels != Kernels::fused) s += fmt::format(", kernels={}", kernels_name(c.kernels));
+  return s + ")";
 }
 
 // ---------------------------------------------------------------- Model
@@ -266,12 +255,15 @@ Model::~Model() = default;
 
 Result<std::unique_ptr<Model>> Model::create(const ModelConfig& config) {
   DGLD_RETURN_IF_ERROR(validate_model_config(config));
-  auto impl = std::make_unique<Impl>();
-  impl->config = config;
-  try {
-    impl->net = GnnNet(config);
-  } catch (const c10::Error& e) {
-    return internal_error(std::string("building the model failed: ") + e.what_without_backtrace());
+  std::unique_ptr<Impl> impl;
+  if (!config.model_file.empty()) {
+    DGLD_ASSIGN_OR_RETURN(impl, load_scripted_model(config));
+  } else {
+    try {
+      impl = std::make_unique<BuiltinModel>(config);
+    } catch (const c10::Error& e) {
+      return internal_error(std::string("building the model failed: ") + e.what_without_backtrace());
+    }
   }
   return std::unique_ptr<Model>(new Model(std::move(impl)));
 }
@@ -280,17 +272,16 @@ const ModelConfig& Model::config() const { return impl_->config; }
 
 int64_t Model::num_parameters() const {
   int64_t n = 0;
-  for (const auto& p : impl_->net->parameters()) n += p.numel();
+  for (const auto& p : impl_->parameters()) n += p.numel();
   return n;
 }
 
 std::string Model::describe() const {
-  const ModelConfig& c = impl_->config;
-  std::string s = fmt::format("{}(in={}, hidden={}, classes={}, layers={}, dropout={}", model_kind_name(c.kind),
-                              c.in_dim, c.num_hidden, c.num_classes, c.num_layers, c.dropout);
-  if (c.kind == ModelKind::gat) s += fmt::format(", heads={}", c.num_heads);
-  if (c.kernels != Kernels::fused) s += fmt::format(", kernels={}", kernels_name(c.kernels));
-  return s + fmt::format("; {} parameters)", num_parameters());
+  return fmt::format("{}, {} parameters", impl_->describe(), num_parameters());
 }
+
+Status Model::save_torchscript(const std::string& path) const { return impl_->save_torchscript(path); }
+
+std::string Model::checkpoint_name() const { return impl_->checkpoint_name(); }
 
 }  // namespace dgld::trainer

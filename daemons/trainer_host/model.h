@@ -1,6 +1,6 @@
 #pragma once
 // The GNN models trainer-host trains: GraphSAGE (mean aggregator), GCN and GAT,
-// each a stack of layers that run over sampled blocks (common/sampling/block.h),
+// or a user's TorchScript module (docs/models.md); each a stack of layers that run over sampled blocks (common/sampling/block.h),
 // input layer first, as DGL's examples build them.
 //
 // This header is torch-free so that options parsing, tools and tests that only
@@ -43,11 +43,23 @@ struct ModelConfig {
   double dropout = 0.5;   // applied after the activation between layers
   int num_heads = 1;      // GAT only
   Kernels kernels = Kernels::fused;
+  // A TorchScript module written by Python (docs/models.md) instead of a
+  // built-in model: kind, num_hidden, num_heads, dropout and kernels are then
+  // the module's own; in_dim, num_classes and num_layers are checked against
+  // it.
+  std::string model_file;
 };
 
 // invalid_argument naming the field when a size is not positive or dropout is
 // outside [0, 1).
 Status validate_model_config(const ModelConfig& config);
+
+// Whether `path` holds a TorchScript module that meets the contract of
+// docs/models.md as far as it can be told without the graph: forward and
+// forward_layer with the right signatures, an int num_layers, finite
+// weights. invalid_argument (not_found, io_error) naming the file and what is
+// missing. Cheap enough to run before any server is contacted.
+Status check_model_file(const std::string& path);
 
 // A model with its parameters. Owns a LibTorch module (Model::Impl, see
 // model_impl.h). Not thread-safe: one trainer thread uses it.
@@ -56,7 +68,8 @@ class Model {
   struct Impl;
 
   // Builds the layers with weights drawn from torch's global generator (seed it
-  // first with torch::manual_seed for reproducible runs).
+  // first with torch::manual_seed for reproducible runs), or loads
+  // config.model_file.
   static Result<std::unique_ptr<Model>> create(const ModelConfig& config);
   ~Model();
   Model(const Model&) = delete;
@@ -64,6 +77,13 @@ class Model {
 
   const ModelConfig& config() const;
   int64_t num_parameters() const;
+  int num_layers() const { return config().num_layers; }
+  // The model with its current weights as TorchScript (docs/models.md), for
+  // torch.jit.load in Python and --model-file; atomic (temporary name, then
+  // renamed).
+  Status save_torchscript(const std::string& path) const;
+  // What checkpoints record as the model ("sage", "torchscript:<type>").
+  std::string checkpoint_name() const;
   // "sage(in=1433, hidden=16, classes=7, layers=2)" for logs.
   std::string describe() const;
 

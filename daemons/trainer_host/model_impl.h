@@ -10,7 +10,9 @@
 // with no in-edges aggregates to 0.
 
 #include <cstdint>
+#include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include <torch/torch.h>
@@ -51,19 +53,10 @@ Result<ModelInput> make_model_input(const MiniBatch& batch, torch::Tensor x);
 torch::Tensor aggregate(Kernels kernels, const ops::BlockGraphPtr& b, const torch::Tensor& h_src, ops::Reduce reduce,
                         bool self_loop = false);
 
-// Whether a layer that aggregates in_dim-wide rows over `b` and projects them
-// to out_dim does less work projecting first (DGL's lin_before_mp) than
-// aggregating first, counting the backward passes when grad mode is on and
-// the input's gradient only when it needs one: the input layer's features
-// need none, so there aggregating first skips the aggregation's backward and
-// runs the product over the dst rows only.
-bool project_before_aggregating(const ops::BlockGraph& b, int64_t in_dim, int64_t out_dim, bool input_needs_grad,
-                                bool self_loop);
-
 // DGL SAGEConv(aggregator_type='mean'):
 //   h_dst' = W_self h_dst + W_neigh mean_{u in N(v)} h_u + b
 // with h_dst = h_src[:num_dst]. W_neigh is applied before the aggregation
-// when that costs less (project_before_aggregating; same result).
+// when that costs less (ops::project_before_aggregating; same result).
 class SageConvImpl : public torch::nn::Module {
  public:
   SageConvImpl(int64_t in_dim, int64_t out_dim, Kernels kernels);
@@ -130,10 +123,67 @@ class GnnNetImpl : public torch::nn::Module {
 };
 TORCH_MODULE(GnnNet);
 
+// What training, evaluation and inference need from a model, built in
+// (BuiltinModel, the GnnNet above) or loaded from a TorchScript file
+// (torchscript.cpp, the contract of docs/models.md).
 struct Model::Impl {
+  explicit Impl(ModelConfig c) : config(std::move(c)) {}
+  virtual ~Impl() = default;
   ModelConfig config;
-  GnnNet net{nullptr};
+
+  // Every trainable tensor, in a fixed order (the gradient bucket's, Adam's).
+  virtual std::vector<torch::Tensor> parameters() = 0;
+  // train() / eval(): dropout on or off.
+  virtual void set_training(bool on) = 0;
+  // Logits [blocks.back().num_dst, classes]; callers check shapes first
+  // (forward_checked).
+  virtual torch::Tensor forward(const std::vector<ops::BlockGraphPtr>& blocks, const torch::Tensor& x) = 0;
+  // Layer `layer` alone with what follows it in forward (activation,
+  // dropout): what layer-wise inference runs.
+  virtual torch::Tensor forward_layer(int layer, const ops::BlockGraphPtr& b, const torch::Tensor& h_src) = 0;
+  // Output width of layer `layer`.
+  virtual int64_t layer_out_dim(int layer) const = 0;
+  // The weights (and buffers) for checkpoints.
+  virtual void save_state(torch::serialize::OutputArchive& archive) = 0;
+  virtual void load_state(torch::serialize::InputArchive& archive) = 0;
+  // The model with its current weights as a TorchScript module at `path`
+  // (written to a temporary name, then renamed).
+  virtual Status save_torchscript(const std::string& path) = 0;
+  virtual std::string describe() const = 0;
+  // What a checkpoint records as the model ("sage", "torchscript:<type>").
+  virtual std::string checkpoint_name() const = 0;
 };
+
+// A built-in model: GnnNet.
+struct BuiltinModel : Model::Impl {
+  explicit BuiltinModel(const ModelConfig& c) : Impl(c), net(c) {}
+  GnnNet net;
+  std::vector<torch::Tensor> parameters() override { return net->parameters(); }
+  void set_training(bool on) override { net->train(on); }
+  torch::Tensor forward(const std::vector<ops::BlockGraphPtr>& blocks, const torch::Tensor& x) override {
+    return net->forward(blocks, x);
+  }
+  torch::Tensor forward_layer(int layer, const ops::BlockGraphPtr& b, const torch::Tensor& h_src) override {
+    return net->forward_layer(layer, b, h_src);
+  }
+  int64_t layer_out_dim(int layer) const override { return net->layer_out_dim(layer); }
+  void save_state(torch::serialize::OutputArchive& archive) override { net->save(archive); }
+  void load_state(torch::serialize::InputArchive& archive) override { net->load(archive); }
+  Status save_torchscript(const std::string& path) override;  // torchscript.cpp
+  std::string describe() const override;
+  std::string checkpoint_name() const override { return model_kind_name(config.kind); }
+};
+
+// The model of config.model_file (torchscript.cpp): loads it, checks the
+// contract of docs/models.md against config (in_dim, num_classes,
+// num_layers) by running it once on a small made-up batch, and wraps it.
+// invalid_argument naming the file and what is wrong otherwise.
+Result<std::unique_ptr<Model::Impl>> load_scripted_model(const ModelConfig& config);
+
+// One line for an error LibTorch threw: the message without its C++
+// backtrace, and for the TorchScript interpreter's trace its last line (the
+// Python-level error).
+std::string torch_error_message(const std::exception& e);
 
 // Checks that the input fits the model (one block per layer, blocks chained:
 // blocks[i].num_dst == blocks[i+1].num_src, x is [blocks[0].num_src, in_dim])

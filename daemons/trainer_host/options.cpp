@@ -32,7 +32,17 @@ ParsedTrainerHostOptions parse_trainer_host_options(int argc, const char* const 
       ("dropout", po::value(&t.dropout)->default_value(t.dropout), "dropout between layers")
       ("eval-every", po::value(&t.eval_every)->default_value(t.eval_every), "evaluate every N epochs and at the end (0: at the end only, -1: never)")
       ("log-every", po::value(&t.log_every)->default_value(t.log_every), "log every N steps (0: never)")
-      ("model", po::value(&t.model)->default_value(t.model), "sage | gcn | gat")
+      ("model", po::value(&t.model)->default_value(t.model), "built-in model: sage | gcn | gat")
+      ("model-file", po::value(&t.model_file),
+       "train (or with --infer, run) this TorchScript model instead of a built-in one (docs/models.md)")
+      ("save-model", po::value(&t.save_model), "write the trained model here as TorchScript (torch.jit.load, "
+       "--model-file)")
+      ("infer", po::bool_switch(&t.infer), "no training: layer-wise inference of --model-file over every node, "
+       "outputs in --output-dir")
+      ("output-dir", po::value(&t.output_dir), "write every node's output of the last layer here (logits.npy + "
+       ".json, by original node id); after training, or with --infer")
+      ("embeddings-layer", po::value(&t.embeddings_layer)->default_value(t.embeddings_layer),
+       "also write layer K's output (embeddings-K.npy); -1: none")
       ("seed", po::value(&t.seed)->default_value(t.seed), "random seed (weights, shuffling, sampling, dropout)")
       ("num-threads", po::value(&t.num_threads)->default_value(t.num_threads),
        "LibTorch (and OpenBLAS) threads of the model step; 0: OMP_NUM_THREADS or all cores. A distributed "

@@ -97,6 +97,24 @@ Status validate_train_config(const TrainConfig& c) {
     }
   }
   if (c.resume && c.checkpoint_dir.empty()) return invalid_argument("--resume needs --checkpoint-dir");
+  if (c.infer) {
+    if (c.model_file.empty()) {
+      return invalid_argument("--infer needs --model-file (a model written by --save-model or torch.jit.save)");
+    }
+    if (c.output_dir.empty()) return invalid_argument("--infer needs --output-dir (where the outputs go)");
+    if (c.learnable_features != LearnableFeatures::off) {
+      return invalid_argument("--infer with --learnable-features: the trained embedding is not part of the model "
+                              "file; write the outputs at the end of training instead (--output-dir without --infer)");
+    }
+    if (c.resume) return invalid_argument("--infer does not train: drop --resume");
+  }
+  if (c.embeddings_layer >= 0 && c.output_dir.empty()) {
+    return invalid_argument("--embeddings-layer needs --output-dir");
+  }
+  if (c.embeddings_layer < -1 || c.embeddings_layer >= c.num_layers) {
+    return invalid_argument(fmt::format("--embeddings-layer must be in [0, {}) (a layer of the model), got {}",
+                                        c.num_layers, c.embeddings_layer));
+  }
   return Status::ok();
 }
 
@@ -135,7 +153,12 @@ nlohmann::json config_json(const TrainConfig& c) {
           {"learnable_features", learnable_features_name(c.learnable_features)},
           {"embed_dim", c.embed_dim},
           {"sparse_optimizer", c.sparse_optimizer},
-          {"sparse_lr", c.sparse_lr}};
+          {"sparse_lr", c.sparse_lr},
+          {"model_file", c.model_file},
+          {"save_model", c.save_model},
+          {"infer", c.infer},
+          {"output_dir", c.output_dir},
+          {"embeddings_layer", c.embeddings_layer}};
 }
 
 }  // namespace
@@ -167,6 +190,10 @@ std::string metrics_json(const TrainResult& r) {
   j["val_acc"] = r.val_acc;
   j["test_acc"] = r.test_acc;
   j["total_time_s"] = r.total_time_s;
+  if (!r.output_files.empty()) {
+    j["output_files"] = r.output_files;
+    j["inference_time_s"] = r.inference_time_s;
+  }
   return j.dump(2) + "\n";
 }
 

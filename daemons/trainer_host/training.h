@@ -57,6 +57,17 @@ struct TrainConfig {
   bool resume = false;
   // A progress bar per epoch when stderr is a terminal; off: plain lines only.
   bool progress = true;
+  // Models (docs/models.md). model_file: a TorchScript module instead of the
+  // built-in `model`. save_model: the trained model as TorchScript (rank 0).
+  std::string model_file;
+  std::string save_model;
+  // Offline inference: every node's output of the last layer (and of
+  // embeddings_layer when >= 0) written to output_dir as .npy + .json,
+  // ordered by original node id. infer: no training, model_file's weights;
+  // without it, after training.
+  bool infer = false;
+  std::string output_dir;
+  int embeddings_layer = -1;
 };
 
 // "10,25" -> {10, 25}; invalid_argument naming the bad item.
@@ -99,6 +110,8 @@ struct TrainResult {
   std::vector<EvalMetrics> evals;
   double val_acc = 0, test_acc = 0;  // from the last evaluation
   double total_time_s = 0;
+  std::vector<std::string> output_files;  // inference outputs written (rank 0), and the saved model
+  double inference_time_s = 0;
 };
 
 // The metrics JSON trainer-host writes (rank 0):

@@ -60,10 +60,18 @@ class Loop {
   Status setup();
   Status train_epoch(int epoch, EpochMetrics& m);
   Result<EvalMetrics> evaluate(int epoch);
+  // The backend's layer-wise inference of the model in eval mode, no gradients.
+  Result<EvalCounts> layerwise(const LayerwiseRequest& request);
   Result<torch::Tensor> layer0(std::span<const int64_t> ids, const torch::Tensor& features, bool train);
   nlohmann::json checkpoint_meta(int epoch) const;
   Status save_checkpoint(int epoch);
   Result<int> resume();
+  // Every node's output of the last layer (and --embeddings-layer) into
+  // --output-dir (rank 0 writes; every trainer computes its share).
+  Status write_outputs();
+  // new_of_orig[o] = the node id (after partitioning) of original node o.
+  Result<std::vector<int64_t>> new_ids_by_original_id();
+  Status write_layer(int layer, int64_t width, const RowReader& read, const std::vector<int64_t>& new_of_orig);
 
   TrainingBackend& b_;
   const TrainConfig& c_;
@@ -98,9 +106,10 @@ Status Loop::setup() {
   mc_.dropout = c_.dropout;
   mc_.num_heads = c_.num_heads;
   DGLD_ASSIGN_OR_RETURN(mc_.kernels, parse_kernels(c_.kernels));
+  mc_.model_file = c_.model_file;
   torch::manual_seed(c_.seed);
   DGLD_ASSIGN_OR_RETURN(model_, Model::create(mc_));
-  auto params = model_->impl().net->parameters();
+  auto params = model_->impl().parameters();
   if (b_.world_size() > 1) {  // every trainer starts from rank 0's weights
     torch::NoGradGuard no_grad;
     std::vector<torch::Tensor> flat;
@@ -146,9 +155,9 @@ Status Loop::setup() {
 
 Status Loop::train_epoch(int epoch, EpochMetrics& m) {
   const auto t_epoch = Clock::now();
-  auto& net = model_->impl().net;
-  net->train();
-  auto params = net->parameters();
+  auto& model = model_->impl();
+  model.set_training(true);
+  auto params = model.parameters();
   const int64_t steps = b_.steps_per_epoch();
   const int world = b_.world_size();
   b_.start_epoch(epoch);
@@ -234,18 +243,26 @@ Status Loop::train_epoch(int epoch, EpochMetrics& m) {
   return Status::ok();
 }
 
-Result<EvalMetrics> Loop::evaluate(int epoch) {
-  const auto t0 = Clock::now();
-  auto& net = model_->impl().net;
-  net->eval();
+Result<EvalCounts> Loop::layerwise(const LayerwiseRequest& request) {
+  auto& model = model_->impl();
+  model.set_training(false);
   Result<EvalCounts> counts = EvalCounts{};
   {
     torch::NoGradGuard no_grad;
-    counts = b_.evaluate(net, [this](std::span<const int64_t> ids, const torch::Tensor& features) {
-      return layer0(ids, features, /*train=*/false);
-    });
+    counts = b_.layerwise(
+        *model_,
+        [this](std::span<const int64_t> ids, const torch::Tensor& features) {
+          return layer0(ids, features, /*train=*/false);
+        },
+        request);
   }
-  net->train();
+  model.set_training(true);
+  return counts;
+}
+
+Result<EvalMetrics> Loop::evaluate(int epoch) {
+  const auto t0 = Clock::now();
+  auto counts = layerwise(LayerwiseRequest{});
   if (!counts.is_ok()) return counts.status().with_context(fmt::format("evaluation after epoch {}", epoch));
   EvalMetrics e;
   e.epoch = epoch;
@@ -262,7 +279,7 @@ nlohmann::json Loop::checkpoint_meta(int epoch) const {
           {"num_nodes", b_.num_nodes()},
           {"num_trainers", b_.world_size()},
           {"rank", b_.rank()},
-          {"model", c_.model},
+          {"model", c_.model_file.empty() ? c_.model : model_->checkpoint_name()},
           {"in_dim", mc_.in_dim},
           {"num_hidden", mc_.num_hidden},
           {"num_classes", mc_.num_classes},
@@ -280,7 +297,7 @@ Status Loop::save_checkpoint(int epoch) {
   torch::serialize::OutputArchive archive;
   {
     torch::serialize::OutputArchive model_ar, optim_ar;
-    model_->impl().net->save(model_ar);
+    model_->impl().save_state(model_ar);
     optimizer_->save(optim_ar);
     archive.write("model", model_ar);
     archive.write("optimizer", optim_ar);
@@ -350,7 +367,7 @@ Result<int> Loop::resume() {
     archive.load_from(state.string());
     archive.read("model", model_ar);
     archive.read("optimizer", optim_ar);
-    model_->impl().net->load(model_ar);
+    model_->impl().load_state(model_ar);
     optimizer_->load(optim_ar);
     torch::Tensor rng;
     archive.read("rng", rng);
@@ -377,9 +394,108 @@ Result<int> Loop::resume() {
   return epoch + 1;
 }
 
+Result<std::vector<int64_t>> Loop::new_ids_by_original_id() {
+  const int64_t n = b_.num_nodes();
+  std::vector<int64_t> orig(static_cast<size_t>(n));
+  constexpr int64_t kChunk = 1 << 20;
+  for (int64_t start = 0; start < n; start += kChunk) {
+    DGLD_RETURN_IF_ERROR(b_.original_node_ids(start, std::min(kChunk, n - start), orig.data() + start)
+                             .with_context("reading the nodes' original ids"));
+  }
+  std::vector<int64_t> new_of_orig(static_cast<size_t>(n), -1);
+  for (int64_t v = 0; v < n; ++v) {
+    const int64_t o = orig[static_cast<size_t>(v)];
+    if (o < 0 || o >= n || new_of_orig[static_cast<size_t>(o)] >= 0) {
+      return corruption(fmt::format("the partitions' original node ids are not a permutation of 0..{}: node {} has "
+                                    "original id {}{}",
+                                    n - 1, v, o, o >= 0 && o < n ? " twice" : ""));
+    }
+    new_of_orig[static_cast<size_t>(o)] = v;
+  }
+  return new_of_orig;
+}
+
+Status Loop::write_layer(int layer, int64_t width, const RowReader& read, const std::vector<int64_t>& new_of_orig) {
+  const int L = model_->num_layers();
+  const bool last = layer == L - 1;
+  const std::string stem = last ? "logits" : fmt::format("embeddings-{}", layer);
+  const std::filesystem::path dir(c_.output_dir);
+  const auto path = dir / (stem + ".npy");
+  const int64_t n = static_cast<int64_t>(new_of_orig.size());
+  AtomicFile f;
+  DGLD_RETURN_IF_ERROR(f.open(path));
+  const std::vector<int64_t> shape{n, width};
+  DGLD_RETURN_IF_ERROR(f.write(npy_header("<f4", shape)));
+  std::vector<float> rows;
+  const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(c_.batch_size_eval, (int64_t{64} << 20) / (4 * std::max<int64_t>(1, width))));
+  for (int64_t start = 0; start < n; start += chunk) {
+    const int64_t len = std::min(chunk, n - start);
+    rows.resize(static_cast<size_t>(len * width));
+    DGLD_RETURN_IF_ERROR(read(std::span<const int64_t>(new_of_orig.data() + start, static_cast<size_t>(len)),
+                              rows.data())
+                             .with_context(fmt::format("reading layer {}'s output", layer)));
+    DGLD_RETURN_IF_ERROR(f.write(std::string_view(reinterpret_cast<const char*>(rows.data()), rows.size() * 4)));
+  }
+  DGLD_RETURN_IF_ERROR(f.commit());
+  const nlohmann::json meta = {{"file", path.filename().string()},
+                               {"shape", shape},
+                               {"dtype", "float32"},
+                               {"order", "original node id: row i is node i of the input graph"},
+                               {"output", last ? "logits" : "embeddings"},
+                               {"layer", layer},
+                               {"num_layers", L},
+                               {"model", model_->describe()},
+                               {"model_file", c_.model_file},
+                               {"graph_name", b_.graph_name()},
+                               {"num_nodes", n},
+                               {"num_trainers", b_.world_size()},
+                               {"feature", c_.feature}};
+  const auto meta_path = dir / (stem + ".json");
+  DGLD_RETURN_IF_ERROR(write_file_atomic(meta_path, meta.dump(2) + "\n"));
+  r_.output_files.push_back(path.string());
+  r_.output_files.push_back(meta_path.string());
+  log_->info("wrote layer {}'s output for {} nodes ({} x {} float32) to {}", layer, n, n, width, path.string());
+  return Status::ok();
+}
+
+Status Loop::write_outputs() {
+  const auto t0 = Clock::now();
+  const int L = model_->num_layers();
+  LayerwiseRequest request;
+  if (c_.embeddings_layer >= 0 && c_.embeddings_layer != L - 1) request.keep.push_back(c_.embeddings_layer);
+  request.keep.push_back(L - 1);
+  std::vector<int64_t> new_of_orig;
+  request.on_kept = [&](int layer, int64_t width, const RowReader& read) -> Status {
+    if (new_of_orig.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(c_.output_dir, ec);
+      if (ec) return io_error(fmt::format("--output-dir {}: {}", c_.output_dir, ec.message()));
+      DGLD_ASSIGN_OR_RETURN(new_of_orig, new_ids_by_original_id());
+    }
+    return write_layer(layer, width, read, new_of_orig);
+  };
+  auto counts = layerwise(request);
+  if (!counts.is_ok()) return counts.status().with_context("offline inference");
+  r_.inference_time_s = seconds_since(t0);
+  if (c_.infer) {
+    r_.val_acc = counts->val_total > 0 ? static_cast<double>(counts->val_correct) / counts->val_total : 0.0;
+    r_.test_acc = counts->test_total > 0 ? static_cast<double>(counts->test_correct) / counts->test_total : 0.0;
+  }
+  log_->info("offline inference over {} nodes in {:.2f} s (val acc {:.4f}, test acc {:.4f})", b_.num_nodes(),
+             r_.inference_time_s,
+             counts->val_total > 0 ? static_cast<double>(counts->val_correct) / counts->val_total : 0.0,
+             counts->test_total > 0 ? static_cast<double>(counts->test_correct) / counts->test_total : 0.0);
+  return Status::ok();
+}
+
 Result<TrainResult> Loop::run() {
   const auto t_start = Clock::now();
   DGLD_RETURN_IF_ERROR(setup());
+  if (c_.infer) {
+    DGLD_RETURN_IF_ERROR(write_outputs());
+    r_.total_time_s = seconds_since(t_start);
+    return r_;
+  }
   int first_epoch = 0;
   if (c_.resume) {
     DGLD_ASSIGN_OR_RETURN(first_epoch, resume());
@@ -405,6 +521,15 @@ Result<TrainResult> Loop::run() {
     r_.total_time_s = previous_time_s_ + seconds_since(t_start);
     if (ckpt_) DGLD_RETURN_IF_ERROR(save_checkpoint(epoch));
   }
+  if (!c_.save_model.empty() && b_.rank() == 0) {  // every trainer holds the same weights
+    model_->impl().set_training(false);  // saved in eval mode, ready for inference
+    Status st = model_->save_torchscript(c_.save_model);
+    model_->impl().set_training(true);
+    DGLD_RETURN_IF_ERROR(st.with_context("--save-model"));
+    r_.output_files.push_back(c_.save_model);
+    log_->info("wrote the trained model to {} (TorchScript)", c_.save_model);
+  }
+  if (!c_.output_dir.empty()) DGLD_RETURN_IF_ERROR(write_outputs());
   r_.total_time_s = previous_time_s_ + seconds_since(t_start);
   return r_;
 }

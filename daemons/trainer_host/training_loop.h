@@ -16,6 +16,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include <torch/torch.h>
 
@@ -38,6 +39,17 @@ struct EvalCounts {
 // embedding, or both concatenated.
 using Layer0Input = std::function<Result<torch::Tensor>(std::span<const int64_t> ids, const torch::Tensor& features)>;
 
+// Reads float32 rows of one layer's output (width values each) for node ids.
+using RowReader = std::function<Status(std::span<const int64_t> ids, float* out)>;
+
+struct LayerwiseRequest {
+  bool count = true;      // val / test accuracy from the last layer
+  std::vector<int> keep;  // layers whose output for every node goes to on_kept
+  // Called on rank 0 for each kept layer once every node's output is in;
+  // the other trainers wait until it returns.
+  std::function<Status(int layer, int64_t width, const RowReader& read)> on_kept;
+};
+
 class TrainingBackend {
  public:
   virtual ~TrainingBackend() = default;
@@ -54,10 +66,14 @@ class TrainingBackend {
   // Collectives over every trainer, in place; no-ops for one trainer.
   virtual Status allreduce(torch::Tensor& t, Reduce op, const std::string& what) = 0;
   virtual Status broadcast(torch::Tensor& t, const std::string& what) = 0;
-  // Layer-wise full-neighbour inference of `net` (in eval mode) over every
-  // node; correct / total counts of the val and test nodes summed over the
-  // trainers.
-  virtual Result<EvalCounts> evaluate(GnnNet& net, const Layer0Input& input) = 0;
+  // Layer-wise full-neighbour inference of `model` (in eval mode) over every
+  // node, the trainers sharing the nodes; correct / total counts of the val
+  // and test nodes summed over the trainers (when request.count), and the
+  // outputs of request.keep handed to request.on_kept (rank 0).
+  virtual Result<EvalCounts> layerwise(Model& model, const Layer0Input& input, const LayerwiseRequest& request) = 0;
+  // out[i] = the original id (input graph's, before partitioning) of node
+  // start + i, for i < count.
+  virtual Status original_node_ids(int64_t start, int64_t count, int64_t* out) = 0;
   // Storage for a learnable embedding with these tables (called once, by
   // every trainer, when learnable features are on).
   virtual Result<std::unique_ptr<EmbeddingStore>> create_embedding_store(const std::vector<int64_t>& table_dims,

@@ -84,8 +84,7 @@ StepTimes run_step(Model& model, const Sampled& s, int64_t feat_dim) {
   auto input = make_model_input(s.batch, s.rows, feat_dim);
   if (!input.is_ok()) throw std::runtime_error(input.status().to_string());
   const auto labels = ids_tensor(s.labels);
-  auto& net = model.impl().net;
-  net->zero_grad();
+  static_cast<BuiltinModel&>(model.impl()).net->zero_grad();
   StepTimes t;
   auto t0 = Clock::now();
   auto logits = forward_checked(model, *input);

@@ -221,7 +221,7 @@ TEST_CASE("on the blocks of real sampled batches, every model's fused forward an
       torch::nn::functional::cross_entropy(*out, labels).backward();
       logits.push_back(out->detach());
       grads.emplace_back();
-      for (const auto& p : (*model)->impl().net->parameters()) grads.back().push_back(p.grad());
+      for (const auto& p : (*model)->impl().parameters()) grads.back().push_back(p.grad());
     }
     CHECK(max_rel_diff(logits[0], logits[1]) < 1e-5);
     REQUIRE(grads[0].size() == grads[1].size());

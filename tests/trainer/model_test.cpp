@@ -194,7 +194,7 @@ TEST_CASE("forward checks the blocks against the model and trains end to end") {
     CHECK(logits->sizes() == torch::IntArrayRef({2, 3}));
     auto loss = torch::nn::functional::cross_entropy(*logits, torch::tensor({0, 2}, torch::kInt64));
     loss.backward();
-    for (const auto& p : (*model)->impl().net->parameters()) CHECK(p.grad().defined());
+    for (const auto& p : (*model)->impl().parameters()) CHECK(p.grad().defined());
 
     ModelConfig three = mc;
     three.num_layers = 3;
