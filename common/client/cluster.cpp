@@ -182,7 +182,8 @@ Status Cluster::start(const ClusterOptions& options) {
 
   DGLD_ASSIGN_OR_RETURN(reg_,
                         main_server(0).register_client(options.role, machine_id_, options.group,
-                                                       options.requested_rank));
+                                                       options.requested_rank,
+                                                       options.role == Role::trainer ? options.num_trainers : 0));
   for (int m = 0; m < num_machines(); ++m) {
     for (int j = 0; j < options.num_servers; ++j) {
       if (m == 0 && j == 0) continue;

@@ -69,12 +69,13 @@ Result<std::unique_ptr<ServerConnection>> ServerConnection::connect(net::asio::i
   return std::unique_ptr<ServerConnection>(new ServerConnection(std::move(rpc), call_timeout));
 }
 
-Result<Registration> ServerConnection::register_client(Role role, int machine_id, int group, int requested_rank) {
+Result<Registration> ServerConnection::register_client(Role role, int machine_id, int group, int requested_rank,
+                                                       int job_trainers) {
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
   flatbuffers::FlatBufferBuilder fbb;
   fbb.Finish(fbs::CreateRegisterClient(fbb, to_fbs(role), machine_id, getpid(), fbb.CreateString(host), group,
-                                       requested_rank));
+                                       requested_rank, job_trainers));
   auto r = call(OutMessage(fbs::MessageKind::RegisterClient, fbb));
   DGLD_ASSIGN_OR_RETURN(const auto* rep, reply_as<fbs::RegisterReply>(r, "RegisterReply", peer()));
   return Registration{rep->client_id(), rep->rank(), milliseconds(rep->heartbeat_interval_ms()),

@@ -123,7 +123,8 @@ class ServerConnection {
   Status ping(milliseconds timeout);
 
   // Membership (coordinator).
-  Result<Registration> register_client(Role role, int machine_id, int group = -1, int requested_rank = -1);
+  Result<Registration> register_client(Role role, int machine_id, int group = -1, int requested_rank = -1,
+                                       int job_trainers = 0);
   Status hello(int client_id, Role role, int machine_id);
   // Returns the coordinator's list of dropped clients.
   Result<std::vector<std::string>> heartbeat(int client_id);

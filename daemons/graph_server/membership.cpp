@@ -15,7 +15,8 @@ std::string ClientRecord::describe() const {
 }
 
 int Membership::expected(ClientRole role) const {
-  return role == ClientRole::trainer ? opts_.expected_trainers : opts_.expected_samplers;
+  if (role != ClientRole::trainer) return opts_.expected_samplers;
+  return opts_.expected_trainers > 0 ? opts_.expected_trainers : announced_trainers_;
 }
 
 int Membership::active_count_locked(ClientRole role) const {
@@ -25,7 +26,8 @@ int Membership::active_count_locked(ClientRole role) const {
 }
 
 Result<ClientRecord> Membership::register_client(ClientRole role, int machine_id, int64_t pid,
-                                                 const std::string& host, int group, int requested_rank) {
+                                                 const std::string& host, int group, int requested_rank,
+                                                 int job_trainers) {
   std::lock_guard lock(mu_);
   if (active_count_locked(ClientRole::trainer) + active_count_locked(ClientRole::sampler) == 0 &&
       (!clients_.empty() || !dropped_.empty())) {
@@ -39,7 +41,9 @@ Result<ClientRecord> Membership::register_client(ClientRole role, int machine_id
     first_drop_by_role_.clear();
     dropped_by_id_.clear();
     barriers_.clear();
+    announced_trainers_ = 0;
   }
+  if (role == ClientRole::trainer && job_trainers > 0) announced_trainers_ = std::max(announced_trainers_, job_trainers);
   std::set<int> taken;  // ranks of clients still in the job; a rank that left may be taken again
   for (const auto& [id, c] : clients_) {
     if (c.role == role && !c.left) taken.insert(c.rank);

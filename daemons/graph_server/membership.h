@@ -50,8 +50,12 @@ class Membership {
 
   explicit Membership(MembershipOptions opts) : opts_(opts) {}
 
+  // job_trainers: the job's trainer count as the client was told (0:
+  // unknown); without MembershipOptions::expected_trainers the coordinator
+  // waits for the largest announced count at trainer barriers, so a barrier
+  // cannot complete before every trainer of the job has registered.
   Result<ClientRecord> register_client(ClientRole role, int machine_id, int64_t pid, const std::string& host,
-                                       int group, int requested_rank);
+                                       int group, int requested_rank, int job_trainers = 0);
   // Refreshes a client's heartbeat; not_found if it is unknown or was dropped.
   Status heartbeat(int client_id);
   // Arrives at barrier `name` of `role`. `done` is called once, possibly right
@@ -95,6 +99,7 @@ class Membership {
   std::map<int, std::string> first_drop_by_role_;
   std::map<int, std::string> dropped_by_id_;  // client id -> why, so a dropped client that wakes up hears why
   int next_id_ = 0;
+  int announced_trainers_ = 0;  // the largest job_trainers of this job's registrations
 };
 
 }  // namespace dgld::graph_server

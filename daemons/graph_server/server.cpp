@@ -384,7 +384,8 @@ void GraphServer::Impl::register_handlers() {
 void GraphServer::Impl::on_register(const RequestContext& ctx, Message&& m) {
   const auto* r = m.as<fbs::RegisterClient>();
   auto rec = membership->register_client(to_role(r->role()), r->machine_id(), r->pid(),
-                                         r->host() ? r->host()->str() : "", r->group(), r->requested_rank());
+                                         r->host() ? r->host()->str() : "", r->group(), r->requested_rank(),
+                                         r->job_trainers());
   if (!rec.is_ok()) return ctx.reply_error(rec.status());
   {
     std::lock_guard lock(sessions_mu);

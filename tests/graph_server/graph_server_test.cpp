@@ -92,11 +92,11 @@ struct Job {
 struct Trainer {
   std::vector<std::unique_ptr<client::ServerConnection>> conns;
   client::Registration reg;
-  Trainer(Job& job, int rank = -1) {
+  Trainer(Job& job, int rank = -1, int job_trainers = 0) {
     for (size_t i = 0; i < 2 * static_cast<size_t>(job.servers_per_machine); ++i) {
       conns.push_back(job.connect(static_cast<int>(i)));
     }
-    auto r = conns[0]->register_client(client::Role::trainer, 0, -1, rank);
+    auto r = conns[0]->register_client(client::Role::trainer, 0, -1, rank, job_trainers);
     REQUIRE(r.is_ok());
     reg = *r;
     for (size_t i = 1; i < conns.size(); ++i) REQUIRE(conns[i]->hello(reg.client_id, client::Role::trainer, 0).is_ok());
@@ -372,6 +372,25 @@ TEST_CASE("graph-server: a barrier that cannot complete times out listing who is
   REQUIRE_FALSE(st.is_ok());
   CHECK(st.code() == StatusCode::timeout);
   CHECK_THAT(st.message(), Catch::Contains("1 of 2 arrived"));
+}
+
+TEST_CASE("graph-server: a trainer barrier waits for every trainer the job announced, registered or not") {
+  // No --num-clients: the trainers' own count (DGLD_NUM_TRAINERS) is what
+  // the coordinator waits for. A first trainer at a barrier before its peer
+  // registered used to pass it alone, and the two then met different
+  // barriers (a flaky hang of the Python DistEmbedding test).
+  Job job;
+  Trainer a(job, 0, 2);
+  auto early = std::async(std::launch::async,
+                          [&] { return a.conns[0]->barrier(a.reg.client_id, client::Role::trainer, "start", 10s); });
+  CHECK(early.wait_for(300ms) == std::future_status::timeout);  // alone: it waits
+  Trainer b(job, 1, 2);
+  CHECK(b.conns[0]->barrier(b.reg.client_id, client::Role::trainer, "start", 10s).is_ok());
+  CHECK(early.get().is_ok());
+  // A third trainer of a 2-trainer job is refused.
+  auto extra = job.connect(0)->register_client(client::Role::trainer, 0, -1, -1, 2);
+  REQUIRE_FALSE(extra.is_ok());
+  CHECK_THAT(extra.status().message(), Catch::Contains("beyond the 2 the coordinator expects"));
 }
 
 TEST_CASE("graph-server: a backup server answers while the main server is stopped") {

@@ -55,11 +55,11 @@ def free_port_block(span=20):
 class Job:
     """Graph-servers of a 2-machine job; `stop()` ends them by PID."""
 
-    def __init__(self, root, graph=GRAPH, name="g"):
+    def __init__(self, root, graph=GRAPH, name="g", part_flags=()):
         self.root = Path(root)
         self.parts = self.root / "parts"
         subprocess.run([binary("launcher/partition/dgl-partition"), "--log-level", "warn", "--generate", graph,
-                        "--num-parts", "2", "--graph-name", name, "--output", str(self.parts)],
+                        "--num-parts", "2", "--graph-name", name, "--output", str(self.parts), *part_flags],
                        check=True, stdout=subprocess.DEVNULL)
         self.part_config = str(self.parts / f"{name}.json")
         self.name = name
@@ -74,7 +74,7 @@ class Job:
             self.servers.append(subprocess.Popen(
                 [binary("daemons/graph_server/graph-server"), "--part-config", self.part_config, "--ip-config",
                  self.ip_config, "--server-id", str(m), "--job-id", self.job_id, "--heartbeat-interval-ms", "200",
-                 "--heartbeat-timeout-ms", "2000"], stdout=log, stderr=subprocess.STDOUT))
+                 "--heartbeat-timeout-ms", "10000"], stdout=log, stderr=subprocess.STDOUT))
         deadline = time.time() + 60
         for m in range(2):
             while "listening on" not in (self.root / f"server{m}.log").read_text():

@@ -174,7 +174,13 @@ def test_dist_embedding_rows_follow_the_sparse_optimiser_across_trainers(own_job
                                        opt=f"dist.{optimizer}")
         procs.append(subprocess.Popen([sys.executable, "-c", code], cwd=own_job.root, env=env,
                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-    outs = [p.communicate(timeout=120)[0] for p in procs]
+    try:
+        outs = [p.communicate(timeout=120)[0] for p in procs]
+    except subprocess.TimeoutExpired:
+        for p in procs:
+            p.kill()
+        outs = [p.communicate()[0] for p in procs]
+        raise AssertionError("the trainers did not finish within 120 s:\n" + "\n----\n".join(outs))
     for p, out in zip(procs, outs):
         assert p.returncode == 0, out
     rows = [eval(l.split(" rows ")[1]) for l in outs[0].splitlines() if l.startswith("step ")]
