@@ -1,5 +1,6 @@
 #include "common/part_config.h"
 
+#include <cmath>
 #include <limits>
 
 #include <nlohmann/json.hpp>
@@ -19,6 +20,8 @@ Status get_field(const json& obj, const std::string& where, const std::string& k
   try {
     if constexpr (std::is_same_v<T, std::string>) {
       if (!it->is_string()) throw std::runtime_error("expected a string");
+    } else if constexpr (std::is_same_v<T, bool>) {
+      if (!it->is_boolean()) throw std::runtime_error("expected true or false");
     } else if constexpr (std::is_integral_v<T>) {
       if (!it->is_number_integer()) throw std::runtime_error("expected an integer");
       // get<T> would silently wrap a value outside T (num_parts 4294967297 read as 1).
@@ -95,6 +98,73 @@ Status parse_type_ids(const json& root, const std::string& src, const std::strin
   return Status::ok();
 }
 
+Status validate_link_split(const PartitionConfig& c, const std::string& src) {
+  const LinkSplitInfo& l = c.link_split;
+  for (int i = 0; i < c.num_parts; ++i) {
+    if (l.present == c.parts[i].link_split.empty()) {
+      return invalid_argument(src + ": field 'part-" + std::to_string(i) + "'.'link_split': " +
+                              (l.present ? "missing, but 'dgld'.'link_split' is present"
+                                         : "given, but 'dgld'.'link_split' is absent"));
+    }
+  }
+  if (!l.present) return Status::ok();
+  const std::string w = src + ": field 'dgld'.'link_split'.";
+  const bool ogb = l.source.rfind("ogb:", 0) == 0 && l.source.size() > 4;
+  if (l.source != "random" && !ogb) {
+    return invalid_argument(w + "'source': expected \"random\" or \"ogb:<split name>\", got \"" + l.source + "\"");
+  }
+  if (l.source == "random") {
+    if (l.fractions.size() != 3) {
+      return invalid_argument(w + "'fractions': expected 3 values (train, valid, test), got " +
+                              std::to_string(l.fractions.size()));
+    }
+    double sum = 0;
+    for (double f : l.fractions) {
+      if (!std::isfinite(f) || f < 0) {
+        return invalid_argument(w + "'fractions': every fraction must be >= 0, got " + std::to_string(f));
+      }
+      sum += f;
+    }
+    if (std::abs(sum - 1.0) > 1e-6) {
+      return invalid_argument(w + "'fractions': must sum to 1, sum to " + std::to_string(sum));
+    }
+  } else if (!l.fractions.empty()) {
+    return invalid_argument(w + "'fractions': only a random split has fractions");
+  }
+  const std::pair<const char*, int64_t> counts[] = {{"num_negatives", l.num_negatives},
+                                                    {"num_train", l.num_train},
+                                                    {"num_valid", l.num_valid},
+                                                    {"num_test", l.num_test}};
+  for (const auto& [name, v] : counts) {
+    if (v < 0) return invalid_argument(w + "'" + name + "' must be >= 0, got " + std::to_string(v));
+  }
+  if (l.num_train > c.num_edges) {
+    return invalid_argument(w + "'num_train' " + std::to_string(l.num_train) + " is more than num_edges " +
+                            std::to_string(c.num_edges));
+  }
+  return Status::ok();
+}
+
+Status parse_link_split(const json& obj, const std::string& where, LinkSplitInfo* l) {
+  if (!obj.is_object()) return invalid_argument(where + ": expected an object");
+  l->present = true;
+  DGLD_RETURN_IF_ERROR(get_field(obj, where, "source", &l->source));
+  if (auto it = obj.find("fractions"); it != obj.end()) {
+    if (!it->is_array()) return invalid_argument(where + ": field 'fractions': expected an array, got " + it->dump());
+    for (const json& f : *it) {
+      if (!f.is_number()) return invalid_argument(where + ": field 'fractions': expected numbers, got " + f.dump());
+      l->fractions.push_back(f.get<double>());
+    }
+  }
+  DGLD_RETURN_IF_ERROR(get_field(obj, where, "seed", &l->seed));
+  DGLD_RETURN_IF_ERROR(get_field(obj, where, "num_negatives", &l->num_negatives));
+  DGLD_RETURN_IF_ERROR(get_field(obj, where, "num_train", &l->num_train));
+  DGLD_RETURN_IF_ERROR(get_field(obj, where, "num_valid", &l->num_valid));
+  DGLD_RETURN_IF_ERROR(get_field(obj, where, "num_test", &l->num_test));
+  DGLD_RETURN_IF_ERROR(get_field(obj, where, "symmetric", &l->symmetric));
+  return Status::ok();
+}
+
 }  // namespace
 
 Status validate_part_config(const PartitionConfig& c, const std::string& src) {
@@ -143,7 +213,7 @@ Status validate_part_config(const PartitionConfig& c, const std::string& src) {
   if (c.num_trainers_per_machine < 1) {
     return invalid_argument(src + ": field 'dgld.num_trainers_per_machine' must be >= 1");
   }
-  return Status::ok();
+  return validate_link_split(c, src);
 }
 
 Result<PartitionConfig> parse_part_config(const std::string& text, const std::string& src,
@@ -182,6 +252,7 @@ Result<PartitionConfig> parse_part_config(const std::string& text, const std::st
     DGLD_RETURN_IF_ERROR(get_field(*it, where, "node_feats", &f.node_feats));
     DGLD_RETURN_IF_ERROR(get_field(*it, where, "edge_feats", &f.edge_feats));
     DGLD_RETURN_IF_ERROR(get_field(*it, where, "part_graph", &f.part_graph));
+    if (it->contains("link_split")) DGLD_RETURN_IF_ERROR(get_field(*it, where, "link_split", &f.link_split));
     c.parts.push_back(std::move(f));
   }
   if (auto it = root.find("dgld"); it != root.end()) {
@@ -194,6 +265,9 @@ Result<PartitionConfig> parse_part_config(const std::string& text, const std::st
     }
     if (it->contains("num_trainers_per_machine")) {
       DGLD_RETURN_IF_ERROR(get_field(*it, where, "num_trainers_per_machine", &c.num_trainers_per_machine));
+    }
+    if (auto ls = it->find("link_split"); ls != it->end()) {
+      DGLD_RETURN_IF_ERROR(parse_link_split(*ls, where + ".'link_split'", &c.link_split));
     }
   }
   DGLD_RETURN_IF_ERROR(validate_part_config(c, src));
@@ -223,12 +297,26 @@ std::string part_config_to_json(const PartitionConfig& c) {
   root["ntypes"] = {{c.ntype, 0}};
   root["etypes"] = {{c.etype, 0}};
   for (size_t i = 0; i < c.parts.size(); ++i) {
-    root["part-" + std::to_string(i)] = {{"node_feats", c.parts[i].node_feats},
-                                         {"edge_feats", c.parts[i].edge_feats},
-                                         {"part_graph", c.parts[i].part_graph}};
+    json& part = root["part-" + std::to_string(i)];
+    part = {{"node_feats", c.parts[i].node_feats},
+            {"edge_feats", c.parts[i].edge_feats},
+            {"part_graph", c.parts[i].part_graph}};
+    if (!c.parts[i].link_split.empty()) part["link_split"] = c.parts[i].link_split;
   }
   root["dgld"] = {{"format_version", c.format_version},
                   {"num_trainers_per_machine", c.num_trainers_per_machine}};
+  if (c.link_split.present) {
+    const LinkSplitInfo& l = c.link_split;
+    json ls = {{"source", l.source},
+               {"seed", l.seed},
+               {"num_negatives", l.num_negatives},
+               {"num_train", l.num_train},
+               {"num_valid", l.num_valid},
+               {"num_test", l.num_test},
+               {"symmetric", l.symmetric}};
+    if (!l.fractions.empty()) ls["fractions"] = l.fractions;
+    root["dgld"]["link_split"] = std::move(ls);
+  }
   return root.dump(2) + "\n";
 }
 

@@ -5,7 +5,8 @@
 //   node_map {"_N": [[start,end),...]}, edge_map {"_N:_E:_N": [...]},
 //   ntypes {"_N":0}, etypes {"_N:_E:_N":0},
 //   part-<i> {node_feats, edge_feats, part_graph}  (paths relative to the JSON).
-// dgld adds one object, "dgld", with its own fields (format version, trainer split);
+// dgld adds one object, "dgld", with its own fields (format version, trainer split,
+// link split), and "link_split" to part-<i> when the graph has a link split;
 // DGL tools ignore unknown keys, so the file stays readable by them.
 // Only homogeneous graphs (one node type, one edge type) are supported for now.
 
@@ -30,6 +31,22 @@ struct PartitionFiles {
   std::string node_feats;
   std::string edge_feats;
   std::string part_graph;
+  std::string link_split;  // held-out edges (common/partition/link_split.h); empty when absent
+};
+
+// A link-prediction edge split made by dgl-partition ("dgld"."link_split"). The
+// training edges stay in the graph, marked by the edge tensor "<etype>/train_mask";
+// the validation and test edges are removed from it and stored per partition (by
+// the partition of their destination) in PartitionFiles::link_split.
+struct LinkSplitInfo {
+  bool present = false;
+  std::string source;             // "random" (--link-split) or "ogb:<split name>"
+  std::vector<double> fractions;  // train, valid, test (random only, else empty)
+  uint64_t seed = 0;              // --seed (shuffle and drawn negatives)
+  int64_t num_negatives = 0;      // negative destinations per valid/test edge
+  int64_t num_train = 0;          // edges marked in the train mask
+  int64_t num_valid = 0, num_test = 0;
+  bool symmetric = true;          // undirected edges: held out in both directions
 };
 
 struct PartitionConfig {
@@ -47,6 +64,7 @@ struct PartitionConfig {
   // dgld extensions (the "dgld" object).
   int format_version = 1;
   int num_trainers_per_machine = 1;
+  LinkSplitInfo link_split;
 
   // Directory holding the JSON; relative paths are resolved against it.
   std::filesystem::path base_dir;

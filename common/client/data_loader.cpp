@@ -107,11 +107,12 @@ Result<std::unique_ptr<BatchBuilder>> BatchBuilder::create(Cluster& cluster, Bat
   return b;
 }
 
-Result<Batch> BatchBuilder::sample(int64_t batch_id, std::span<const int64_t> seeds, uint64_t rng_seed) const {
+Result<Batch> BatchBuilder::sample(int64_t batch_id, std::span<const int64_t> seeds, uint64_t rng_seed,
+                                   const EdgePairSet* exclude) const {
   Batch out;
   out.batch_id = batch_id;
   const auto t0 = Clock::now();
-  auto mb = sampler_.sample(*source_, seeds, rng_seed);
+  auto mb = sampler_.sample(*source_, seeds, rng_seed, exclude);
   if (!mb.is_ok()) return mb.status().with_context("batch " + std::to_string(batch_id));
   out.mini_batch = std::move(*mb);
   out.timings.sample_s = seconds_since(t0);

@@ -100,7 +100,9 @@ class BatchBuilder {
   // build() in two halves, for a caller that places the rows itself: the
   // blocks (timings.sample_s set), then the features and labels of those
   // blocks, into a Batch's own buffers ...
-  Result<Batch> sample(int64_t batch_id, std::span<const int64_t> seeds, uint64_t rng_seed) const;
+  // With `exclude`, edges between its pairs are left out of the blocks.
+  Result<Batch> sample(int64_t batch_id, std::span<const int64_t> seeds, uint64_t rng_seed,
+                       const EdgePairSet* exclude = nullptr) const;
   Status fetch(Batch& batch, int skip_features_of = -1) const;
   // ... or into `rows` (input nodes x feature_dim() floats) and `labels`
   // (one per seed), each ignored when the spec has no such tensor.

@@ -162,13 +162,24 @@ Result<Edges> DistGraph::find_edges(std::span<const int64_t> eids) const {
 
 Result<std::vector<int64_t>> DistGraph::node_split(const std::string& mask_name, bool force_even,
                                                    bool use_trainer_ids) const {
+  return split(mask_name, force_even, use_trainer_ids, /*edges=*/false);
+}
+
+Result<std::vector<int64_t>> DistGraph::edge_split(const std::string& mask_name, bool force_even) const {
+  return split(mask_name, force_even, /*use_trainer_ids=*/false, /*edges=*/true);
+}
+
+Result<std::vector<int64_t>> DistGraph::split(const std::string& mask_name, bool force_even, bool use_trainer_ids,
+                                              bool edges) const {
   Cluster& c = *cluster_;
-  std::vector<int64_t> all(static_cast<size_t>(num_nodes()));
+  const char* what = edges ? "edge_split" : "node_split";
+  const char* unit = edges ? "edge" : "node";
+  std::vector<int64_t> all(static_cast<size_t>(edges ? num_edges() : num_nodes()));
   std::iota(all.begin(), all.end(), 0);
-  DGLD_ASSIGN_OR_RETURN(DistTensor mask, ndata(mask_name));
+  DGLD_ASSIGN_OR_RETURN(DistTensor mask, edges ? edata(mask_name) : ndata(mask_name));
   if (mask.dtype() != DType::uint8 || mask.row_bytes() != 1) {
-    return invalid_argument("node_split: mask '" + mask.name() +
-                            "' must be a uint8 node tensor with one value per node");
+    return invalid_argument(std::string(what) + ": mask '" + mask.name() + "' must be a uint8 " + unit +
+                            " tensor with one value per " + unit);
   }
   DGLD_ASSIGN_OR_RETURN(std::vector<uint8_t> bits, mask.pull(all));
   std::vector<int64_t> trainer_ids;
@@ -178,15 +189,16 @@ Result<std::vector<int64_t>> DistGraph::node_split(const std::string& mask_name,
   }
   const int per_machine = std::max(1, c.num_trainers() / c.num_machines());
   if (c.rank() / per_machine != c.machine_id()) {
-    return invalid_argument("node_split: trainer rank " + std::to_string(c.rank()) +
+    return invalid_argument(std::string(what) + ": trainer rank " + std::to_string(c.rank()) +
                             " on machine " + std::to_string(c.machine_id()) +
                             " breaks DGL's layout (machine m runs ranks m*" +
                             std::to_string(per_machine) + " .. m*" + std::to_string(per_machine) +
                             "+" + std::to_string(per_machine - 1) + "); request ranks accordingly");
   }
   SplitRank who{c.machine_id(), c.rank(), c.num_trainers()};
-  return client::node_split(std::span<const uint8_t>(bits), partition_book(), who,
-                            SplitOptions{force_even, trainer_ids});
+  const SplitOptions so{force_even, trainer_ids};
+  return edges ? client::edge_split(std::span<const uint8_t>(bits), partition_book(), who, so)
+               : client::node_split(std::span<const uint8_t>(bits), partition_book(), who, so);
 }
 
 // ---- DistNeighborSource ----------------------------------------------------

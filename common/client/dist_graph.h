@@ -53,9 +53,14 @@ class DistGraph {
   // use_trainer_ids the partition's "_N/trainer_id" splits within a machine.
   Result<std::vector<int64_t>> node_split(const std::string& mask_name, bool force_even = true,
                                           bool use_trainer_ids = false) const;
+  // edge_split over the uint8 edge tensor `mask_name` ("train_mask" of a
+  // link split), the same rules over the edge partition book.
+  Result<std::vector<int64_t>> edge_split(const std::string& mask_name, bool force_even = true) const;
 
  private:
   Result<std::vector<int64_t>> degrees(std::span<const int64_t> ids, bool out) const;
+  Result<std::vector<int64_t>> split(const std::string& mask_name, bool force_even, bool use_trainer_ids,
+                                     bool edges) const;
   std::string full_name(const std::string& name, bool edge) const;
   Cluster* cluster_;
 };

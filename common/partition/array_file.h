@@ -36,7 +36,7 @@ template <> struct element_dtype<float> { static constexpr DType value = DType::
 template <> struct element_dtype<double> { static constexpr DType value = DType::float64; };
 
 // What an array file holds (header field `kind`).
-enum class ArrayFileKind : uint32_t { partition_graph = 1, node_features = 2, edge_features = 3 };
+enum class ArrayFileKind : uint32_t { partition_graph = 1, node_features = 2, edge_features = 3, link_split = 4 };
 
 inline constexpr uint32_t kArrayFileVersion = 1;
 inline constexpr size_t kArrayAlignment = 64;

@@ -43,7 +43,7 @@ MultiLayerNeighborSampler::MultiLayerNeighborSampler(std::vector<int64_t> fanout
 
 Result<MiniBatch> MultiLayerNeighborSampler::sample(NeighborSource& source,
                                                     std::span<const int64_t> seeds,
-                                                    uint64_t rng_seed) const {
+                                                    uint64_t rng_seed, const EdgePairSet* exclude) const {
   if (fanouts_.empty()) return invalid_argument("the sampler has no fanouts (no layers)");
   const auto num_layers = static_cast<int64_t>(fanouts_.size());
   for (int64_t layer = 0; layer < num_layers; ++layer) {
@@ -63,6 +63,20 @@ Result<MiniBatch> MultiLayerNeighborSampler::sample(NeighborSource& source,
                             .rng_seed = derive_seed(rng_seed, static_cast<uint64_t>(layer))};
     Result<SampledEdges> edges = source.sample(layer_seeds, opt);
     if (!edges.is_ok()) return edges.status().with_context(where);
+    if (exclude && !exclude->empty()) {
+      SampledEdges& e = *edges;
+      size_t kept = 0;
+      for (size_t i = 0; i < e.size(); ++i) {
+        if (exclude->contains(e.src[i], e.dst[i])) continue;
+        e.src[kept] = e.src[i];
+        e.dst[kept] = e.dst[i];
+        e.eid[kept] = e.eid[i];
+        ++kept;
+      }
+      e.src.resize(kept);
+      e.dst.resize(kept);
+      e.eid.resize(kept);
+    }
     Result<Block> block = build_block(layer_seeds, *edges);
     if (!block.is_ok()) return block.status().with_context(where);
     batch.blocks[layer] = std::move(block).value();

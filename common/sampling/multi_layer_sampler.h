@@ -15,6 +15,8 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "common/graph/csc.h"
@@ -65,6 +67,29 @@ class LocalGraphSource final : public NeighborSource {
   Options options_;
 };
 
+// Unordered node pairs {u, v}: the edges u -> v and v -> u. What a link
+// prediction batch must not contain (its seed edges and their reverses, DGL's
+// exclude='reverse_id' by endpoints, which also drops parallel copies), and
+// the held-out positives a negative sampler must not draw.
+class EdgePairSet {
+ public:
+  void add(int64_t u, int64_t v) { pairs_.insert(key(u, v)); }
+  bool contains(int64_t u, int64_t v) const { return !pairs_.empty() && pairs_.count(key(u, v)) > 0; }
+  bool empty() const { return pairs_.empty(); }
+  size_t size() const { return pairs_.size(); }
+  void reserve(size_t n) { pairs_.reserve(n); }
+
+ private:
+  struct Hash {
+    size_t operator()(const std::pair<int64_t, int64_t>& p) const {
+      return std::hash<uint64_t>()(static_cast<uint64_t>(p.first) * 0x9E3779B97F4A7C15ULL ^
+                                   static_cast<uint64_t>(p.second));
+    }
+  };
+  static std::pair<int64_t, int64_t> key(int64_t u, int64_t v) { return u < v ? std::pair{u, v} : std::pair{v, u}; }
+  std::unordered_set<std::pair<int64_t, int64_t>, Hash> pairs_;
+};
+
 struct MiniBatch {
   std::vector<int64_t> seeds;        // the batch: blocks.back().dst_nodes
   std::vector<Block> blocks;         // blocks[0] is the input layer
@@ -80,8 +105,10 @@ class MultiLayerNeighborSampler {
   // with rng seed derive_seed(rng_seed, i); vary rng_seed per batch and epoch.
   // invalid_argument for no fanouts, a fanout < -1, or repeated seeds; the
   // source's errors are passed on with the layer named.
+  // With `exclude`, sampled edges between a pair of the set are dropped
+  // before each block is built (as DGL removes excluded edges after sampling).
   Result<MiniBatch> sample(NeighborSource& source, std::span<const int64_t> seeds,
-                           uint64_t rng_seed) const;
+                           uint64_t rng_seed, const EdgePairSet* exclude = nullptr) const;
 
   const std::vector<int64_t>& fanouts() const { return fanouts_; }
   bool replace() const { return replace_; }

@@ -236,7 +236,13 @@ class DistBackend final : public TrainingBackend {
   int64_t feat_dim() const override { return feat_dim_; }
   int64_t num_classes() const override { return num_classes_; }
   int64_t steps_per_epoch() const override { return steps_per_epoch_; }
-  void start_epoch(int epoch) override { loader_->start_epoch(epoch); }
+  void start_epoch(int epoch) override {
+    if (link_loader_) {
+      link_loader_->start_epoch(epoch);
+    } else {
+      loader_->start_epoch(epoch);
+    }
+  }
   Result<client::Batch> next_batch() override {
     auto next = loader_->next();
     if (!next.is_ok()) return next.status();
@@ -251,8 +257,18 @@ class DistBackend final : public TrainingBackend {
   Status original_node_ids(int64_t start, int64_t count, int64_t* out) override;
   Result<std::unique_ptr<EmbeddingStore>> create_embedding_store(const std::vector<int64_t>& dims,
                                                                  uint64_t seed) override;
+  Result<client::LinkBatch> next_link_batch() override {
+    auto next = link_loader_->next();
+    if (!next.is_ok()) return next.status();
+    if (!next->has_value()) return internal_error("the edge loader ran out of batches");
+    return std::move(**next);
+  }
+  Result<LinkEdges> link_eval_edges(bool test) override { return test ? link_test_ : link_valid_; }
 
  private:
+  // --task link: the edge loader over this trainer's edge_split of
+  // the edge tensor train_mask, and its share of the held-out edges.
+  Status setup_link(const std::vector<int64_t>& fanouts, bool uses_features);
   Result<std::vector<int64_t>> split(const std::string& mask, bool required);
   Status check_node_tensor(const std::string& name, DType dtype, bool matrix) const;
   // Collective; the tensor is deleted by destroy_tensor() or finish().
@@ -268,6 +284,8 @@ class DistBackend final : public TrainingBackend {
   std::unique_ptr<Collectives> coll_;
   std::unique_ptr<SamplerChildren> samplers_;
   std::unique_ptr<client::DistDataLoader> loader_;
+  std::unique_ptr<client::DistEdgeDataLoader> link_loader_;
+  LinkEdges link_valid_, link_test_;
   std::vector<int64_t> train_ids_, eval_nodes_;
   std::vector<int> machine_of_rank_;
   int64_t run_id_ = 0;                // names this run's DistTensors apart from any other run's
@@ -327,11 +345,13 @@ Status DistBackend::setup() {
     DGLD_RETURN_IF_ERROR(check_node_tensor(c_.feature, DType::float32, true).with_context("--feature"));
     feat_dim_ = part.node_tensor("_N/" + c_.feature)->shape[1];
   }
-  DGLD_RETURN_IF_ERROR(check_node_tensor(c_.label, DType::int64, false).with_context("--label"));
-  int64_t max_label = -1;
-  for (int64_t v : part.node_tensor("_N/" + c_.label)->as<int64_t>()) max_label = std::max(max_label, v);
-
-  DGLD_ASSIGN_OR_RETURN(train_ids_, split("train_mask", true));
+  const bool link = c_.task == "link";
+  int64_t max_label = link ? 0 : -1;  // link prediction reads no labels
+  if (!link) {
+    DGLD_RETURN_IF_ERROR(check_node_tensor(c_.label, DType::int64, false).with_context("--label"));
+    for (int64_t v : part.node_tensor("_N/" + c_.label)->as<int64_t>()) max_label = std::max(max_label, v);
+    DGLD_ASSIGN_OR_RETURN(train_ids_, split("train_mask", true));
+  }
   const auto& book = cluster_->partition_book();
   DGLD_ASSIGN_OR_RETURN(eval_nodes_, client::node_split([](int64_t) { return true; }, book,
                                                         client::SplitRank{cluster_->machine_id(), rank, world}));
@@ -361,7 +381,7 @@ Status DistBackend::setup() {
   run_id_ = run_id.item<int64_t>();
 
   std::vector<std::string> endpoints = o_.sampler_endpoints;
-  if (endpoints.empty() && o_.num_samplers > 0) {
+  if (endpoints.empty() && o_.num_samplers > 0 && !link) {
     SamplerChildrenOptions so;
     so.executable = o_.sampler_worker_path;
     so.count = o_.num_samplers;
@@ -380,6 +400,7 @@ Status DistBackend::setup() {
   }
 
   DGLD_ASSIGN_OR_RETURN(auto fanouts, parse_fan_out(c_.fan_out));
+  if (link) return setup_link(fanouts, uses_features);
   client::DataLoaderOptions lo;
   lo.batch_size = c_.batch_size;
   lo.shuffle = true;
@@ -404,6 +425,91 @@ Status DistBackend::setup() {
     log_->info("{} of this trainer's {} batches per epoch are left out to match the trainer with the fewest",
                loader_->num_batches_per_epoch() - steps_per_epoch_, loader_->num_batches_per_epoch());
   }
+  return Status::ok();
+}
+
+Status DistBackend::setup_link(const std::vector<int64_t>& fanouts, bool uses_features) {
+  const auto& config = cluster_->config();
+  if (!config.link_split.present) {
+    return invalid_argument(fmt::format("--task link: partition config {} has no link split (partition with "
+                                        "dgl-partition --link-split TRAIN,VALID,TEST, or an OGB edge split)",
+                                        o_.part_config));
+  }
+  const int rank = coll_->rank(), world = coll_->world();
+  const int machine = cluster_->machine_id();
+  DGLD_ASSIGN_OR_RETURN(auto train_eids, graph_->edge_split("train_mask", true));
+  DGLD_ASSIGN_OR_RETURN(LinkSplitPart held, read_link_split(config, machine));
+  // This trainer's share of its machine's held-out edges: the machine's
+  // trainers take every T-th edge.
+  const int per_machine = std::max(1, world / cluster_->num_machines());
+  const int local = rank % per_machine;
+  auto share = [&](const LinkEdges& all) {
+    LinkEdges mine;
+    mine.num_negatives = all.num_negatives;
+    for (size_t i = static_cast<size_t>(local); i < all.src.size(); i += static_cast<size_t>(per_machine)) {
+      mine.src.push_back(all.src[i]);
+      mine.dst.push_back(all.dst[i]);
+      if (!all.orig_src.empty()) mine.orig_src.push_back(all.orig_src[i]);
+      if (!all.orig_dst.empty()) mine.orig_dst.push_back(all.orig_dst[i]);
+      const auto k = static_cast<size_t>(all.num_negatives);
+      mine.neg_dst.insert(mine.neg_dst.end(), all.neg_dst.begin() + static_cast<std::ptrdiff_t>(i * k),
+                          all.neg_dst.begin() + static_cast<std::ptrdiff_t>((i + 1) * k));
+    }
+    return mine;
+  };
+  link_valid_ = share(held.valid);
+  link_test_ = share(held.test);
+
+  client::LinkLoaderOptions lo;
+  lo.batch_size = c_.batch_size;
+  lo.seed = c_.seed + static_cast<uint64_t>(rank) * 0x9e3779b97f4a7c15ULL;
+  lo.fanouts = fanouts;
+  lo.replace = c_.replace;
+  lo.feature = uses_features ? c_.feature : "";
+  lo.feature_cache_bytes = static_cast<size_t>(o_.feature_cache_mb) << 20;
+  lo.num_negatives = c_.num_negatives;
+  DGLD_ASSIGN_OR_RETURN(lo.negative_sampler, client::parse_negative_sampler(c_.neg_sampler));
+  lo.exclude_positives = c_.neg_exclude_positives;
+  lo.threads = 2;
+  lo.thread_nice = kSamplingThreadNice;
+  lo.next_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(o_.collective_timeout) * 2;
+  if (lo.exclude_positives) {
+    // Every machine's held-out edges, on every trainer: negatives must miss them all.
+    std::vector<int64_t> mine;
+    for (const LinkEdges* e : {&held.valid, &held.test}) {
+      for (size_t i = 0; i < e->src.size(); ++i) {
+        mine.push_back(e->src[i]);
+        mine.push_back(e->dst[i]);
+      }
+    }
+    auto sizes = torch::zeros({world}, torch::kInt64);
+    sizes[rank] = static_cast<int64_t>(mine.size());
+    DGLD_RETURN_IF_ERROR(coll_->allreduce(sizes, Reduce::sum, "exchanging the held-out edges: sizes"));
+    int64_t total = 0, offset = 0;
+    for (int r = 0; r < world; ++r) {
+      if (r == rank) offset = total;
+      total += sizes[r].item<int64_t>();
+    }
+    auto all = torch::zeros({total}, torch::kInt64);
+    if (!mine.empty()) std::memcpy(all.data_ptr<int64_t>() + offset, mine.data(), mine.size() * sizeof(int64_t));
+    DGLD_RETURN_IF_ERROR(coll_->allreduce(all, Reduce::sum, "exchanging the held-out edges"));
+    auto set = std::make_shared<EdgePairSet>();
+    set->reserve(static_cast<size_t>(total / 2));
+    const int64_t* p = all.data_ptr<int64_t>();
+    for (int64_t i = 0; i + 1 < total; i += 2) set->add(p[i], p[i + 1]);
+    lo.held_out = std::move(set);
+  }
+  auto loader = client::DistEdgeDataLoader::create(*cluster_, std::move(train_eids), lo);
+  if (!loader.is_ok()) return loader.status().with_context("creating the edge loader");
+  link_loader_ = std::move(*loader);
+  auto steps = torch::tensor({link_loader_->num_batches_per_epoch()}, torch::kInt64);
+  DGLD_RETURN_IF_ERROR(coll_->allreduce(steps, Reduce::min, "agreeing on the steps per epoch"));
+  steps_per_epoch_ = steps.item<int64_t>();
+  if (steps_per_epoch_ < 1) return invalid_argument("a trainer has no training edges (steps per epoch is 0)");
+  log_->info("link prediction: {} training edges in {} batches per epoch ({} used), {} validation and {} test edges "
+             "of this machine to evaluate ({} negatives each)",
+             link_loader_->num_edges(), link_loader_->num_batches_per_epoch(), steps_per_epoch_,
+             link_valid_.src.size(), link_test_.src.size(), link_test_.num_negatives);
   return Status::ok();
 }
 
@@ -520,13 +626,13 @@ Result<EvalCounts> DistBackend::layerwise(Model& model, const Layer0Input& input
   }
   for (const int l : request.keep) {
     auto& out = outs[static_cast<size_t>(l)];
-    if (rank() == 0 && request.on_kept) {
+    if ((rank() == 0 || request.every_rank) && request.on_kept) {
       const RowReader read = [&out](std::span<const int64_t> ids, float* dst) { return out->pull_into(ids, dst); };
       DGLD_RETURN_IF_ERROR(request.on_kept(l, out->shape()[1], read));
     }
     auto one = torch::ones({1}, torch::kInt64);
     DGLD_RETURN_IF_ERROR(
-        coll_->allreduce(one, Reduce::sum, fmt::format("layer-wise inference: layer {} written by rank 0", l)));
+        coll_->allreduce(one, Reduce::sum, fmt::format("layer-wise inference: layer {} used", l)));
   }
   for (auto& out : outs) {
     if (out) DGLD_RETURN_IF_ERROR(destroy_tensor(out->name()));
@@ -551,14 +657,17 @@ Status DistBackend::finish() {
       cluster_->barrier("dgld-train-end", o_.collective_timeout).with_context("end-of-training barrier"));
   // The run's DistTensors (the embedding) go; the servers may serve another run.
   for (const auto& name : std::vector<std::string>(created_)) DGLD_RETURN_IF_ERROR(destroy_tensor(name));
-  const auto stats = loader_->stats();
-  log_->info("batches made by sampler-workers: {}, by this trainer: {}, re-issued after a worker failed: {}",
-             stats.batches_by_workers, stats.batches_by_trainer, stats.reissued);
-  if (const auto [hits, misses] = loader_->feature_cache_hits_misses(); hits + misses > 0) {
-    log_->info("feature cache (this trainer's batches): {} remote rows served from it, {} requested ({:.1f}% hits)",
-               hits, misses, 100.0 * static_cast<double>(hits) / static_cast<double>(hits + misses));
+  if (loader_) {
+    const auto stats = loader_->stats();
+    log_->info("batches made by sampler-workers: {}, by this trainer: {}, re-issued after a worker failed: {}",
+               stats.batches_by_workers, stats.batches_by_trainer, stats.reissued);
+    if (const auto [hits, misses] = loader_->feature_cache_hits_misses(); hits + misses > 0) {
+      log_->info("feature cache (this trainer's batches): {} remote rows served from it, {} requested ({:.1f}% hits)",
+                 hits, misses, 100.0 * static_cast<double>(hits) / static_cast<double>(hits + misses));
+    }
   }
   loader_.reset();
+  link_loader_.reset();
   if (samplers_) {
     // A sampler-worker that died mid-run had its batches re-issued: a warning.
     if (Status st = samplers_->stop(); !st.is_ok()) log_->warn("stopping the sampler-workers: {}", st.message());

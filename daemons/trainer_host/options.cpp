@@ -43,6 +43,16 @@ ParsedTrainerHostOptions parse_trainer_host_options(int argc, const char* const 
        ".json, by original node id); after training, or with --infer")
       ("embeddings-layer", po::value(&t.embeddings_layer)->default_value(t.embeddings_layer),
        "also write layer K's output (embeddings-K.npy); -1: none")
+      ("task", po::value(&t.task)->default_value(t.task), "node (node classification) | link (link prediction "
+       "over a dgl-partition --link-split)")
+      ("scorer", po::value(&t.scorer)->default_value(t.scorer), "link: score of an edge from its ends' embeddings: "
+       "dot | mlp")
+      ("num-negatives", po::value(&t.num_negatives)->default_value(t.num_negatives),
+       "link: negative destinations per training edge")
+      ("neg-sampler", po::value(&t.neg_sampler)->default_value(t.neg_sampler),
+       "link: uniform (over every node) | local-uniform (over this machine's nodes)")
+      ("neg-exclude-positives", po::bool_switch(&t.neg_exclude_positives),
+       "link: redraw a negative that is the edge itself, another positive of the batch or a held-out edge")
       ("seed", po::value(&t.seed)->default_value(t.seed), "random seed (weights, shuffling, sampling, dropout)")
       ("num-threads", po::value(&t.num_threads)->default_value(t.num_threads),
        "LibTorch (and OpenBLAS) threads of the model step; 0: OMP_NUM_THREADS or all cores. A distributed "

@@ -108,6 +108,18 @@ Status validate_train_config(const TrainConfig& c) {
     }
     if (c.resume) return invalid_argument("--infer does not train: drop --resume");
   }
+  if (c.task != "node" && c.task != "link") {
+    return invalid_argument("--task '" + c.task + "': expected node (node classification) or link (link prediction)");
+  }
+  if (c.task == "link") {
+    if (c.scorer != "dot" && c.scorer != "mlp") return invalid_argument("--scorer '" + c.scorer + "': expected dot or mlp");
+    if (c.num_negatives < 1) return invalid_argument(fmt::format("--num-negatives must be >= 1, got {}", c.num_negatives));
+    if (c.neg_sampler != "uniform" && c.neg_sampler != "local-uniform") {
+      return invalid_argument("--neg-sampler '" + c.neg_sampler + "': expected uniform or local-uniform");
+    }
+    if (c.infer) return invalid_argument("--infer with --task link: write the embeddings after training (--output-dir)");
+    if (!c.checkpoint_dir.empty()) return invalid_argument("--checkpoint-dir is not supported with --task link yet");
+  }
   if (c.embeddings_layer >= 0 && c.output_dir.empty()) {
     return invalid_argument("--embeddings-layer needs --output-dir");
   }
@@ -158,7 +170,17 @@ nlohmann::json config_json(const TrainConfig& c) {
           {"save_model", c.save_model},
           {"infer", c.infer},
           {"output_dir", c.output_dir},
-          {"embeddings_layer", c.embeddings_layer}};
+          {"embeddings_layer", c.embeddings_layer},
+          {"task", c.task},
+          {"scorer", c.scorer},
+          {"num_negatives", c.num_negatives},
+          {"neg_sampler", c.neg_sampler},
+          {"neg_exclude_positives", c.neg_exclude_positives}};
+}
+
+nlohmann::json link_metrics_json(const LinkMetrics& m) {
+  return {{"num_edges", m.num_edges}, {"mrr", m.mrr},       {"hits@1", m.hits1},
+          {"hits@10", m.hits10},      {"hits@50", m.hits50}, {"roc_auc", m.auc}};
 }
 
 }  // namespace
@@ -183,12 +205,23 @@ std::string metrics_json(const TrainResult& r) {
                            {"wait_s", e.wait_s},       {"seeds_per_s", e.seeds_per_s},
                            {"step_losses", e.step_losses}});
   }
+  const bool link = r.config.task == "link";
+  j["task"] = r.config.task;
   j["evals"] = json::array();
   for (const auto& e : r.evals) {
-    j["evals"].push_back({{"epoch", e.epoch}, {"val_acc", e.val_acc}, {"test_acc", e.test_acc}, {"time_s", e.time_s}});
+    json ej = {{"epoch", e.epoch}, {"val_acc", e.val_acc}, {"test_acc", e.test_acc}, {"time_s", e.time_s}};
+    if (link) {
+      ej["val"] = link_metrics_json(e.val_link);
+      ej["test"] = link_metrics_json(e.test_link);
+    }
+    j["evals"].push_back(ej);
   }
   j["val_acc"] = r.val_acc;
   j["test_acc"] = r.test_acc;
+  if (link) {
+    j["val"] = link_metrics_json(r.val_link);
+    j["test"] = link_metrics_json(r.test_link);
+  }
   j["total_time_s"] = r.total_time_s;
   if (!r.output_files.empty()) {
     j["output_files"] = r.output_files;

@@ -68,6 +68,16 @@ struct TrainConfig {
   bool infer = false;
   std::string output_dir;
   int embeddings_layer = -1;
+  // Link prediction (docs/link-prediction.md): the model is an encoder whose
+  // last layer gives num_hidden-wide node embeddings, a scorer turns a pair
+  // of embeddings into a logit, trained with binary cross-entropy over the
+  // training edges (edge_split of the edge tensor train_mask) and num_negatives negative
+  // destinations per edge; evaluated on the partitions' held-out edges.
+  std::string task = "node";          // node | link
+  std::string scorer = "dot";         // dot | mlp
+  int num_negatives = 1;
+  std::string neg_sampler = "uniform";  // uniform | local-uniform
+  bool neg_exclude_positives = false;
 };
 
 // "10,25" -> {10, 25}; invalid_argument naming the bad item.
@@ -92,9 +102,16 @@ struct EpochMetrics {
   std::vector<double> step_losses;  // each step's loss, averaged over the trainers
 };
 
+// Ranking metrics of held-out edges against their pre-drawn negatives.
+struct LinkMetrics {
+  int64_t num_edges = 0;
+  double mrr = 0, hits1 = 0, hits10 = 0, hits50 = 0, auc = 0;
+};
+
 struct EvalMetrics {
   int epoch = 0;  // evaluated after this epoch
   double val_acc = 0, test_acc = 0;
+  LinkMetrics val_link, test_link;  // --task link
   double time_s = 0;
 };
 
@@ -109,6 +126,7 @@ struct TrainResult {
   std::vector<EpochMetrics> epochs;
   std::vector<EvalMetrics> evals;
   double val_acc = 0, test_acc = 0;  // from the last evaluation
+  LinkMetrics val_link, test_link;   // from the last evaluation (--task link)
   double total_time_s = 0;
   std::vector<std::string> output_files;  // inference outputs written (rank 0), and the saved model
   double inference_time_s = 0;

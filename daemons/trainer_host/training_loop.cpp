@@ -73,11 +73,22 @@ class Loop {
   Result<std::vector<int64_t>> new_ids_by_original_id();
   Status write_layer(int layer, int64_t width, const RowReader& read, const std::vector<int64_t>& new_of_orig);
 
+  // Link prediction: the scorer of a pair of embeddings (logits), the
+  // metrics of the held-out edges of one set against their negatives.
+  torch::Tensor score(const torch::Tensor& hu, const torch::Tensor& hv);
+  Result<EvalMetrics> evaluate_link(int epoch);
+  Result<LinkMetrics> link_metrics(bool test, const RowReader& read, int64_t width);
+  // Every trainer's `mine`, concatenated in rank order.
+  Result<std::vector<float>> allgather(const std::vector<float>& mine, const std::string& what);
+
   TrainingBackend& b_;
   const TrainConfig& c_;
   std::shared_ptr<spdlog::logger> log_;
   ModelConfig mc_;
+  bool link_ = false;
   std::unique_ptr<Model> model_;
+  torch::nn::Sequential scorer_mlp_{nullptr};  // --scorer mlp
+  std::vector<torch::Tensor> params_;          // the model's and the scorer's
   std::unique_ptr<torch::optim::Adam> optimizer_;
   std::unique_ptr<SparseEmbedding> embedding_;
   std::unique_ptr<CheckpointDir> ckpt_;
@@ -101,7 +112,9 @@ Status Loop::setup() {
   DGLD_ASSIGN_OR_RETURN(mc_.kind, parse_model_kind(c_.model));
   mc_.in_dim = b_.feat_dim() + (c_.learnable_features != LearnableFeatures::off ? c_.embed_dim : 0);
   mc_.num_hidden = c_.num_hidden;
-  mc_.num_classes = b_.num_classes();
+  link_ = c_.task == "link";
+  // A link encoder's last layer gives num_hidden-wide embeddings.
+  mc_.num_classes = link_ ? c_.num_hidden : b_.num_classes();
   mc_.num_layers = c_.num_layers;
   mc_.dropout = c_.dropout;
   mc_.num_heads = c_.num_heads;
@@ -109,7 +122,13 @@ Status Loop::setup() {
   mc_.model_file = c_.model_file;
   torch::manual_seed(c_.seed);
   DGLD_ASSIGN_OR_RETURN(model_, Model::create(mc_));
-  auto params = model_->impl().parameters();
+  params_ = model_->impl().parameters();
+  if (link_ && c_.scorer == "mlp") {
+    const int64_t d = mc_.num_classes;
+    scorer_mlp_ = torch::nn::Sequential(torch::nn::Linear(d, d), torch::nn::ReLU(), torch::nn::Linear(d, 1));
+    for (const auto& p : scorer_mlp_->parameters()) params_.push_back(p);
+  }
+  auto& params = params_;
   if (b_.world_size() > 1) {  // every trainer starts from rank 0's weights
     torch::NoGradGuard no_grad;
     std::vector<torch::Tensor> flat;
@@ -157,7 +176,7 @@ Status Loop::train_epoch(int epoch, EpochMetrics& m) {
   const auto t_epoch = Clock::now();
   auto& model = model_->impl();
   model.set_training(true);
-  auto params = model.parameters();
+  auto& params = params_;
   const int64_t steps = b_.steps_per_epoch();
   const int world = b_.world_size();
   b_.start_epoch(epoch);
@@ -165,9 +184,17 @@ Status Loop::train_epoch(int epoch, EpochMetrics& m) {
   double loss_sum = 0, correct_sum = 0, seeds_sum = 0;  // over every trainer
   for (int64_t step = 0; step < steps; ++step) {
     const std::string where = fmt::format("epoch {} step {}", epoch, step);
-    auto next = b_.next_batch();
-    if (!next.is_ok()) return next.status().with_context(where);
-    client::Batch& batch = *next;
+    client::LinkBatch link_batch;
+    if (link_) {
+      auto next = b_.next_link_batch();
+      if (!next.is_ok()) return next.status().with_context(where);
+      link_batch = std::move(next).value();
+    } else {
+      auto next = b_.next_batch();
+      if (!next.is_ok()) return next.status().with_context(where);
+      link_batch.batch = std::move(next).value();
+    }
+    client::Batch& batch = link_batch.batch;
     m.sample_s += batch.timings.sample_s;
     m.wait_s += batch.timings.wait_s;
 
@@ -189,12 +216,27 @@ Status Loop::train_epoch(int epoch, EpochMetrics& m) {
     t0 = Clock::now();
     auto logits = forward_checked(*model_, *input);
     if (!logits.is_ok()) return logits.status().with_context(where);
-    auto loss = torch::nn::functional::cross_entropy(*logits, labels);
+    torch::Tensor loss;
+    double batch_correct = 0, batch_seeds = 0;
+    if (link_) {
+      // Binary cross-entropy over the positive edges and their negatives;
+      // "correct": pairs on the right side of 0, counted per positive.
+      const int64_t k = link_batch.num_negatives;
+      const auto hu = logits->index_select(0, ids_tensor(link_batch.pos_u));
+      const auto pos = score(hu, logits->index_select(0, ids_tensor(link_batch.pos_v)));
+      const auto neg = score(hu.repeat_interleave(k, 0), logits->index_select(0, ids_tensor(link_batch.neg_v)));
+      loss = torch::nn::functional::binary_cross_entropy_with_logits(
+          torch::cat({pos, neg}), torch::cat({torch::ones_like(pos), torch::zeros_like(neg)}));
+      batch_correct = ((pos > 0).sum() + (neg <= 0).sum()).item<double>() / static_cast<double>(1 + k);
+      batch_seeds = static_cast<double>(link_batch.pos_u.size());
+    } else {
+      loss = torch::nn::functional::cross_entropy(*logits, labels);
+      batch_correct = logits->argmax(1).eq(labels).sum().item<double>();
+      batch_seeds = static_cast<double>(batch.labels.size());
+    }
     optimizer_->zero_grad();
     loss.backward();
     const double loss_value = loss.item<double>();
-    const double batch_correct = logits->argmax(1).eq(labels).sum().item<double>();
-    const double batch_seeds = static_cast<double>(batch.labels.size());
     m.compute_s += seconds_since(t0);
 
     // One bucket: every gradient, then this step's loss and counts.
@@ -394,6 +436,120 @@ Result<int> Loop::resume() {
   return epoch + 1;
 }
 
+torch::Tensor Loop::score(const torch::Tensor& hu, const torch::Tensor& hv) {
+  if (!scorer_mlp_) return (hu * hv).sum(1);
+  return scorer_mlp_->forward(hu * hv).squeeze(1);
+}
+
+Result<std::vector<float>> Loop::allgather(const std::vector<float>& mine, const std::string& what) {
+  const int world = b_.world_size(), rank = b_.rank();
+  auto sizes = torch::zeros({world}, torch::kInt64);
+  sizes[rank] = static_cast<int64_t>(mine.size());
+  DGLD_RETURN_IF_ERROR(b_.allreduce(sizes, Reduce::sum, what + ": sizes"));
+  int64_t total = 0, offset = 0;
+  for (int r = 0; r < world; ++r) {
+    if (r == rank) offset = total;
+    total += sizes[r].item<int64_t>();
+  }
+  auto all = torch::zeros({total}, torch::kFloat32);
+  if (!mine.empty()) std::memcpy(all.data_ptr<float>() + offset, mine.data(), mine.size() * sizeof(float));
+  DGLD_RETURN_IF_ERROR(b_.allreduce(all, Reduce::sum, what));
+  return std::vector<float>(all.data_ptr<float>(), all.data_ptr<float>() + total);
+}
+
+Result<LinkMetrics> Loop::link_metrics(bool test, const RowReader& read, int64_t width) {
+  const char* set = test ? "test" : "validation";
+  DGLD_ASSIGN_OR_RETURN(LinkEdges e, b_.link_eval_edges(test));
+  const int64_t n = static_cast<int64_t>(e.src.size()), k = e.num_negatives;
+  if (k < 1) {
+    return invalid_argument(fmt::format("the {} edges have no negatives to rank against (dgl-partition "
+                                        "--link-negatives 0)",
+                                        set));
+  }
+  // Per edge: its rank among its negatives (ties count half, as OGB), then
+  // the sums every trainer adds up.
+  std::vector<float> pos_scores, neg_scores;
+  double sums[5] = {static_cast<double>(n), 0, 0, 0, 0};  // edges, 1/rank, hits@1, @10, @50
+  constexpr int64_t kChunk = 4096;
+  std::vector<int64_t> ids;
+  std::vector<float> rows;
+  if (scorer_mlp_) scorer_mlp_->eval();
+  for (int64_t start = 0; start < n; start += kChunk) {
+    const int64_t c = std::min(kChunk, n - start);
+    ids.assign(e.src.begin() + start, e.src.begin() + start + c);
+    ids.insert(ids.end(), e.dst.begin() + start, e.dst.begin() + start + c);
+    ids.insert(ids.end(), e.neg_dst.begin() + start * k, e.neg_dst.begin() + (start + c) * k);
+    rows.resize(ids.size() * static_cast<size_t>(width));
+    DGLD_RETURN_IF_ERROR(read(ids, rows.data()).with_context(fmt::format("{} edges: embeddings", set)));
+    const auto h = torch::from_blob(rows.data(), {static_cast<int64_t>(ids.size()), width}, torch::kFloat32);
+    const auto hu = h.narrow(0, 0, c), hv = h.narrow(0, c, c), hn = h.narrow(0, 2 * c, c * k);
+    const auto pos = score(hu, hv).contiguous();
+    const auto neg = score(hu.repeat_interleave(k, 0), hn).view({c, k}).contiguous();
+    const float* ps = pos.data_ptr<float>();
+    const float* ns = neg.data_ptr<float>();
+    for (int64_t i = 0; i < c; ++i) {
+      int64_t above = 0, ties = 0;
+      for (int64_t j = 0; j < k; ++j) {
+        above += ns[i * k + j] > ps[i] ? 1 : 0;
+        ties += ns[i * k + j] == ps[i] ? 1 : 0;
+      }
+      const double rank = 1.0 + static_cast<double>(above) + 0.5 * static_cast<double>(ties);
+      sums[1] += 1.0 / rank;
+      sums[2] += rank <= 1.0 ? 1 : 0;
+      sums[3] += rank <= 10.0 ? 1 : 0;
+      sums[4] += rank <= 50.0 ? 1 : 0;
+    }
+    pos_scores.insert(pos_scores.end(), ps, ps + c);
+    neg_scores.insert(neg_scores.end(), ns, ns + c * k);
+  }
+  if (scorer_mlp_) scorer_mlp_->train();
+  auto t = torch::tensor(std::vector<double>(sums, sums + 5), torch::kFloat64);
+  DGLD_RETURN_IF_ERROR(b_.allreduce(t, Reduce::sum, fmt::format("{} edges: ranking sums", set)));
+  LinkMetrics m;
+  m.num_edges = static_cast<int64_t>(t[0].item<double>());
+  if (m.num_edges == 0) return invalid_argument(fmt::format("the link split has no {} edges", set));
+  const double total = static_cast<double>(m.num_edges);
+  m.mrr = t[1].item<double>() / total;
+  m.hits1 = t[2].item<double>() / total;
+  m.hits10 = t[3].item<double>() / total;
+  m.hits50 = t[4].item<double>() / total;
+  // ROC-AUC of every positive against every negative (Mann-Whitney, ties
+  // counted half), over every trainer's scores.
+  DGLD_ASSIGN_OR_RETURN(auto all_pos, allgather(pos_scores, fmt::format("{} edges: positive scores", set)));
+  DGLD_ASSIGN_OR_RETURN(auto all_neg, allgather(neg_scores, fmt::format("{} edges: negative scores", set)));
+  std::sort(all_neg.begin(), all_neg.end());
+  double wins = 0;
+  for (const float p : all_pos) {
+    const auto lo = std::lower_bound(all_neg.begin(), all_neg.end(), p);
+    const auto hi = std::upper_bound(lo, all_neg.end(), p);
+    wins += static_cast<double>(lo - all_neg.begin()) + 0.5 * static_cast<double>(hi - lo);
+  }
+  m.auc = all_pos.empty() || all_neg.empty()
+              ? 0.0
+              : wins / (static_cast<double>(all_pos.size()) * static_cast<double>(all_neg.size()));
+  return m;
+}
+
+Result<EvalMetrics> Loop::evaluate_link(int epoch) {
+  const auto t0 = Clock::now();
+  EvalMetrics e;
+  e.epoch = epoch;
+  LayerwiseRequest request;
+  request.count = false;
+  request.keep = {model_->num_layers() - 1};
+  request.every_rank = true;
+  request.on_kept = [&](int, int64_t width, const RowReader& read) -> Status {
+    torch::NoGradGuard no_grad;
+    DGLD_ASSIGN_OR_RETURN(e.val_link, link_metrics(false, read, width));
+    DGLD_ASSIGN_OR_RETURN(e.test_link, link_metrics(true, read, width));
+    return Status::ok();
+  };
+  auto counts = layerwise(request);
+  if (!counts.is_ok()) return counts.status().with_context(fmt::format("evaluation after epoch {}", epoch));
+  e.time_s = seconds_since(t0);
+  return e;
+}
+
 Result<std::vector<int64_t>> Loop::new_ids_by_original_id() {
   const int64_t n = b_.num_nodes();
   std::vector<int64_t> orig(static_cast<size_t>(n));
@@ -418,7 +574,7 @@ Result<std::vector<int64_t>> Loop::new_ids_by_original_id() {
 Status Loop::write_layer(int layer, int64_t width, const RowReader& read, const std::vector<int64_t>& new_of_orig) {
   const int L = model_->num_layers();
   const bool last = layer == L - 1;
-  const std::string stem = last ? "logits" : fmt::format("embeddings-{}", layer);
+  const std::string stem = last ? (link_ ? "embeddings" : "logits") : fmt::format("embeddings-{}", layer);
   const std::filesystem::path dir(c_.output_dir);
   const auto path = dir / (stem + ".npy");
   const int64_t n = static_cast<int64_t>(new_of_orig.size());
@@ -441,7 +597,7 @@ Status Loop::write_layer(int layer, int64_t width, const RowReader& read, const 
                                {"shape", shape},
                                {"dtype", "float32"},
                                {"order", "original node id: row i is node i of the input graph"},
-                               {"output", last ? "logits" : "embeddings"},
+                               {"output", last && !link_ ? "logits" : "embeddings"},
                                {"layer", layer},
                                {"num_layers", L},
                                {"model", model_->describe()},
@@ -511,11 +667,20 @@ Result<TrainResult> Loop::run() {
     r_.epochs.push_back(m);
     const bool last = epoch == c_.num_epochs - 1;
     if (c_.eval_every >= 0 && (last || (c_.eval_every > 0 && (epoch + 1) % c_.eval_every == 0))) {
-      DGLD_ASSIGN_OR_RETURN(EvalMetrics e, evaluate(epoch));
-      log_->info("Epoch {:05d} | Val Acc {:.4f} | Test Acc {:.4f} | eval {:.3f} s", epoch, e.val_acc, e.test_acc,
-                 e.time_s);
+      DGLD_ASSIGN_OR_RETURN(EvalMetrics e, link_ ? evaluate_link(epoch) : evaluate(epoch));
+      if (link_) {
+        log_->info("Epoch {:05d} | Val MRR {:.4f} AUC {:.4f} | Test MRR {:.4f} Hits@1 {:.4f} Hits@10 {:.4f} "
+                   "Hits@50 {:.4f} AUC {:.4f} | eval {:.3f} s",
+                   epoch, e.val_link.mrr, e.val_link.auc, e.test_link.mrr, e.test_link.hits1, e.test_link.hits10,
+                   e.test_link.hits50, e.test_link.auc, e.time_s);
+      } else {
+        log_->info("Epoch {:05d} | Val Acc {:.4f} | Test Acc {:.4f} | eval {:.3f} s", epoch, e.val_acc, e.test_acc,
+                   e.time_s);
+      }
       r_.val_acc = e.val_acc;
       r_.test_acc = e.test_acc;
+      r_.val_link = e.val_link;
+      r_.test_link = e.test_link;
       r_.evals.push_back(e);
     }
     r_.total_time_s = previous_time_s_ + seconds_since(t_start);

@@ -21,6 +21,8 @@
 #include <torch/torch.h>
 
 #include "common/client/data_loader.h"
+#include "common/client/link_loader.h"
+#include "common/partition/link_split.h"
 #include "common/status.h"
 #include "daemons/trainer_host/model_impl.h"
 #include "daemons/trainer_host/sparse_embedding.h"
@@ -45,9 +47,11 @@ using RowReader = std::function<Status(std::span<const int64_t> ids, float* out)
 struct LayerwiseRequest {
   bool count = true;      // val / test accuracy from the last layer
   std::vector<int> keep;  // layers whose output for every node goes to on_kept
-  // Called on rank 0 for each kept layer once every node's output is in;
+  // Called on rank 0 (every_rank: on every trainer, which may then run
+  // collectives in it) for each kept layer once every node's output is in;
   // the other trainers wait until it returns.
   std::function<Status(int layer, int64_t width, const RowReader& read)> on_kept;
+  bool every_rank = false;
 };
 
 class TrainingBackend {
@@ -78,6 +82,16 @@ class TrainingBackend {
   // every trainer, when learnable features are on).
   virtual Result<std::unique_ptr<EmbeddingStore>> create_embedding_store(const std::vector<int64_t>& table_dims,
                                                                          uint64_t seed) = 0;
+  // Link prediction (--task link): the epoch's next edge batch, and this
+  // trainer's share of the held-out validation (test = false) or test edges
+  // with their pre-drawn negatives. A backend without link data says so.
+  virtual Result<client::LinkBatch> next_link_batch() {
+    return invalid_argument("--task link needs a distributed job (dgl-launch) over a --link-split partition");
+  }
+  virtual Result<LinkEdges> link_eval_edges(bool test) {
+    (void)test;
+    return invalid_argument("--task link needs a distributed job (dgl-launch) over a --link-split partition");
+  }
 };
 
 // Trains and evaluates as `config` asks. Deterministic for a given config,

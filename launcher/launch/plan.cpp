@@ -365,7 +365,7 @@ Result<JobPlan> make_job_plan(const LaunchOptions& o, const std::vector<MachineA
     }
     mp.files = {o.ip_config, o.part_config};
     const PartitionFiles& pf = config.parts[static_cast<size_t>(m)];
-    for (const std::string* f : {&pf.part_graph, &pf.node_feats, &pf.edge_feats}) {
+    for (const std::string* f : {&pf.part_graph, &pf.node_feats, &pf.edge_feats, &pf.link_split}) {
       if (!f->empty()) mp.files.push_back(part_file_path(o.part_config, *f));
     }
     plan.machines.push_back(std::move(mp));

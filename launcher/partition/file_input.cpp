@@ -116,6 +116,79 @@ Status read_id_mask(const fs::path& path, int64_t n, std::vector<uint8_t>* mask)
   });
 }
 
+// Number of comma-separated columns of the first non-blank line (0 for an empty file).
+Result<size_t> first_line_columns(const fs::path& path) {
+  DGLD_ASSIGN_OR_RETURN(auto r, TextReader::open(path));
+  std::string_view line;
+  DGLD_ASSIGN_OR_RETURN(bool more, r->next_line(&line));
+  if (!more) return size_t{0};
+  const size_t c = count_fields(line);
+  if (c > 2) {
+    return r->error("expected 1 column (a node split: node ids) or 2 (an edge split: src,dst), got " +
+                    std::to_string(c));
+  }
+  return c;
+}
+
+// "src,dst" per line, ids in [0, n), with the line of each.
+Status read_listed_edges(const fs::path& path, int64_t n, ListedEdges* out) {
+  out->path = path.string();
+  DGLD_ASSIGN_OR_RETURN(auto r, TextReader::open(path));
+  std::string_view line;
+  int64_t v[2];
+  for (;;) {
+    DGLD_ASSIGN_OR_RETURN(bool more, r->next_line(&line));
+    if (!more) return Status::ok();
+    DGLD_RETURN_IF_ERROR(parse_fields(*r, line, v, 2));
+    for (int k = 0; k < 2; ++k) {
+      if (v[k] < 0 || v[k] >= n) {
+        return r->error("node id " + std::to_string(v[k]) + " is out of range [0, " + std::to_string(n) + ")");
+      }
+    }
+    out->src.push_back(static_cast<int32_t>(v[0]));
+    out->dst.push_back(static_cast<int32_t>(v[1]));
+    out->line.push_back(r->line_number());
+  }
+}
+
+// K comma-separated node ids per line, one line per edge of `edges`, every line
+// the same K (the first line's).
+Status read_negatives(const fs::path& path, int64_t n, const ListedEdges& edges, ListedNegatives* out) {
+  out->path = path.string();
+  DGLD_ASSIGN_OR_RETURN(auto r, TextReader::open(path));
+  std::string_view line;
+  std::vector<int64_t> row;
+  const size_t rows = edges.size();
+  for (;;) {
+    DGLD_ASSIGN_OR_RETURN(bool more, r->next_line(&line));
+    if (!more) break;
+    if (out->line.size() == rows) {
+      return r->error("more lines than the " + std::to_string(rows) + " edges of " + edges.path +
+                      " (one line of negatives per edge)");
+    }
+    if (out->line.empty()) {
+      out->k = static_cast<int64_t>(count_fields(line));
+      row.resize(static_cast<size_t>(out->k));
+      out->ids.reserve(rows * row.size());
+    }
+    DGLD_RETURN_IF_ERROR(parse_fields(*r, line, row.data(), row.size()));
+    for (size_t k = 0; k < row.size(); ++k) {
+      if (row[k] < 0 || row[k] >= n) {
+        return r->error("column " + std::to_string(k + 1) + ": node id " + std::to_string(row[k]) +
+                        " is out of range [0, " + std::to_string(n) + ")");
+      }
+      out->ids.push_back(static_cast<int32_t>(row[k]));
+    }
+    out->line.push_back(r->line_number());
+  }
+  if (out->line.size() != rows) {
+    return invalid_argument(out->path + ": has " + std::to_string(out->line.size()) + " lines, expected " +
+                            std::to_string(rows) + ", one per edge of " + edges.path + " (the negatives of " +
+                            edges.path + ":" + std::to_string(edges.line[out->line.size()]) + " are missing)");
+  }
+  return Status::ok();
+}
+
 // Number of columns of the first line of a feature file (checks it parses).
 Result<int64_t> feature_dim(const fs::path& path) {
   std::unique_ptr<TextReader> r;
@@ -226,9 +299,35 @@ class OgbSource final : public GraphSource {
     DGLD_ASSIGN_OR_RETURN(fs::path tr, require_csv(dir, "train"));
     DGLD_ASSIGN_OR_RETURN(fs::path va, require_csv(dir, "valid"));
     DGLD_ASSIGN_OR_RETURN(fs::path te, require_csv(dir, "test"));
+    // One column: node ids (a node split); two: src,dst (an edge split).
+    DGLD_ASSIGN_OR_RETURN(size_t columns, first_line_columns(tr));
+    if (columns == 2) return load_edge_split(n, split, dir, tr, va, te, g);
     DGLD_RETURN_IF_ERROR(read_id_mask(tr, n, &g->train_mask));
     DGLD_RETURN_IF_ERROR(read_id_mask(va, n, &g->val_mask));
     return read_id_mask(te, n, &g->test_mask);
+  }
+
+  Status load_edge_split(int64_t n, const std::string& name, const fs::path& dir, const fs::path& tr,
+                         const fs::path& va, const fs::path& te, GraphData* g) {
+    EdgeSplitInput& es = g->edge_split;
+    es.present = true;
+    es.name = name;
+    DGLD_RETURN_IF_ERROR(read_listed_edges(tr, n, &es.train));
+    DGLD_RETURN_IF_ERROR(read_listed_edges(va, n, &es.valid));
+    DGLD_RETURN_IF_ERROR(read_listed_edges(te, n, &es.test));
+    if (fs::path f = find_csv(dir, "valid_neg"); !f.empty()) {
+      DGLD_RETURN_IF_ERROR(read_negatives(f, n, es.valid, &es.valid_neg));
+    }
+    if (fs::path f = find_csv(dir, "test_neg"); !f.empty()) {
+      DGLD_RETURN_IF_ERROR(read_negatives(f, n, es.test, &es.test_neg));
+    }
+    const ListedNegatives &a = es.valid_neg, &b = es.test_neg;
+    if (!a.line.empty() && !b.line.empty() && a.k != b.k) {
+      return invalid_argument(b.path + ":" + std::to_string(b.line[0]) + ": " +
+                              std::to_string(b.k) + " negatives per line, but " + a.path + " has " +
+                              std::to_string(a.k) + " (both files must list the same number)");
+    }
+    return Status::ok();
   }
 
   fs::path dir_;

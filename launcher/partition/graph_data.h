@@ -15,6 +15,32 @@
 
 namespace dgld {
 
+// Edges listed in a text file, in original node ids, with the line of each (for errors).
+struct ListedEdges {
+  std::string path;
+  std::vector<int32_t> src, dst;
+  std::vector<int64_t> line;
+  size_t size() const { return src.size(); }
+};
+
+// Negative destinations listed for the valid or test edges: row i (line line[i] of
+// `path`) holds k ids for edge i.
+struct ListedNegatives {
+  std::string path;  // empty: none listed, dgl-partition draws them
+  int64_t k = 0;
+  std::vector<int32_t> ids;  // [rows * k]
+  std::vector<int64_t> line;
+};
+
+// An OGB-style edge split read from the input (DIR/split/<name>/{train,valid,test}.csv
+// with two columns, optional {valid,test}_neg.csv).
+struct EdgeSplitInput {
+  bool present = false;
+  std::string name;
+  ListedEdges train, valid, test;
+  ListedNegatives valid_neg, test_neg;
+};
+
 struct GraphData {
   int64_t num_nodes = 0;
   // In-edges: the sources of node v are src[indptr[v] .. indptr[v+1]).
@@ -30,6 +56,11 @@ struct GraphData {
   std::vector<uint8_t> train_mask, val_mask, test_mask;  // [num_nodes] each, or empty
   int64_t feat_dim = 0;
   std::vector<float> features;                        // [num_nodes * feat_dim], loaded last
+
+  // An edge split found in the input (OGB layout); applied by the partitioner.
+  EdgeSplitInput edge_split;
+  // Link split: 1 for each CSC entry that is a training edge, or empty.
+  std::vector<uint8_t> edge_train_mask;
 
   int64_t num_edges() const { return static_cast<int64_t>(src.size()); }
   int64_t orig_edge_id(int64_t pos) const { return orig_eid.empty() ? pos : orig_eid[pos]; }

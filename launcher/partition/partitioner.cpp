@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <climits>
 #include <cstdio>
@@ -20,6 +21,7 @@
 #include "common/logging.h"
 #include "common/part_config.h"
 #include "common/partition/array_file.h"
+#include "common/partition/link_split.h"
 #include "common/partition/partition.h"
 
 namespace dgld {
@@ -327,9 +329,13 @@ void build_layout(int trainers, Layout* L) {
 
 // ---------------------------------------------------------------- one partition
 
+// Indices of the valid and test edges whose destination each partition owns.
+using LinkBuckets = std::vector<std::array<std::vector<int64_t>, 2>>;
+
 class PartitionBuilder {
  public:
-  PartitionBuilder(const Layout& L, const PartitionOptions& o) : L_(L), g_(L.g), o_(o), g2l_(g_.num_nodes, -1) {}
+  PartitionBuilder(const Layout& L, const PartitionOptions& o, const LinkSplitResult& link, const LinkBuckets& buckets)
+      : L_(L), g_(L.g), o_(o), link_(link), buckets_(buckets), g2l_(g_.num_nodes, -1) {}
 
   Status write(int p, const fs::path& dir, PartStats* st, int64_t* cut) {
     p_ = p;
@@ -341,8 +347,8 @@ class PartitionBuilder {
     fs::create_directories(dir);
     DGLD_RETURN_IF_ERROR(write_graph(dir / "graph.dgld"));
     DGLD_RETURN_IF_ERROR(write_node_feats(dir / "node_feat.dgld"));
-    DGLD_ASSIGN_OR_RETURN(auto ef, ArrayFileWriter::create(dir / "edge_feat.dgld", ArrayFileKind::edge_features, {}));
-    DGLD_RETURN_IF_ERROR(ef->finish());
+    DGLD_RETURN_IF_ERROR(write_edge_feats(dir / "edge_feat.dgld"));
+    if (link_.present) DGLD_RETURN_IF_ERROR(write_link_split(dir / "link_split.dgld"));
 
     st->owned_nodes = n_inner_;
     st->halo_nodes = static_cast<int64_t>(halo_.size());
@@ -596,9 +602,72 @@ class PartitionBuilder {
     return w->finish();
   }
 
+  // The inner edges' tensors: the link split's train mask, if any.
+  Status write_edge_feats(const fs::path& path) {
+    const int64_t e_inner = L_.edge_map[p_].size();
+    std::vector<ArraySpec> specs;
+    const bool mask = link_.present;
+    if (mask) specs.push_back({link_train_mask_name(PartitionConfig{}), DType::uint8, {e_inner}});
+    DGLD_ASSIGN_OR_RETURN(auto w, ArrayFileWriter::create(path, ArrayFileKind::edge_features, std::move(specs)));
+    if (mask) {
+      Appender<uint8_t> a(*w);
+      for (int64_t v = range_.start; v < range_.end; ++v) {
+        const int32_t o = L_.new2orig[v];
+        for (int64_t k = g_.indptr[o]; k < g_.indptr[o + 1]; ++k) a.push(g_.edge_train_mask[k]);
+      }
+      DGLD_RETURN_IF_ERROR(a.finish());
+    }
+    return w->finish();
+  }
+
+  // The held-out edges whose destination this partition owns (common/partition/link_split.h).
+  Status write_link_split(const fs::path& path) {
+    namespace la = link_arrays;
+    const int64_t k = link_.num_negatives;
+    const HeldOutEdges* sets[2] = {&link_.valid, &link_.test};
+    std::vector<ArraySpec> specs = {{la::kMeta, DType::int64, {la::kMetaSize}}};
+    for (int s = 0; s < 2; ++s) {
+      const int64_t n = static_cast<int64_t>(buckets_[p_][s].size());
+      const std::string set = std::string(la::kSets[s]) + "/";
+      for (const char* name : {la::kSrc, la::kDst, la::kOrigSrc, la::kOrigDst}) {
+        specs.push_back({set + name, DType::int64, {n}});
+      }
+      if (k > 0) specs.push_back({set + la::kNegDst, DType::int64, {n, k}});
+    }
+    DGLD_ASSIGN_OR_RETURN(auto w, ArrayFileWriter::create(path, ArrayFileKind::link_split, std::move(specs)));
+    std::vector<int64_t> meta(la::kMetaSize, 0);
+    meta[la::kMetaPartId] = p_;
+    meta[la::kMetaNumParts] = L_.num_parts;
+    meta[la::kMetaNumNegatives] = k;
+    DGLD_RETURN_IF_ERROR(w->write_array(std::span<const int64_t>(meta)));
+    for (int s = 0; s < 2; ++s) {
+      const HeldOutEdges& e = *sets[s];
+      const std::vector<int64_t>& idx = buckets_[p_][s];
+      auto column = [&](auto&& value) -> Status {
+        Appender<int64_t> a(*w);
+        for (int64_t i : idx) a.push(value(i));
+        return a.finish();
+      };
+      DGLD_RETURN_IF_ERROR(column([&](int64_t i) -> int64_t { return L_.orig2new[e.src[i]]; }));
+      DGLD_RETURN_IF_ERROR(column([&](int64_t i) -> int64_t { return L_.orig2new[e.dst[i]]; }));
+      DGLD_RETURN_IF_ERROR(column([&](int64_t i) -> int64_t { return e.src[i]; }));
+      DGLD_RETURN_IF_ERROR(column([&](int64_t i) -> int64_t { return e.dst[i]; }));
+      if (k > 0) {
+        Appender<int64_t> a(*w);
+        for (int64_t i : idx) {
+          for (int64_t j = 0; j < k; ++j) a.push(L_.orig2new[e.neg[i * k + j]]);
+        }
+        DGLD_RETURN_IF_ERROR(a.finish());
+      }
+    }
+    return w->finish();
+  }
+
   const Layout& L_;
   const GraphData& g_;
   const PartitionOptions& o_;
+  const LinkSplitResult& link_;
+  const LinkBuckets& buckets_;
   std::vector<int32_t> g2l_;  // new global id -> local id of the current partition, or -1
   int p_ = 0;
   IdRange range_;
@@ -633,7 +702,7 @@ Status check_partition_options(const PartitionOptions& o) {
     return invalid_argument("--graph-name must be a non-empty file name, got '" + o.graph_name + "'");
   }
   if (o.output.empty()) return invalid_argument("--output is required");
-  return Status::ok();
+  return check_link_split_options(o.link);
 }
 
 Status partition_graph(GraphSource& source, const PartitionOptions& o, PartitionStats* stats) {
@@ -661,6 +730,18 @@ Status partition_graph(GraphSource& source, const PartitionOptions& o, Partition
   }
   log->info("loaded {} nodes, {} edges in {:.2f} s ({})", n, g.num_edges(), stats->load_s, memory_note());
 
+  // The link split comes first, so METIS and everything after see the graph
+  // without its held-out edges.
+  LinkSplitResult link;
+  t = Clock::now();
+  {
+    LinkSplitOptions lo = o.link;
+    lo.seed = o.seed;
+    DGLD_RETURN_IF_ERROR(apply_link_split(lo, source.describe(), &g, &link));
+    g.edge_split = {};
+  }
+  stats->link_split_s = seconds_since(t);
+
   Layout L(g);
   L.num_parts = o.num_parts;
   t = Clock::now();
@@ -679,6 +760,13 @@ Status partition_graph(GraphSource& source, const PartitionOptions& o, Partition
 
   t = Clock::now();
   build_layout(o.num_trainers_per_machine, &L);
+  LinkBuckets link_buckets(o.num_parts);
+  if (link.present) {
+    const HeldOutEdges* sets[2] = {&link.valid, &link.test};
+    for (int s = 0; s < 2; ++s) {
+      for (int64_t i = 0; i < sets[s]->size(); ++i) link_buckets[L.part[sets[s]->dst[i]]][s].push_back(i);
+    }
+  }
   stats->relabel_s = seconds_since(t);
 
   t = Clock::now();
@@ -702,7 +790,20 @@ Status partition_graph(GraphSource& source, const PartitionOptions& o, Partition
   c.num_trainers_per_machine = o.num_trainers_per_machine;
   for (int p = 0; p < o.num_parts; ++p) {
     const std::string dir = "part" + std::to_string(p);
-    c.parts.push_back({dir + "/node_feat.dgld", dir + "/edge_feat.dgld", dir + "/graph.dgld"});
+    c.parts.push_back({dir + "/node_feat.dgld", dir + "/edge_feat.dgld", dir + "/graph.dgld",
+                       link.present ? dir + "/link_split.dgld" : ""});
+  }
+  if (link.present) {
+    LinkSplitInfo& ls = c.link_split;
+    ls.present = true;
+    ls.source = link.source;
+    ls.fractions = link.fractions;
+    ls.seed = link.seed;
+    ls.num_negatives = link.num_negatives;
+    ls.num_train = link.num_train;
+    ls.num_valid = link.valid.size();
+    ls.num_test = link.test.size();
+    ls.symmetric = link.symmetric;
   }
   {
     // One builder per thread, each taking the next partition; the first error wins.
@@ -712,7 +813,7 @@ Status partition_graph(GraphSource& source, const PartitionOptions& o, Partition
     std::atomic<int> next{0};
     std::atomic<bool> failed{false};
     auto work = [&] {
-      PartitionBuilder builder(L, o);
+      PartitionBuilder builder(L, o, link, link_buckets);
       for (int p; !failed && (p = next.fetch_add(1)) < o.num_parts;) {
         results[p] = builder.write(p, staging->path() / ("part" + std::to_string(p)), &stats->parts[p], &cuts[p]);
         if (!results[p].is_ok()) {
@@ -744,6 +845,11 @@ Status partition_graph(GraphSource& source, const PartitionOptions& o, Partition
   stats->node_balance = balance(stats->parts, &PartStats::owned_nodes);
   stats->edge_balance = balance(stats->parts, &PartStats::owned_edges);
   stats->train_balance = balance(stats->parts, &PartStats::train_nodes);
+  stats->link_split = link.present;
+  stats->link_train = link.num_train;
+  stats->link_valid = link.valid.size();
+  stats->link_test = link.test.size();
+  stats->link_negatives = link.num_negatives;
   stats->input_bytes = (n + 1) * 8 + g.num_edges() * 8 + n * g.feat_dim * 4;
   stats->json_path = (staging->final_path() / json_name).string();
   stats->total_s = seconds_since(t_total);
@@ -765,11 +871,15 @@ std::string format_stats(const PartitionStats& s) {
     out += fmt::format("{:>5} {:>12} {:>12} {:>13} {:>13} {:>13} {:>10}\n", i, p.owned_nodes, p.halo_nodes,
                        p.owned_edges, p.local_edges, p.out_edges, p.train_nodes);
   }
+  if (s.link_split) {
+    out += fmt::format("link split: {} train / {} valid / {} test edges, {} negatives each\n", s.link_train,
+                       s.link_valid, s.link_test, s.link_negatives);
+  }
   out += fmt::format("balance (max/mean): nodes {:.3f}  edges {:.3f}  train {:.3f}\n", s.node_balance, s.edge_balance,
                      s.train_balance);
-  out += fmt::format("time: load {:.2f} s, assign {:.2f} s (metis {:.2f} s), relabel {:.2f} s, features {:.2f} s, "
-                     "write {:.2f} s, total {:.2f} s\n",
-                     s.load_s, s.assign_s, s.metis_s, s.relabel_s, s.features_s, s.write_s, s.total_s);
+  out += fmt::format("time: load {:.2f} s, link split {:.2f} s, assign {:.2f} s (metis {:.2f} s), relabel {:.2f} s, "
+                     "features {:.2f} s, write {:.2f} s, total {:.2f} s\n",
+                     s.load_s, s.link_split_s, s.assign_s, s.metis_s, s.relabel_s, s.features_s, s.write_s, s.total_s);
   const double mib = 1 << 20;
   out += fmt::format("peak memory {:.1f} MiB: METIS call {:.1f} MiB, everything else {:.1f} MiB "
                      "(input CSR + features {:.1f} MiB)\n",
@@ -792,9 +902,15 @@ std::string stats_to_json(const PartitionStats& s) {
                           {"local_edges", p.local_edges}, {"out_edges", p.out_edges}, {"train_nodes", p.train_nodes}});
   }
   j["balance"] = {{"nodes", s.node_balance}, {"edges", s.edge_balance}, {"train", s.train_balance}};
-  j["time_s"] = {{"load", s.load_s},         {"assign", s.assign_s},     {"metis", s.metis_s},
-                 {"relabel", s.relabel_s},   {"features", s.features_s}, {"write", s.write_s},
-                 {"total", s.total_s}};
+  if (s.link_split) {
+    j["link_split"] = {{"num_train", s.link_train},
+                       {"num_valid", s.link_valid},
+                       {"num_test", s.link_test},
+                       {"num_negatives", s.link_negatives}};
+  }
+  j["time_s"] = {{"load", s.load_s},         {"link_split", s.link_split_s}, {"assign", s.assign_s},
+                 {"metis", s.metis_s},       {"relabel", s.relabel_s},       {"features", s.features_s},
+                 {"write", s.write_s},       {"total", s.total_s}};
   j["peak_rss_bytes"] = s.peak_rss_bytes;
   j["metis_peak_rss_bytes"] = s.metis_peak_rss_bytes;
   j["peak_rss_outside_metis_bytes"] = s.peak_rss_outside_metis_bytes;

@@ -12,6 +12,7 @@
 
 #include "common/status.h"
 #include "launcher/partition/graph_data.h"
+#include "launcher/partition/link_splitter.h"
 
 namespace dgld {
 
@@ -26,6 +27,8 @@ struct PartitionOptions {
   std::filesystem::path output;
   uint64_t seed = 0;
   bool overwrite = false;             // replace an existing non-empty output directory
+  // Link-prediction split (--link-split, --link-negatives); its seed is `seed`.
+  LinkSplitOptions link;
 };
 
 struct PartStats {
@@ -42,6 +45,10 @@ struct PartitionStats {
   double node_balance = 0, edge_balance = 0, train_balance = 0;
   // Seconds per phase; "metis" is the METIS call alone.
   double load_s = 0, assign_s = 0, metis_s = 0, relabel_s = 0, features_s = 0, write_s = 0, total_s = 0;
+  // Link split (when link_split): training edges marked, held-out edges, negatives each.
+  bool link_split = false;
+  int64_t link_train = 0, link_valid = 0, link_test = 0, link_negatives = 0;
+  double link_split_s = 0;
   int64_t peak_rss_bytes = 0;                // whole run (getrusage)
   int64_t metis_peak_rss_bytes = 0;          // during the METIS call (0 without METIS)
   int64_t peak_rss_outside_metis_bytes = 0;  // every other phase

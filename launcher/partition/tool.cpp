@@ -31,13 +31,24 @@ constexpr const char* kUsage =
     "              --num-nodes, else the number of labels, else the largest id + 1.\n"
     "  sbm:...     degree-corrected stochastic block model; keys nodes, avg_degree, classes,\n"
     "              feat_dim, p_in, gamma, centroid_scale, train, val, test, seed\n"
-    "              (e.g. sbm:nodes=200000,avg_degree=20,classes=47,feat_dim=100,p_in=0.8)";
+    "              (e.g. sbm:nodes=200000,avg_degree=20,classes=47,feat_dim=100,p_in=0.8)\n\n"
+    "Link prediction (docs/formats.md, 'Link split'):\n"
+    "  --link-split 0.85,0.05,0.1 holds out a seeded (--seed) random 5 % / 10 % of the edges\n"
+    "  (undirected edges on a symmetric graph) as validation / test edges: they leave the graph\n"
+    "  and go to part<i>/link_split.dgld with --link-negatives K negatives each; the training\n"
+    "  edges are marked in the edge tensor train_mask. An OGB input whose split directory holds\n"
+    "  src,dst lines (train/valid/test.csv, optional valid_neg/test_neg.csv) is split that way.";
 
 Status run_verify(const std::string& json) {
   VerifyReport r;
   DGLD_RETURN_IF_ERROR(verify_partitions(json, &r));
   std::cout << json << ": OK (" << r.num_parts << " partitions, " << r.num_nodes << " nodes, " << r.num_edges
-            << " edges, " << r.halo_nodes << " halo nodes, " << r.halo_edges << " halo edges)\n";
+            << " edges, " << r.halo_nodes << " halo nodes, " << r.halo_edges << " halo edges";
+  if (r.link_split) {
+    std::cout << "; link split: " << r.link_train << " train / " << r.link_valid << " valid / " << r.link_test
+              << " test edges";
+  }
+  std::cout << ")\n";
   return Status::ok();
 }
 
@@ -48,7 +59,7 @@ int run_partition_tool(int argc, const char* const argv[]) {
   FileInputOptions in;
   LogOptions log_opts;
   log_opts.program = kProgram;
-  std::string generate, verify, stats_json;
+  std::string generate, verify, stats_json, link_split;
   po::options_description desc("Options");
   desc.add_options()
       ("input", po::value(&in.spec), "ogb:DIR or edges:FILE")
@@ -70,7 +81,12 @@ int run_partition_tool(int argc, const char* const argv[]) {
       ("graph-name", po::value(&opts.graph_name)->default_value("graph"), "name of the graph (and the JSON file)")
       ("output", po::value<std::string>(), "output directory")
       ("overwrite", po::bool_switch(&opts.overwrite), "replace an existing non-empty output directory")
-      ("seed", po::value(&opts.seed)->default_value(0), "seed for METIS and random partitioning")
+      ("seed", po::value(&opts.seed)->default_value(0),
+       "seed for METIS, random partitioning and the --link-split shuffle and negatives")
+      ("link-split", po::value(&link_split),
+       "TRAIN,VALID,TEST edge fractions (sum 1): hold out validation and test edges for link prediction")
+      ("link-negatives", po::value(&opts.link.num_negatives),
+       "negative destinations drawn per validation/test edge (default 100; 0: none)")
       ("stats-json", po::value(&stats_json), "also write the summary as JSON to this file")
       ("verify", po::value(&verify), "check a partitioned graph (its JSON) and exit");
   add_log_options(desc, log_opts);
@@ -96,6 +112,12 @@ int run_partition_tool(int argc, const char* const argv[]) {
   if (in.spec.empty() == generate.empty()) {
     std::cerr << kProgram << ": give exactly one of --input and --generate (try --help)\n";
     return 2;
+  }
+  if (!link_split.empty()) {
+    auto f = parse_link_split_fractions(link_split);
+    if (!f.is_ok()) return fail(f.status());
+    opts.link.random = true;
+    opts.link.fractions = *f;
   }
   if (Status st = check_partition_options(opts); !st.is_ok()) return fail(st);
 

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "common/part_config.h"
+#include "common/partition/link_split.h"
 #include "common/partition/partition.h"
 #include "common/partition/partition_book.h"
 
@@ -32,11 +33,23 @@ class Verifier {
     for (int64_t v = 0; v < c_.num_nodes; ++v) {
       if (!seen_node[v]) return corruption("orig node ids are not a permutation: " + S(v) + " is missing");
     }
-    for (int64_t e = 0; e < c_.num_edges; ++e) {
-      if (!seen_edge[e]) return corruption("orig edge ids are not a permutation: " + S(e) + " is missing");
+    if (!c_.link_split.present) {
+      for (int64_t e = 0; e < c_.num_edges; ++e) {
+        if (!seen_edge[e]) return corruption("orig edge ids are not a permutation: " + S(e) + " is missing");
+      }
+    } else {
+      // Held-out edges left the graph, the rest kept their input ids: distinct ids.
+      std::sort(orig_eids_.begin(), orig_eids_.end());
+      for (size_t i = 0; i < orig_eids_.size(); ++i) {
+        if (orig_eids_[i] < 0 || (i > 0 && orig_eids_[i] == orig_eids_[i - 1])) {
+          return corruption("orig edge id " + S(orig_eids_[i]) + " is negative or repeated");
+        }
+      }
+      std::vector<int64_t>().swap(orig_eids_);
     }
     std::vector<uint8_t> seen_out(c_.num_edges, 0);
     for (const auto& p : parts_) DGLD_RETURN_IF_ERROR(check_out_edges(*p, out_degree, &seen_out));
+    if (c_.link_split.present) DGLD_RETURN_IF_ERROR(check_link_split(report));
     report->num_parts = c_.num_parts;
     report->num_nodes = c_.num_nodes;
     report->num_edges = c_.num_edges;
@@ -147,6 +160,10 @@ class Verifier {
     for (int64_t h = p.num_inner_nodes(); h < p.num_local_nodes(); ++h) {
       if (!used[h]) return corruption(w + ": halo node " + S(gid[h]) + " is not an end of any local edge");
     }
+    if (c_.link_split.present) {
+      orig_eids_.insert(orig_eids_.end(), p.orig_edge_ids().begin(), p.orig_edge_ids().end());
+      return Status::ok();
+    }
     for (int64_t orig : p.orig_edge_ids()) {
       if (orig < 0 || orig >= c_.num_edges || (*seen)[orig]) {
         return corruption(w + ": orig edge id " + S(orig) + " is out of range or repeated (not a permutation)");
@@ -198,9 +215,161 @@ class Verifier {
     return Status::ok();
   }
 
+  // ---------------------------------------------------------------- link split
+
+  const MappedPartition& owner_of(int64_t gid) const { return *parts_[book_.node_partition(gid)]; }
+  int64_t orig_node(int64_t gid) const {
+    const MappedPartition& o = owner_of(gid);
+    return o.orig_node_ids()[gid - c_.node_map[o.part_id()].start];
+  }
+  // Whether s -> d is an edge of the partitioned graph (looked up at d's owner).
+  bool has_edge(int64_t s, int64_t d) const {
+    const MappedPartition& o = owner_of(d);
+    const auto& in = o.in_edges();
+    const int64_t r = d - c_.node_map[o.part_id()].start;
+    for (int64_t k = in.indptr[r]; k < in.indptr[r + 1]; ++k) {
+      if (o.node_global_ids()[in.indices[k]] == s) return true;
+    }
+    return false;
+  }
+
+  // The train mask: one 0/1 value per edge, num_train marked; after a random split
+  // of a symmetric graph, exactly the direction with the smaller original source.
+  Status check_train_mask() {
+    const LinkSplitInfo& l = c_.link_split;
+    const std::string name = link_train_mask_name(c_);
+    const bool one_per_pair = l.source == "random" && l.symmetric;
+    int64_t marked = 0;
+    for (const auto& pp : parts_) {
+      const MappedPartition& p = *pp;
+      const std::string w = where(p);
+      const TensorView* t = p.edge_tensor(name);
+      if (t == nullptr) return corruption(w + ": edge tensor '" + name + "' is missing (the config has a link split)");
+      if (t->dtype != DType::uint8 || t->shape != std::vector<int64_t>{p.num_inner_edges()}) {
+        return corruption(w + ": edge tensor '" + name + "' must be uint8 [" + S(p.num_inner_edges()) +
+                          "], one value per inner edge");
+      }
+      const auto mask = t->as<uint8_t>();
+      const auto& in = p.in_edges();
+      auto gid = p.node_global_ids();
+      for (int64_t r = 0; r < p.num_inner_nodes(); ++r) {
+        for (int64_t k = in.indptr[r]; k < in.indptr[r + 1]; ++k) {
+          if (mask[k] > 1) return corruption(w + ": " + name + " holds a value other than 0/1 at edge " + S(k));
+          marked += mask[k];
+          if (!one_per_pair) continue;
+          const int64_t os = orig_node(gid[in.indices[k]]), od = p.orig_node_ids()[r];
+          if ((mask[k] == 1) != (os < od)) {
+            return corruption(w + ": " + name + " of edge " + S(in.eids[k]) + " (original " + S(os) + " -> " + S(od) +
+                              ") is " + S(mask[k]) + "; a random split of a symmetric graph marks each undirected "
+                              "edge once, as its direction from the smaller original id");
+          }
+        }
+      }
+    }
+    if (marked != l.num_train) {
+      return corruption(name + " marks " + S(marked) + " edges, the config's num_train is " + S(l.num_train));
+    }
+    return Status::ok();
+  }
+
+  Status check_link_split(VerifyReport* report) {
+    const LinkSplitInfo& l = c_.link_split;
+    DGLD_RETURN_IF_ERROR(check_train_mask());
+    struct Held {
+      int64_t u, v;
+      const int64_t* neg;
+      int part;
+      const char* set;
+      int64_t index;
+    };
+    std::vector<LinkSplitPart> files;
+    files.reserve(parts_.size());
+    std::vector<Held> held;
+    std::vector<std::pair<int64_t, int64_t>> partners;  // (a, b): a held-out edge a -> b (and b -> a if symmetric)
+    int64_t totals[2] = {0, 0};
+    for (const auto& pp : parts_) {
+      const MappedPartition& p = *pp;
+      const std::string w = where(p);
+      DGLD_ASSIGN_OR_RETURN(LinkSplitPart f, read_link_split(c_, p.part_id()));
+      files.push_back(std::move(f));
+      const LinkEdges* sets[2] = {&files.back().valid, &files.back().test};
+      for (int s = 0; s < 2; ++s) {
+        const LinkEdges& e = *sets[s];
+        const char* set = link_arrays::kSets[s];
+        totals[s] += static_cast<int64_t>(e.src.size());
+        for (size_t i = 0; i < e.src.size(); ++i) {
+          const int64_t u = e.src[i], v = e.dst[i];
+          const std::string what = w + ": " + set + " edge " + S(static_cast<int64_t>(i)) + " (" + S(u) + " -> " +
+                                   S(v) + ")";
+          if (orig_node(u) != e.orig_src[i] || orig_node(v) != e.orig_dst[i]) {
+            return corruption(what + ": original ids " + S(e.orig_src[i]) + " -> " + S(e.orig_dst[i]) +
+                              " do not match the nodes' original ids " + S(orig_node(u)) + " -> " + S(orig_node(v)));
+          }
+          if (has_edge(u, v)) return corruption(what + " is held out but still an edge of the graph");
+          if (l.symmetric && has_edge(v, u)) {
+            return corruption(what + " is held out but its reverse is still an edge of the (symmetric) graph");
+          }
+          held.push_back({u, v, e.neg_dst.data() + i * static_cast<size_t>(e.num_negatives), p.part_id(), set,
+                          static_cast<int64_t>(i)});
+          partners.emplace_back(u, v);
+          if (l.symmetric) partners.emplace_back(v, u);
+        }
+      }
+    }
+    if (totals[0] != l.num_valid || totals[1] != l.num_test) {
+      return corruption("the link split files hold " + S(totals[0]) + " valid and " + S(totals[1]) +
+                        " test edges, the config says " + S(l.num_valid) + " and " + S(l.num_test));
+    }
+    // Negatives: never the source, an edge of the graph (either direction on a
+    // symmetric graph) or a held-out edge. Checked per source node.
+    std::sort(partners.begin(), partners.end());
+    std::sort(held.begin(), held.end(), [](const Held& a, const Held& b) { return a.u < b.u; });
+    const int64_t k = l.num_negatives;
+    std::vector<int64_t> forbidden;
+    for (size_t b = 0; b < held.size();) {
+      const int64_t u = held[b].u;
+      size_t e = b;
+      while (e < held.size() && held[e].u == u) ++e;
+      forbidden.assign(1, u);
+      const MappedPartition& o = owner_of(u);
+      const int64_t r = u - c_.node_map[o.part_id()].start;
+      for (int64_t x = o.out_edges().indptr[r]; x < o.out_edges().indptr[r + 1]; ++x) {
+        forbidden.push_back(o.node_global_ids()[o.out_edges().indices[x]]);
+      }
+      if (l.symmetric) {
+        for (int64_t x = o.in_edges().indptr[r]; x < o.in_edges().indptr[r + 1]; ++x) {
+          forbidden.push_back(o.node_global_ids()[o.in_edges().indices[x]]);
+        }
+      }
+      for (auto it = std::lower_bound(partners.begin(), partners.end(), std::make_pair(u, int64_t{-1}));
+           it != partners.end() && it->first == u; ++it) {
+        forbidden.push_back(it->second);
+      }
+      std::sort(forbidden.begin(), forbidden.end());
+      for (size_t i = b; i < e; ++i) {
+        for (int64_t j = 0; j < k; ++j) {
+          const int64_t x = held[i].neg[j];
+          if (std::binary_search(forbidden.begin(), forbidden.end(), x)) {
+            return corruption("partition " + S(held[i].part) + ": " + held[i].set + " edge " + S(held[i].index) +
+                              " (" + S(u) + " -> " + S(held[i].v) + "): negative " + S(x) +
+                              (x == u ? " is the edge's own source"
+                                      : " is a positive (an edge of the graph or a held-out edge)"));
+          }
+        }
+      }
+      b = e;
+    }
+    report->link_split = true;
+    report->link_valid = totals[0];
+    report->link_test = totals[1];
+    report->link_train = l.num_train;
+    return Status::ok();
+  }
+
   const PartitionConfig& c_;
   const RangePartitionBook& book_;
   const std::vector<std::unique_ptr<MappedPartition>>& parts_;
+  std::vector<int64_t> orig_eids_;  // with a link split: every inner edge's orig id
 };
 
 }  // namespace

@@ -21,7 +21,8 @@ from . import _C
 from ._errors import InvalidArgument
 
 __all__ = ["NeighborSampler", "MultiLayerNeighborSampler", "MultiLayerFullNeighborSampler", "DistNodeDataLoader",
-           "DistDataLoader"]
+           "DistDataLoader", "as_edge_prediction_sampler", "EdgePredictionSampler", "DistEdgeDataLoader",
+           "negative_sampler"]
 
 
 class NeighborSampler:
@@ -72,6 +73,21 @@ def _default_tensor(g, names, want_dtype, want_dim):
     return ""
 
 
+def _raw_batches(loader):
+    """The C++ loader's batches of one epoch; Ctrl-C drops the connections
+    on the way out."""
+    while True:
+        try:
+            b = loader.next()
+        except KeyboardInterrupt:
+            from .distributed import _interrupted
+            _interrupted()
+            raise
+        if b is None:
+            return
+        yield b
+
+
 class DistNodeDataLoader:
     """Mini-batches of `nids` (this trainer's training nodes), as DGL's
     dgl.dataloading.DistNodeDataLoader. Each iteration over the loader is
@@ -119,15 +135,7 @@ class DistNodeDataLoader:
     def _batches(self):
         feat = self._g.ndata[self._feature] if self._feature else None
         label = self._g.ndata[self._label] if self._label else None
-        while True:
-            try:
-                b = self._loader.next()
-            except KeyboardInterrupt:
-                from .distributed import _interrupted
-                _interrupted()
-                raise
-            if b is None:
-                return
+        for b in _raw_batches(self._loader):
             input_nodes, seeds, blocks, features, labels, timings = b
             for k in self.timings:
                 self.timings[k] += timings[k]
@@ -136,6 +144,148 @@ class DistNodeDataLoader:
             if label is not None and labels is not None:
                 label._remember(seeds, labels)
             yield input_nodes, seeds, blocks
+
+
+class _NegativeSamplers:
+    """dgld.dataloading.negative_sampler: DGL's Uniform(k), and LocalUniform(k)
+    (negatives among the nodes of the machine that makes the batch, as
+    GraphStorm's localuniform)."""
+
+    class Uniform:
+        kind = "uniform"
+
+        def __init__(self, k):
+            self.k = int(k)
+            if self.k < 1:
+                raise InvalidArgument(f"a negative sampler draws k >= 1 negatives per edge, got {k}")
+
+    class LocalUniform(Uniform):
+        kind = "local-uniform"
+
+
+negative_sampler = _NegativeSamplers
+
+
+class EdgePredictionSampler:
+    """What as_edge_prediction_sampler returns: a node sampler for the ends
+    of each batch's edges, which edges to exclude, and the negatives."""
+
+    def __init__(self, sampler, exclude=None, reverse_eids=None, reverse_etypes=None, negative_sampler=None,
+                 prefetch_labels=None):
+        if exclude not in (None, "self", "reverse_id"):
+            raise InvalidArgument(f"exclude={exclude!r}: dgld supports None, 'self' and 'reverse_id' (both remove "
+                                  "the batch's edges and their reverse edges from its blocks, by endpoints)")
+        if reverse_etypes is not None:
+            raise InvalidArgument("reverse_etypes: the graph has one edge type")
+        if negative_sampler is not None and not isinstance(negative_sampler, _NegativeSamplers.Uniform):
+            raise InvalidArgument("negative_sampler must be dgld.dataloading.negative_sampler.Uniform(k) or "
+                                  "LocalUniform(k)")
+        self.sampler = sampler
+        self.exclude = exclude
+        self.negative_sampler = negative_sampler
+
+
+def as_edge_prediction_sampler(sampler, exclude=None, reverse_eids=None, reverse_etypes=None, negative_sampler=None,
+                               prefetch_labels=None):
+    """DGL's as_edge_prediction_sampler over a NeighborSampler. reverse_eids
+    is accepted and not needed: dgld finds reverse edges by their endpoints."""
+    return EdgePredictionSampler(sampler, exclude, reverse_eids, reverse_etypes, negative_sampler, prefetch_labels)
+
+
+class _PairGraph:
+    """The positive or negative pair graph of an edge batch (DGL's pair_graph
+    / neg_pair_graph): edges between rows of the batch's seed nodes, which
+    are the last block's dst nodes (ndata['_ID'] holds their global ids)."""
+
+    def __init__(self, src, dst, seeds):
+        self._src, self._dst, self._seeds = src, dst, seeds
+        self.ndata = {"_ID": seeds}
+
+    def edges(self, form="uv", order="eid"):
+        if form != "uv":
+            raise InvalidArgument("pair graphs give edges(form='uv') only")
+        return self._src, self._dst
+
+    def num_edges(self):
+        return int(self._src.numel())
+
+    number_of_edges = num_edges
+
+    def num_nodes(self):
+        return int(self._seeds.numel())
+
+    number_of_nodes = num_nodes
+
+    def to(self, device):
+        if torch.device(device).type != "cpu":
+            raise InvalidArgument("dgld trains on the CPU: device must be 'cpu'")
+        return self
+
+
+class DistEdgeDataLoader:
+    """Mini-batches of `eids` (this trainer's training edges, e.g.
+    edge_split(g.edata['train_mask'], ...)), as DGL's DistEdgeDataLoader
+    with an edge-prediction sampler: each iteration is one epoch, yielding
+    (input_nodes, pair_graph, neg_pair_graph, blocks), or (input_nodes,
+    pair_graph, blocks) without a negative sampler. Batches are made by C++
+    threads (docs/link-prediction.md).
+
+    dgld additions: num_threads, prefetch, feature_cache_mb (as
+    DistNodeDataLoader) and exclude_positives (redraw negatives that hit the
+    edge itself, another positive of the batch or a held-out edge of the
+    link split; it reads every partition's link split file, so every
+    machine needs them)."""
+
+    def __init__(self, g, eids, graph_sampler, device=None, batch_size=1, shuffle=False, drop_last=False,
+                 num_threads=2, prefetch=4, exclude_positives=False, feature_cache_mb=256, **kwargs):
+        from .distributed import DistTensor, _as_ids
+        if device is not None and torch.device(device).type != "cpu":
+            raise InvalidArgument("dgld trains on the CPU: device must be 'cpu'")
+        if not isinstance(graph_sampler, EdgePredictionSampler):
+            raise InvalidArgument("DistEdgeDataLoader needs as_edge_prediction_sampler(NeighborSampler(...), ...)")
+        if drop_last:
+            raise InvalidArgument("DistEdgeDataLoader: drop_last is not supported by dgld yet")
+        if isinstance(eids, dict):
+            if len(eids) != 1:
+                raise InvalidArgument("the graph has one edge type: pass its edge ids")
+            eids = next(iter(eids.values()))
+        if isinstance(eids, DistTensor):
+            raise InvalidArgument("pass edge ids (e.g. edge_split's result), not a DistTensor")
+        self._g = g
+        self._ids = _as_ids(eids, g.num_edges())
+        self._sampler = graph_sampler
+        node_sampler = graph_sampler.sampler
+        self._feature = _default_tensor(g, node_sampler.prefetch_node_feats, torch.float32, 2)
+        neg = graph_sampler.negative_sampler
+        seed = int(torch.randint(0, 2**62, (1,)).item())
+        self._loader = _C.EdgeDataLoader(
+            g._client, self._ids, node_sampler.fanouts, node_sampler.replace, int(batch_size), bool(shuffle), seed,
+            int(prefetch), self._feature, int(num_threads), neg.k if neg else 0, neg.kind if neg else "uniform",
+            graph_sampler.exclude is not None, bool(exclude_positives), int(feature_cache_mb))
+        self._epoch = 0
+        self.timings = {"sample_s": 0.0, "fetch_s": 0.0, "wait_s": 0.0}
+
+    def __len__(self):
+        return self._loader.num_batches()
+
+    def __iter__(self):
+        self._loader.start_epoch(self._epoch)
+        self._epoch += 1
+        return self._batches()
+
+    def _batches(self):
+        feat = self._g.ndata[self._feature] if self._feature else None
+        for b in _raw_batches(self._loader):
+            input_nodes, seeds, blocks, features, timings, pos_u, pos_v, neg_u, neg_v = b
+            for k in self.timings:
+                self.timings[k] += timings[k]
+            if feat is not None and features is not None:
+                feat._remember(input_nodes, features)
+            pair = _PairGraph(pos_u, pos_v, seeds)
+            if self._sampler.negative_sampler is None:
+                yield input_nodes, pair, blocks
+            else:
+                yield input_nodes, pair, _PairGraph(neg_u, neg_v, seeds), blocks
 
 
 class DistDataLoader:

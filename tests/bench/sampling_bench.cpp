@@ -32,9 +32,12 @@
 #include "common/part_config.h"
 #include "common/partition/partition.h"
 #include "common/sampling/multi_layer_sampler.h"
+#include "tests/bench/bench_support.h"
 #include "tests/support/process.h"
 
 using namespace dgld;
+using bench::WholeGraph;
+using bench::rebuild;
 using Clock = std::chrono::steady_clock;
 
 namespace {
@@ -59,34 +62,6 @@ nlohmann::json to_json(const Run& r) {
           {"sample_s", r.sample_s},         {"fetch_s", r.fetch_s}, {"wait_s", r.wait_s}};
 }
 
-// The whole graph's in-edges in global ids, rebuilt from the partitions, and
-// every node's feature row.
-struct WholeGraph {
-  std::vector<int64_t> indptr{0}, indices, eids;
-  std::vector<const float*> rows;  // global id -> its row in the partition files
-  int64_t dim = 0;
-};
-
-Result<WholeGraph> rebuild(const std::vector<std::unique_ptr<MappedPartition>>& parts, const std::string& feature) {
-  WholeGraph g;
-  for (const auto& p : parts) {
-    const auto globals = p->node_global_ids();
-    const auto& in = p->in_edges();
-    const TensorView* t = p->node_tensor(feature);
-    if (!t || t->dtype != DType::float32) return invalid_argument("no float32 node tensor " + feature);
-    g.dim = t->num_bytes / sizeof(float) / static_cast<size_t>(std::max<int64_t>(1, t->num_rows()));
-    const float* base = reinterpret_cast<const float*>(t->data);
-    for (int64_t v = 0; v < p->num_inner_nodes(); ++v) {
-      for (int64_t k = in.indptr[v]; k < in.indptr[v + 1]; ++k) {
-        g.indices.push_back(globals[in.indices[k]]);
-        g.eids.push_back(in.eids[k]);
-      }
-      g.indptr.push_back(static_cast<int64_t>(g.indices.size()));
-      g.rows.push_back(base + v * g.dim);
-    }
-  }
-  return g;
-}
 
 std::vector<std::span<const int64_t>> cut(const std::vector<int64_t>& ids, int64_t batch, int64_t max_batches) {
   std::vector<std::span<const int64_t>> out;
@@ -195,32 +170,19 @@ int main(int argc, char** argv) {
   o.shuffle = false;  // the in-process run takes the same batches in the same order
   o.seed = 1;
   o.prefetch = prefetch;
-  o.spec.fanouts.clear();
-  for (size_t at = 0; at < fanouts.size();) {
-    size_t comma = fanouts.find(',', at);
-    if (comma == std::string::npos) comma = fanouts.size();
-    o.spec.fanouts.push_back(std::stoll(fanouts.substr(at, comma - at)));
-    at = comma + 1;
-  }
+  o.spec.fanouts = bench::parse_fanouts(fanouts);
   auto config = load_part_config(part_config);
   if (!config.is_ok() || config->num_parts != 2) {
     std::cerr << "bench_sampling: need a 2-partition config\n";
     return 2;
   }
   testing::TempDir logs("dgld-bench-sampling");
-  std::vector<testing::Process> procs;
-  for (int id = 0; id < 2; ++id) {
-    procs.push_back(testing::Process::start(
-        {(testing::build_root() / "daemons/graph_server/graph-server").string(), "--part-config", part_config,
-         "--ip-config", ip_config, "--server-id", std::to_string(id), "--num-server-threads", "2"},
-        logs.path() / ("server" + std::to_string(id) + ".log")));
+  auto started = bench::start_two_servers(part_config, ip_config, logs);
+  if (!started.is_ok()) {
+    std::cerr << started.status().message() << "\n";
+    return 1;
   }
-  for (auto& s : procs) {
-    if (!s.wait_for_log("listening on", std::chrono::minutes(5))) {
-      std::cerr << "graph-server failed to start:\n" << s.log();
-      return 1;
-    }
-  }
+  std::vector<testing::Process> procs = std::move(started).value();
   client::ClusterOptions co;
   co.ip_config = ip_config;
   co.part_config = part_config;

@@ -143,6 +143,13 @@ TEST_CASE("job plan: every process gets the environment the daemons read", "[lau
   CHECK(m1.other_ports.empty());
   REQUIRE(plan->machines[0].other_ports.size() == 1);
   CHECK(plan->machines[0].other_ports[0].port == 30950);  // the trainers' rendezvous
+  // A link split's held-out edges travel with the partition.
+  PartitionConfig linked = two_parts();
+  linked.link_split.present = true;
+  for (int i = 0; i < 2; ++i) linked.parts[i].link_split = "part" + std::to_string(i) + "/link_split.dgld";
+  CHECK(make_job_plan(o, machines(2), linked)->machines[1].files ==
+        std::vector<std::string>{"ip.txt", "data/g.json", "data/part1/graph.dgld", "data/part1/node_feat.dgld",
+                                 "data/part1/edge_feat.dgld", "data/part1/link_split.dgld"});
   o.num_omp_threads = 4;
   CHECK(make_job_plan(o, machines(2), two_parts())->machines[0].trainers[0].env.at("OMP_NUM_THREADS") == "4");
 }

@@ -1,8 +1,14 @@
 #pragma once
 // Helpers shared by the partition tests: scratch directories and small files.
 
+#include <catch2/catch.hpp>
+
+#include <cstddef>
 #include <filesystem>
 #include <string>
+#include <vector>
+
+#include "common/partition/array_file.h"
 
 namespace dgld::testing {
 
@@ -26,5 +32,40 @@ void write_text(const std::filesystem::path& path, const std::string& text);
 // True when `dir` holds no entry whose name starts with `prefix` (no output and no
 // hidden staging directory left behind).
 bool no_entry_named(const std::filesystem::path& dir, const std::string& prefix);
+
+// Rewrites an array file (with valid checksums) after `mutate(specs, data)` changed
+// its arrays: one spec and one byte vector per array.
+template <typename F>
+void rewrite_arrays(const std::filesystem::path& path, ArrayFileKind kind, F&& mutate) {
+  std::vector<ArraySpec> specs;
+  std::vector<std::vector<std::byte>> data;
+  {
+    auto f = MappedArrayFile::open(path, kind, true);
+    REQUIRE(f.is_ok());
+    for (const auto& e : (*f)->arrays()) {
+      specs.push_back({e.name, e.dtype, e.shape});
+      data.emplace_back(e.data, e.data + e.length);
+    }
+  }
+  mutate(specs, data);
+  auto w = ArrayFileWriter::create(path, kind, specs);
+  REQUIRE(w.is_ok());
+  for (size_t i = 0; i < specs.size(); ++i) REQUIRE((*w)->append(data[i].data(), data[i].size()).is_ok());
+  REQUIRE((*w)->finish().is_ok());
+}
+
+// Rewrites one array of an array file through `mutate(T* values, size_t count)`.
+template <typename T, typename F>
+void rewrite_array(const std::filesystem::path& path, ArrayFileKind kind, const std::string& name, F&& mutate) {
+  rewrite_arrays(path, kind, [&](std::vector<ArraySpec>& specs, std::vector<std::vector<std::byte>>& data) {
+    bool found = false;
+    for (size_t i = 0; i < specs.size(); ++i) {
+      if (specs[i].name != name) continue;
+      mutate(reinterpret_cast<T*>(data[i].data()), data[i].size() / sizeof(T));
+      found = true;
+    }
+    REQUIRE(found);
+  });
+}
 
 }  // namespace dgld::testing

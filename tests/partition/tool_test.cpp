@@ -16,6 +16,7 @@
 namespace dgld {
 namespace {
 namespace fs = std::filesystem;
+using testing::rewrite_array;
 using testing::TempDir;
 using testing::write_text;
 
@@ -327,28 +328,6 @@ TEST_CASE("generator specs are checked") {
   CHECK_THAT(parse_generator_spec("sbm:nodes=abc").status().message(), Catch::Contains("bad number 'abc'"));
   CHECK_THAT(parse_generator_spec("er:nodes=10").status().message(), Catch::Contains("unknown generator"));
   CHECK_FALSE(parse_generator_spec("sbm:nodes=100,train=0.9,test=0.5").is_ok());
-}
-
-// Rewrites one array of an array file (with valid checksums) through `mutate`.
-template <typename T, typename F>
-void rewrite_array(const fs::path& path, ArrayFileKind kind, const std::string& name, F&& mutate) {
-  std::vector<ArraySpec> specs;
-  std::vector<std::vector<std::byte>> data;
-  {
-    auto f = MappedArrayFile::open(path, kind, true);
-    REQUIRE(f.is_ok());
-    for (const auto& e : (*f)->arrays()) {
-      specs.push_back({e.name, e.dtype, e.shape});
-      data.emplace_back(e.data, e.data + e.length);
-    }
-  }
-  auto w = ArrayFileWriter::create(path, kind, specs);
-  REQUIRE(w.is_ok());
-  for (size_t i = 0; i < specs.size(); ++i) {
-    if (specs[i].name == name) mutate(reinterpret_cast<T*>(data[i].data()), data[i].size() / sizeof(T));
-    REQUIRE((*w)->append(data[i].data(), data[i].size()).is_ok());
-  }
-  REQUIRE((*w)->finish().is_ok());
 }
 
 TEST_CASE("--verify names the first violation") {

@@ -8,12 +8,14 @@ std::filesystem::path graph_server_bin() { return build_root() / "daemons/graph_
 std::filesystem::path partition_bin() { return build_root() / "launcher/partition/dgl-partition"; }
 std::filesystem::path trainer_host_bin() { return build_root() / "daemons/trainer_host/trainer-host"; }
 
-PartitionedGraph::PartitionedGraph(const std::string& spec, int num_parts, const std::string& dir_prefix)
+PartitionedGraph::PartitionedGraph(const std::string& spec, int num_parts, const std::string& dir_prefix,
+                                   const std::vector<std::string>& extra_flags)
     : dir(dir_prefix) {
   json = dir.path() / "parts/g.json";
-  auto p = Process::start({partition_bin().string(), "--generate", spec, "--num-parts", std::to_string(num_parts),
-                           "--graph-name", "g", "--output", (dir.path() / "parts").string()},
-                          dir.path() / "partition.log");
+  std::vector<std::string> argv{partition_bin().string(), "--generate", spec, "--num-parts", std::to_string(num_parts),
+                                "--graph-name", "g", "--output", (dir.path() / "parts").string()};
+  argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
+  auto p = Process::start(argv, dir.path() / "partition.log");
   if (p.wait(std::chrono::minutes(2)) != 0) throw std::runtime_error("dgl-partition failed: " + p.log());
   auto c = load_part_config(json);
   if (!c.is_ok()) throw std::runtime_error(c.status().message());

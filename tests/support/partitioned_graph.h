@@ -19,9 +19,11 @@
 namespace dgld::testing {
 
 struct PartitionedGraph {
-  // Runs dgl-partition --generate `spec` --num-parts `num_parts` --graph-name g;
-  // throws std::runtime_error with the tool's log when it fails.
-  PartitionedGraph(const std::string& spec, int num_parts, const std::string& dir_prefix);
+  // Runs dgl-partition --generate `spec` --num-parts `num_parts` --graph-name g
+  // (and `extra_flags`); throws std::runtime_error with the tool's log when it
+  // fails.
+  PartitionedGraph(const std::string& spec, int num_parts, const std::string& dir_prefix,
+                   const std::vector<std::string>& extra_flags = {});
 
   TempDir dir;
   std::filesystem::path json;
