@@ -51,6 +51,8 @@ ParsedTrainerHostOptions parse_trainer_host_options(int argc, const char* const 
        "link: negative destinations per training edge")
       ("neg-sampler", po::value(&t.neg_sampler)->default_value(t.neg_sampler),
        "link: uniform (over every node) | local-uniform (over this machine's nodes)")
+      ("exclude", po::value(&t.exclude)->default_value(t.exclude),
+       "link: the batch's edges left out of its blocks: reverse_id (them and their reverses) | none")
       ("neg-exclude-positives", po::bool_switch(&t.neg_exclude_positives),
        "link: redraw a negative that is the edge itself, another positive of the batch or a held-out edge")
       ("seed", po::value(&t.seed)->default_value(t.seed), "random seed (weights, shuffling, sampling, dropout)")

@@ -118,6 +118,9 @@ Status validate_train_config(const TrainConfig& c) {
       return invalid_argument("--neg-sampler '" + c.neg_sampler + "': expected uniform or local-uniform");
     }
     if (c.infer) return invalid_argument("--infer with --task link: write the embeddings after training (--output-dir)");
+    if (c.exclude != "reverse_id" && c.exclude != "none") {
+      return invalid_argument("--exclude '" + c.exclude + "': expected reverse_id or none");
+    }
     if (!c.checkpoint_dir.empty()) return invalid_argument("--checkpoint-dir is not supported with --task link yet");
   }
   if (c.embeddings_layer >= 0 && c.output_dir.empty()) {
@@ -175,7 +178,8 @@ nlohmann::json config_json(const TrainConfig& c) {
           {"scorer", c.scorer},
           {"num_negatives", c.num_negatives},
           {"neg_sampler", c.neg_sampler},
-          {"neg_exclude_positives", c.neg_exclude_positives}};
+          {"neg_exclude_positives", c.neg_exclude_positives},
+          {"exclude", c.exclude}};
 }
 
 nlohmann::json link_metrics_json(const LinkMetrics& m) {

@@ -78,6 +78,9 @@ struct TrainConfig {
   int num_negatives = 1;
   std::string neg_sampler = "uniform";  // uniform | local-uniform
   bool neg_exclude_positives = false;
+  // The batch's edges left out of its blocks: reverse_id (them and their
+  // reverse edges, DGL's exclude='reverse_id') | none.
+  std::string exclude = "reverse_id";
 };
 
 // "10,25" -> {10, 25}; invalid_argument naming the bad item.

@@ -14,20 +14,22 @@
 #   ratio: cora_link_mrr_sage_minus_mlp <v> (target > 0)
 #   ratio: cora_link_auc_spread_1_2_4_trainers <v> (target <= 0.01)
 #
-# Usage: scripts/bench/link_accuracy.sh [--cora DIR] [--epochs E] [--seeds "0 1 2"] [--build DIR]
+# Usage: scripts/bench/link_accuracy.sh [--cora DIR] [--epochs E] [--seeds "0 1 2"] [--exclude reverse_id|none] [--build DIR]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cora=../shared/datasets/cora
 epochs=100
 seeds="0 1 2"
+exclude=reverse_id
 build=build
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --cora) cora="$2"; shift 2 ;;
     --epochs) epochs="$2"; shift 2 ;;
     --seeds) seeds="$2"; shift 2 ;;
+    --exclude) exclude="$2"; shift 2 ;;
     --build) build="$2"; shift 2 ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "link_accuracy.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -43,7 +45,7 @@ for parts in 1 2; do
     --graph-name cora --output "$work/p$parts" --link-split 0.85,0.05,0.1 --seed 0 >/dev/null
 done
 flags=(--task link --scorer dot --num-hidden 128 --lr 0.005 --num-negatives 5 --row-normalize --dropout 0.5
-       --num-epochs "$epochs" --eval-every 0 --log-every 0 --no-progress)
+       --num-epochs "$epochs" --eval-every 0 --log-every 0 --no-progress --exclude "$exclude")
 global_batch=1024
 
 # run <name> <parts> <trainers per machine> <seed> <extra flags...>: prints "name seed auc mrr"
