@@ -483,17 +483,8 @@ Status DistBackend::setup_link(const std::vector<int64_t>& fanouts, bool uses_fe
         mine.push_back(e->dst[i]);
       }
     }
-    auto sizes = torch::zeros({world}, torch::kInt64);
-    sizes[rank] = static_cast<int64_t>(mine.size());
-    DGLD_RETURN_IF_ERROR(coll_->allreduce(sizes, Reduce::sum, "exchanging the held-out edges: sizes"));
-    int64_t total = 0, offset = 0;
-    for (int r = 0; r < world; ++r) {
-      if (r == rank) offset = total;
-      total += sizes[r].item<int64_t>();
-    }
-    auto all = torch::zeros({total}, torch::kInt64);
-    if (!mine.empty()) std::memcpy(all.data_ptr<int64_t>() + offset, mine.data(), mine.size() * sizeof(int64_t));
-    DGLD_RETURN_IF_ERROR(coll_->allreduce(all, Reduce::sum, "exchanging the held-out edges"));
+    DGLD_ASSIGN_OR_RETURN(auto all, allgather(*this, ids_tensor(mine), "exchanging the held-out edges"));
+    const int64_t total = all.numel();
     auto set = std::make_shared<EdgePairSet>();
     set->reserve(static_cast<size_t>(total / 2));
     const int64_t* p = all.data_ptr<int64_t>();

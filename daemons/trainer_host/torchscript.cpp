@@ -171,17 +171,20 @@ class ScriptedModel : public Model::Impl {
                  .view({L + 1, config.in_dim});
     torch::NoGradGuard no_grad;
     set_training(false);
+    // Back to training mode on every way out of the probe.
+    struct Restore {
+      ScriptedModel* m;
+      ~Restore() { m->set_training(true); }
+    } restore{this};
     torch::Tensor out, layered = x;
     try {
       out = forward(blocks, x);
     } catch (const std::exception& e) {
-      set_training(true);
       return invalid_argument(fmt::format("{}: forward failed on a probe batch with {}-dim input features (the "
                                           "graph's input width): {}",
                                           path, config.in_dim, torch_error_message(e)));
     }
     if (out.dim() != 2 || out.size(0) != 1 || out.size(1) != config.num_classes) {
-      set_training(true);
       return invalid_argument(fmt::format("{}: forward returned a [{}] tensor for 1 seed; it must return [1, {}] "
                                           "(one logit per class of the graph's labels)",
                                           path, fmt::join(out.sizes(), ", "), config.num_classes));
@@ -191,19 +194,16 @@ class ScriptedModel : public Model::Impl {
       try {
         layered = forward_layer(l, blocks[static_cast<size_t>(l)], layered);
       } catch (const std::exception& e) {
-        set_training(true);
         return invalid_argument(fmt::format("{}: forward_layer({}) failed on the probe batch: {}", path, l,
                                             torch_error_message(e)));
       }
       if (layered.dim() != 2 || layered.size(0) != L - l) {
-        set_training(true);
         return invalid_argument(fmt::format("{}: forward_layer({}) returned a [{}] tensor for {} dst nodes; it must "
                                             "return one row per dst node",
                                             path, l, fmt::join(layered.sizes(), ", "), L - l));
       }
       out_dims_.push_back(layered.size(1));
     }
-    set_training(true);
     const double diff = (layered - out).abs().max().item<double>();
     if (!(diff <= 1e-4 * (1.0 + out.abs().max().item<double>()))) {
       return invalid_argument(fmt::format("{}: chaining forward_layer over the layers differs from forward (max "

@@ -78,8 +78,6 @@ class Loop {
   torch::Tensor score(const torch::Tensor& hu, const torch::Tensor& hv);
   Result<EvalMetrics> evaluate_link(int epoch);
   Result<LinkMetrics> link_metrics(bool test, const RowReader& read, int64_t width);
-  // Every trainer's `mine`, concatenated in rank order.
-  Result<std::vector<float>> allgather(const std::vector<float>& mine, const std::string& what);
 
   TrainingBackend& b_;
   const TrainConfig& c_;
@@ -441,22 +439,6 @@ torch::Tensor Loop::score(const torch::Tensor& hu, const torch::Tensor& hv) {
   return scorer_mlp_->forward(hu * hv).squeeze(1);
 }
 
-Result<std::vector<float>> Loop::allgather(const std::vector<float>& mine, const std::string& what) {
-  const int world = b_.world_size(), rank = b_.rank();
-  auto sizes = torch::zeros({world}, torch::kInt64);
-  sizes[rank] = static_cast<int64_t>(mine.size());
-  DGLD_RETURN_IF_ERROR(b_.allreduce(sizes, Reduce::sum, what + ": sizes"));
-  int64_t total = 0, offset = 0;
-  for (int r = 0; r < world; ++r) {
-    if (r == rank) offset = total;
-    total += sizes[r].item<int64_t>();
-  }
-  auto all = torch::zeros({total}, torch::kFloat32);
-  if (!mine.empty()) std::memcpy(all.data_ptr<float>() + offset, mine.data(), mine.size() * sizeof(float));
-  DGLD_RETURN_IF_ERROR(b_.allreduce(all, Reduce::sum, what));
-  return std::vector<float>(all.data_ptr<float>(), all.data_ptr<float>() + total);
-}
-
 Result<LinkMetrics> Loop::link_metrics(bool test, const RowReader& read, int64_t width) {
   const char* set = test ? "test" : "validation";
   DGLD_ASSIGN_OR_RETURN(LinkEdges e, b_.link_eval_edges(test));
@@ -515,8 +497,13 @@ Result<LinkMetrics> Loop::link_metrics(bool test, const RowReader& read, int64_t
   m.hits50 = t[4].item<double>() / total;
   // ROC-AUC of every positive against every negative (Mann-Whitney, ties
   // counted half), over every trainer's scores.
-  DGLD_ASSIGN_OR_RETURN(auto all_pos, allgather(pos_scores, fmt::format("{} edges: positive scores", set)));
-  DGLD_ASSIGN_OR_RETURN(auto all_neg, allgather(neg_scores, fmt::format("{} edges: negative scores", set)));
+  auto as_tensor = [](std::vector<float>& v) {
+    return torch::from_blob(v.data(), {static_cast<int64_t>(v.size())}, torch::kFloat32);
+  };
+  DGLD_ASSIGN_OR_RETURN(auto pos_t, allgather(b_, as_tensor(pos_scores), fmt::format("{} edges: positive scores", set)));
+  DGLD_ASSIGN_OR_RETURN(auto neg_t, allgather(b_, as_tensor(neg_scores), fmt::format("{} edges: negative scores", set)));
+  std::vector<float> all_pos(pos_t.data_ptr<float>(), pos_t.data_ptr<float>() + pos_t.numel());
+  std::vector<float> all_neg(neg_t.data_ptr<float>(), neg_t.data_ptr<float>() + neg_t.numel());
   std::sort(all_neg.begin(), all_neg.end());
   double wins = 0;
   for (const float p : all_pos) {
@@ -700,6 +687,22 @@ Result<TrainResult> Loop::run() {
 }
 
 }  // namespace
+
+Result<torch::Tensor> allgather(TrainingBackend& b, const torch::Tensor& mine, const std::string& what) {
+  const int world = b.world_size(), rank = b.rank();
+  auto sizes = torch::zeros({world}, torch::kInt64);
+  sizes[rank] = mine.numel();
+  DGLD_RETURN_IF_ERROR(b.allreduce(sizes, Reduce::sum, what + ": sizes"));
+  int64_t total = 0, offset = 0;
+  for (int r = 0; r < world; ++r) {
+    if (r == rank) offset = total;
+    total += sizes[r].item<int64_t>();
+  }
+  auto all = torch::zeros({total}, mine.options());
+  if (mine.numel() > 0) all.narrow(0, offset, mine.numel()).copy_(mine.reshape({-1}));
+  DGLD_RETURN_IF_ERROR(b.allreduce(all, Reduce::sum, what));
+  return all;
+}
 
 void set_torch_threads(int n) {
   at::set_num_threads(n);

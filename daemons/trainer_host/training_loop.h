@@ -100,6 +100,12 @@ class TrainingBackend {
 // checkpoint as it was.
 Result<TrainResult> run_training(TrainingBackend& backend, const TrainConfig& config);
 
+// Every trainer's `mine` (1-d), concatenated in rank order: two sum
+// allreduces (the sizes, then each rank's slice of a zeroed buffer), since
+// gloo's allgather wants equal sizes. Exact for integers and for floats
+// (every other slot adds zeros).
+Result<torch::Tensor> allgather(TrainingBackend& b, const torch::Tensor& mine, const std::string& what);
+
 // at::set_num_threads plus OpenBLAS's own pool.
 void set_torch_threads(int n);
 

@@ -88,7 +88,41 @@ def _raw_batches(loader):
         yield b
 
 
-class DistNodeDataLoader:
+class _EpochLoader:
+    """What DistNodeDataLoader and DistEdgeDataLoader share: the checks of
+    their ids, the epoch count, len() and iter() over the C++ loader's
+    batches of one epoch, and the accumulated timings."""
+
+    def _set_ids(self, g, ids, device, unit, count):
+        from .distributed import DistTensor, _as_ids
+        if device is not None and torch.device(device).type != "cpu":
+            raise InvalidArgument("dgld trains on the CPU: device must be 'cpu'")
+        if isinstance(ids, dict):
+            if len(ids) != 1:
+                raise InvalidArgument("the graph has one node type: pass its ids" if unit == "node"
+                                      else "the graph has one edge type: pass its edge ids")
+            ids = next(iter(ids.values()))
+        if isinstance(ids, DistTensor):
+            raise InvalidArgument(f"pass {unit} ids (e.g. {unit}_split's result), not a DistTensor")
+        self._g = g
+        self._ids = _as_ids(ids, count)
+        self._epoch = 0
+        self.timings = {"sample_s": 0.0, "fetch_s": 0.0, "wait_s": 0.0}
+
+    def __len__(self):
+        return self._loader.num_batches()
+
+    def __iter__(self):
+        self._loader.start_epoch(self._epoch)
+        self._epoch += 1
+        return self._batches()
+
+    def _add_timings(self, timings):
+        for k in self.timings:
+            self.timings[k] += timings[k]
+
+
+class DistNodeDataLoader(_EpochLoader):
     """Mini-batches of `nids` (this trainer's training nodes), as DGL's
     dgl.dataloading.DistNodeDataLoader. Each iteration over the loader is
     one epoch: the ids are shuffled (seeded from torch's generator when the
@@ -102,17 +136,7 @@ class DistNodeDataLoader:
 
     def __init__(self, g, nids, graph_sampler, device=None, batch_size=1, shuffle=False, drop_last=False,
                  num_threads=2, prefetch=4, samplers=None, batch_timeout_s=60.0, feature_cache_mb=256, **kwargs):
-        from .distributed import DistTensor, _as_ids
-        if device is not None and torch.device(device).type != "cpu":
-            raise InvalidArgument("dgld trains on the CPU: device must be 'cpu'")
-        if isinstance(nids, dict):
-            if len(nids) != 1:
-                raise InvalidArgument("the graph has one node type: pass its ids")
-            nids = next(iter(nids.values()))
-        if isinstance(nids, DistTensor):
-            raise InvalidArgument("pass node ids (e.g. node_split's result), not a DistTensor")
-        self._g = g
-        self._ids = _as_ids(nids, g.num_nodes())
+        self._set_ids(g, nids, device, "node", g.num_nodes())
         self._sampler = graph_sampler
         self._feature = _default_tensor(g, graph_sampler.prefetch_node_feats, torch.float32, 2)
         self._label = _default_tensor(g, graph_sampler.prefetch_labels, torch.int64, 1)
@@ -121,24 +145,13 @@ class DistNodeDataLoader:
             g._client, self._ids, graph_sampler.fanouts, graph_sampler.replace, int(batch_size), bool(shuffle),
             bool(drop_last), seed, int(prefetch), self._feature, self._label, int(num_threads),
             list(samplers or []), float(batch_timeout_s), int(feature_cache_mb))
-        self._epoch = 0
-        self.timings = {"sample_s": 0.0, "fetch_s": 0.0, "wait_s": 0.0}
-
-    def __len__(self):
-        return self._loader.num_batches()
-
-    def __iter__(self):
-        self._loader.start_epoch(self._epoch)
-        self._epoch += 1
-        return self._batches()
 
     def _batches(self):
         feat = self._g.ndata[self._feature] if self._feature else None
         label = self._g.ndata[self._label] if self._label else None
         for b in _raw_batches(self._loader):
             input_nodes, seeds, blocks, features, labels, timings = b
-            for k in self.timings:
-                self.timings[k] += timings[k]
+            self._add_timings(timings)
             if feat is not None and features is not None:
                 feat._remember(input_nodes, features)
             if label is not None and labels is not None:
@@ -222,7 +235,7 @@ class _PairGraph:
         return self
 
 
-class DistEdgeDataLoader:
+class DistEdgeDataLoader(_EpochLoader):
     """Mini-batches of `eids` (this trainer's training edges, e.g.
     edge_split(g.edata['train_mask'], ...)), as DGL's DistEdgeDataLoader
     with an edge-prediction sampler: each iteration is one epoch, yielding
@@ -238,21 +251,11 @@ class DistEdgeDataLoader:
 
     def __init__(self, g, eids, graph_sampler, device=None, batch_size=1, shuffle=False, drop_last=False,
                  num_threads=2, prefetch=4, exclude_positives=False, feature_cache_mb=256, **kwargs):
-        from .distributed import DistTensor, _as_ids
-        if device is not None and torch.device(device).type != "cpu":
-            raise InvalidArgument("dgld trains on the CPU: device must be 'cpu'")
         if not isinstance(graph_sampler, EdgePredictionSampler):
             raise InvalidArgument("DistEdgeDataLoader needs as_edge_prediction_sampler(NeighborSampler(...), ...)")
         if drop_last:
             raise InvalidArgument("DistEdgeDataLoader: drop_last is not supported by dgld yet")
-        if isinstance(eids, dict):
-            if len(eids) != 1:
-                raise InvalidArgument("the graph has one edge type: pass its edge ids")
-            eids = next(iter(eids.values()))
-        if isinstance(eids, DistTensor):
-            raise InvalidArgument("pass edge ids (e.g. edge_split's result), not a DistTensor")
-        self._g = g
-        self._ids = _as_ids(eids, g.num_edges())
+        self._set_ids(g, eids, device, "edge", g.num_edges())
         self._sampler = graph_sampler
         node_sampler = graph_sampler.sampler
         self._feature = _default_tensor(g, node_sampler.prefetch_node_feats, torch.float32, 2)
@@ -262,23 +265,12 @@ class DistEdgeDataLoader:
             g._client, self._ids, node_sampler.fanouts, node_sampler.replace, int(batch_size), bool(shuffle), seed,
             int(prefetch), self._feature, int(num_threads), neg.k if neg else 0, neg.kind if neg else "uniform",
             graph_sampler.exclude is not None, bool(exclude_positives), int(feature_cache_mb))
-        self._epoch = 0
-        self.timings = {"sample_s": 0.0, "fetch_s": 0.0, "wait_s": 0.0}
-
-    def __len__(self):
-        return self._loader.num_batches()
-
-    def __iter__(self):
-        self._loader.start_epoch(self._epoch)
-        self._epoch += 1
-        return self._batches()
 
     def _batches(self):
         feat = self._g.ndata[self._feature] if self._feature else None
         for b in _raw_batches(self._loader):
             input_nodes, seeds, blocks, features, timings, pos_u, pos_v, neg_u, neg_v = b
-            for k in self.timings:
-                self.timings[k] += timings[k]
+            self._add_timings(timings)
             if feat is not None and features is not None:
                 feat._remember(input_nodes, features)
             pair = _PairGraph(pos_u, pos_v, seeds)

@@ -549,6 +549,20 @@ class DataLoader {
   std::chrono::milliseconds next_timeout_{120000};
 };
 
+// Every partition's held-out edges of the config's link split (the files
+// must all be on this machine); read_link_split's error naming the file
+// otherwise.
+Result<std::vector<std::pair<int64_t, int64_t>>> held_out_pairs(const PartitionConfig& config) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (int p = 0; p < config.num_parts; ++p) {
+    DGLD_ASSIGN_OR_RETURN(LinkSplitPart part, read_link_split(config, p));
+    for (const LinkEdges* e : {&part.valid, &part.test}) {
+      for (size_t i = 0; i < e->src.size(); ++i) out.emplace_back(e->src[i], e->dst[i]);
+    }
+  }
+  return out;
+}
+
 // DistEdgeDataLoader (link prediction): batches of training edges with
 // negatives, the blocks of their ends (common/client/link_loader.h).
 class EdgeDataLoader {
@@ -583,16 +597,11 @@ class EdgeDataLoader {
         // Every partition's held-out edges (the link split files are where
         // the config says; on one machine, all of them).
         auto held = std::make_shared<EdgePairSet>();
-        const auto& config = cluster.config();
-        for (int p = 0; p < config.num_parts; ++p) {
-          auto part = read_link_split(config, p);
-          if (!part.is_ok()) {
-            throw StatusError(part.status().with_context("exclude_positives needs every partition's held-out edges"));
-          }
-          for (const LinkEdges* e : {&part->valid, &part->test}) {
-            for (size_t i = 0; i < e->src.size(); ++i) held->add(e->src[i], e->dst[i]);
-          }
+        auto pairs = held_out_pairs(cluster.config());
+        if (!pairs.is_ok()) {
+          throw StatusError(pairs.status().with_context("exclude_positives needs every partition's held-out edges"));
         }
+        for (const auto& [u, v] : *pairs) held->add(u, v);
         o.held_out = std::move(held);
       }
       loader_ = unwrap(client::DistEdgeDataLoader::create(cluster, std::move(ids), std::move(o)));
@@ -651,15 +660,7 @@ py::tuple partition_node_tensor(const std::string& part_config, int part_id, con
 // as (src, dst) pairs in partitioned ids: what the tests check negatives
 // against.
 std::vector<std::pair<int64_t, int64_t>> link_split_pairs(const std::string& part_config) {
-  auto pc = unwrap(load_part_config(part_config));
-  std::vector<std::pair<int64_t, int64_t>> out;
-  for (int p = 0; p < pc.num_parts; ++p) {
-    auto part = unwrap(read_link_split(pc, p));
-    for (const LinkEdges* e : {&part.valid, &part.test}) {
-      for (size_t i = 0; i < e->src.size(); ++i) out.emplace_back(e->src[i], e->dst[i]);
-    }
-  }
-  return out;
+  return unwrap(held_out_pairs(unwrap(load_part_config(part_config))));
 }
 
 // The blocks C++'s multi-layer sampler makes for `seeds` with `rng_seed`

@@ -54,4 +54,15 @@ Result<std::vector<testing::Process>> start_two_servers(const std::string& part_
   return procs;
 }
 
+Result<std::unique_ptr<client::Cluster>> connect_trainer0(const std::string& part_config, const std::string& ip_config,
+                                                          int num_trainers) {
+  client::ClusterOptions co;
+  co.ip_config = ip_config;
+  co.part_config = part_config;
+  co.machine_id = 0;
+  co.requested_rank = 0;
+  co.num_trainers = num_trainers;
+  return client::Cluster::connect(co);
+}
+
 }  // namespace dgld::bench

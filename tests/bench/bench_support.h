@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/client/cluster.h"
 #include "common/partition/partition.h"
 #include "common/status.h"
 #include "tests/support/process.h"
@@ -31,5 +32,10 @@ std::vector<int64_t> parse_fanouts(const std::string& s);
 // with the log of one that did not start listening within 5 minutes.
 Result<std::vector<testing::Process>> start_two_servers(const std::string& part_config, const std::string& ip_config,
                                                         const testing::TempDir& logs);
+
+// Trainer 0 on machine 0 of the job (num_trainers: the job's trainer count,
+// 0: the coordinator's).
+Result<std::unique_ptr<client::Cluster>> connect_trainer0(const std::string& part_config, const std::string& ip_config,
+                                                          int num_trainers = 0);
 
 }  // namespace dgld::bench

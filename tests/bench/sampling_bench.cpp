@@ -183,12 +183,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::vector<testing::Process> procs = std::move(started).value();
-  client::ClusterOptions co;
-  co.ip_config = ip_config;
-  co.part_config = part_config;
-  co.machine_id = 0;
-  co.requested_rank = 0;
-  auto cluster = client::Cluster::connect(co);
+  auto cluster = bench::connect_trainer0(part_config, ip_config);
   if (!cluster.is_ok()) {
     std::cerr << cluster.status().to_string() << "\n";
     return 1;
