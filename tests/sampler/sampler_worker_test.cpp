@@ -337,9 +337,14 @@ TEST_CASE("sampler: a worker stopped past the batch deadline is treated as dead"
   auto& job = t.job;
   auto& c = t.cluster;
   const auto& ids = t.ids;
-  auto opt = loader_options(64, job.endpoints);
+  // Small batches and a short prefetch window, so that batches are still to
+  // be requested after the stop: with a handful of batches the worker could
+  // have answered every one of them before SIGSTOP landed.
+  auto opt = loader_options(16, job.endpoints);
+  opt.prefetch = 2;
   opt.batch_timeout = 1500ms;
   auto l = make_loader(*c, ids, opt);
+  REQUIRE(l->num_batches_per_epoch() > 2 + opt.prefetch + 5);
   const auto t0 = std::chrono::steady_clock::now();
   auto batches = run_epoch(*l, 0, ids, [&](int64_t i) {
     if (i == 1) job.workers[0].signal(SIGSTOP);
