@@ -165,7 +165,152 @@ Status parse_link_split(const json& obj, const std::string& where, LinkSplitInfo
   return Status::ok();
 }
 
+// A type-id object {"name": id, ...} with ids 0 .. n-1, each once; names by id.
+Status parse_type_table(const json& root, const std::string& src, const std::string& key,
+                        std::vector<std::string>* names) {
+  const std::string where = src + ": field '" + key + "'";
+  auto it = root.find(key);
+  if (it == root.end()) return invalid_argument(src + ": missing field '" + key + "' (a heterogeneous graph needs it)");
+  if (!it->is_object() || it->empty()) {
+    return invalid_argument(where + ": expected a non-empty object {\"<type>\": <id>, ...}, got " + it->dump());
+  }
+  names->assign(it->size(), "");
+  for (const auto& [name, id] : it->items()) {
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= static_cast<int64_t>(it->size())) {
+      return invalid_argument(where + "[\"" + name + "\"]: expected a type id in [0, " + std::to_string(it->size()) +
+                              "), got " + id.dump());
+    }
+    std::string& slot = (*names)[static_cast<size_t>(id.get<int64_t>())];
+    if (!slot.empty()) {
+      return invalid_argument(where + ": types '" + slot + "' and '" + name + "' have the same id " + id.dump());
+    }
+    if (name.empty()) return invalid_argument(where + ": a type name is empty");
+    slot = name;
+  }
+  return Status::ok();
+}
+
+// The heterogeneous parts of a config: ntypes, etypes, node_map per type,
+// dgld.etype_counts and dgld.target_ntype. c->node_map is derived from node_map.
+Status parse_hetero(const json& root, const std::string& src, PartitionConfig* c) {
+  GraphTypeInfo& t = c->types;
+  DGLD_RETURN_IF_ERROR(parse_type_table(root, src, "ntypes", &t.ntypes));
+  DGLD_RETURN_IF_ERROR(parse_type_table(root, src, "etypes", &t.etypes));
+  for (size_t e = 0; e < t.etypes.size(); ++e) {
+    const std::string& name = t.etypes[e];
+    const size_t a = name.find(':'), b = name.rfind(':');
+    const std::string where = src + ": field 'etypes'[\"" + name + "\"]";
+    if (a == std::string::npos || a == b || name.find(':', a + 1) != b) {
+      return invalid_argument(where + ": expected a canonical edge type \"src:relation:dst\"");
+    }
+    const int s = t.ntype_id(name.substr(0, a)), d = t.ntype_id(name.substr(b + 1));
+    if (s < 0 || d < 0) {
+      return invalid_argument(where + ": node type '" + name.substr(s < 0 ? 0 : b + 1, s < 0 ? a : std::string::npos) +
+                              "' is not in 'ntypes'");
+    }
+    t.etype_src.push_back(s);
+    t.etype_dst.push_back(d);
+  }
+  const std::string where = src + ": field 'node_map'";
+  auto it = root.find("node_map");
+  if (it == root.end()) return invalid_argument(src + ": missing field 'node_map'");
+  if (!it->is_object() || it->size() != t.ntypes.size()) {
+    return invalid_argument(where + ": expected one [[start, end], ...] list per node type (" +
+                            std::to_string(t.ntypes.size()) + "), got " + std::string(it->type_name()) +
+                            " with " + std::to_string(it->size()) + " entries");
+  }
+  t.ntype_map.assign(t.ntypes.size(), {});
+  t.ntype_count.assign(t.ntypes.size(), 0);
+  for (size_t ty = 0; ty < t.ntypes.size(); ++ty) {
+    const std::string tw = where + "[\"" + t.ntypes[ty] + "\"]";
+    auto r = it->find(t.ntypes[ty]);
+    if (r == it->end()) return invalid_argument(where + ": no ranges for node type '" + t.ntypes[ty] + "'");
+    if (!r->is_array() || static_cast<int>(r->size()) != c->num_parts) {
+      return invalid_argument(tw + ": expected num_parts=" + std::to_string(c->num_parts) + " [start, end] pairs");
+    }
+    for (size_t p = 0; p < r->size(); ++p) {
+      const json& x = (*r)[p];
+      if (!x.is_array() || x.size() != 2 || !x[0].is_number_integer() || !x[1].is_number_integer()) {
+        return invalid_argument(tw + "[" + std::to_string(p) + "]: expected [start, end] integers, got " + x.dump());
+      }
+      t.ntype_map[ty].push_back({x[0].get<int64_t>(), x[1].get<int64_t>()});
+    }
+  }
+  // Partition-major, then type: the types' ranges tile each partition in type order.
+  c->node_map.clear();
+  int64_t next = 0;
+  for (int p = 0; p < c->num_parts; ++p) {
+    const int64_t start = next;
+    for (size_t ty = 0; ty < t.ntypes.size(); ++ty) {
+      const IdRange& r = t.ntype_map[ty][static_cast<size_t>(p)];
+      if (r.start != next || r.end < r.start) {
+        return invalid_argument(where + "[\"" + t.ntypes[ty] + "\"][" + std::to_string(p) + "]: range [" +
+                                std::to_string(r.start) + ", " + std::to_string(r.end) + ") should start at " +
+                                std::to_string(next) + " (ranges are partition-major, then by type id)");
+      }
+      next = r.end;
+      t.ntype_count[ty] += r.size();
+    }
+    c->node_map.push_back({start, next});
+  }
+  if (next != c->num_nodes) {
+    return invalid_argument(where + ": ranges end at " + std::to_string(next) + " but num_nodes is " +
+                            std::to_string(c->num_nodes));
+  }
+  const json& d = root["dgld"];
+  const std::string dw = src + ": field 'dgld'";
+  auto counts = d.find("etype_counts");
+  if (counts == d.end() || !counts->is_array() || counts->size() != t.etypes.size()) {
+    return invalid_argument(dw + ".'etype_counts': expected one edge count per edge type (" +
+                            std::to_string(t.etypes.size()) + ")");
+  }
+  int64_t sum = 0;
+  for (const json& n : *counts) {
+    if (!n.is_number_integer() || n.get<int64_t>() < 0) {
+      return invalid_argument(dw + ".'etype_counts': expected counts >= 0, got " + n.dump());
+    }
+    t.etype_count.push_back(n.get<int64_t>());
+    sum += n.get<int64_t>();
+  }
+  if (sum != c->num_edges) {
+    return invalid_argument(dw + ".'etype_counts': sum to " + std::to_string(sum) + ", num_edges is " +
+                            std::to_string(c->num_edges));
+  }
+  if (d.contains("target_ntype")) {
+    DGLD_RETURN_IF_ERROR(get_field(d, dw, "target_ntype", &t.target_ntype));
+    if (t.ntype_id(t.target_ntype) < 0) {
+      return invalid_argument(dw + ".'target_ntype': '" + t.target_ntype + "' is not in 'ntypes'");
+    }
+  }
+  return Status::ok();
+}
+
 }  // namespace
+
+int GraphTypeInfo::ntype_id(const std::string& name) const {
+  for (size_t i = 0; i < ntypes.size(); ++i) {
+    if (ntypes[i] == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+int GraphTypeInfo::etype_id(const std::string& canonical) const {
+  for (size_t i = 0; i < etypes.size(); ++i) {
+    if (etypes[i] == canonical) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+int node_tensor_type(const PartitionConfig& config, const std::string& name) {
+  if (!config.types.present()) return -1;
+  const size_t slash = name.find('/');
+  return slash == std::string::npos ? -1 : config.types.ntype_id(name.substr(0, slash));
+}
+
+IdRange node_tensor_range(const PartitionConfig& config, int part, const std::string& name) {
+  const int t = node_tensor_type(config, name);
+  return t < 0 ? config.node_map[part] : config.types.ntype_map[t][part];
+}
 
 Status validate_part_config(const PartitionConfig& c, const std::string& src) {
   if (c.graph_name.empty()) return invalid_argument(src + ": field 'graph_name' is empty");
@@ -238,10 +383,19 @@ Result<PartitionConfig> parse_part_config(const std::string& text, const std::st
     return invalid_argument(src + ": field 'num_parts' must be in 1..65536, got " +
                             std::to_string(c.num_parts));
   }
-  DGLD_RETURN_IF_ERROR(parse_id_map(root, src, "node_map", c.num_parts, c.num_nodes, &c.ntype, &c.node_map));
+  bool hetero = false;
+  if (auto d = root.find("dgld"); d != root.end() && d->is_object() && d->contains("heterogeneous")) {
+    DGLD_RETURN_IF_ERROR(get_field(*d, src + ": field 'dgld'", "heterogeneous", &hetero));
+  }
+  if (hetero) {
+    DGLD_RETURN_IF_ERROR(parse_hetero(root, src, &c));
+  } else {
+    DGLD_RETURN_IF_ERROR(parse_id_map(root, src, "node_map", c.num_parts, c.num_nodes, &c.ntype, &c.node_map));
+    DGLD_RETURN_IF_ERROR(parse_type_ids(root, src, "ntypes", c.ntype));
+  }
+  // Edges keep one range per partition; a heterogeneous graph's edge types are per edge.
   DGLD_RETURN_IF_ERROR(parse_id_map(root, src, "edge_map", c.num_parts, c.num_edges, &c.etype, &c.edge_map));
-  DGLD_RETURN_IF_ERROR(parse_type_ids(root, src, "ntypes", c.ntype));
-  DGLD_RETURN_IF_ERROR(parse_type_ids(root, src, "etypes", c.etype));
+  if (!hetero) DGLD_RETURN_IF_ERROR(parse_type_ids(root, src, "etypes", c.etype));
   for (int i = 0; i < c.num_parts; ++i) {
     const std::string key = "part-" + std::to_string(i);
     auto it = root.find(key);
@@ -292,10 +446,23 @@ std::string part_config_to_json(const PartitionConfig& c) {
   root["part_method"] = c.part_method;
   root["num_parts"] = c.num_parts;
   root["halo_hops"] = c.halo_hops;
-  root["node_map"] = {{c.ntype, ranges(c.node_map)}};
   root["edge_map"] = {{c.etype, ranges(c.edge_map)}};
-  root["ntypes"] = {{c.ntype, 0}};
-  root["etypes"] = {{c.etype, 0}};
+  const GraphTypeInfo& t = c.types;
+  if (t.present()) {
+    json nm = json::object(), nt = json::object(), et = json::object();
+    for (int i = 0; i < t.num_ntypes(); ++i) {
+      nm[t.ntypes[i]] = ranges(t.ntype_map[i]);
+      nt[t.ntypes[i]] = i;
+    }
+    for (int i = 0; i < t.num_etypes(); ++i) et[t.etypes[i]] = i;
+    root["node_map"] = std::move(nm);
+    root["ntypes"] = std::move(nt);
+    root["etypes"] = std::move(et);
+  } else {
+    root["node_map"] = {{c.ntype, ranges(c.node_map)}};
+    root["ntypes"] = {{c.ntype, 0}};
+    root["etypes"] = {{c.etype, 0}};
+  }
   for (size_t i = 0; i < c.parts.size(); ++i) {
     json& part = root["part-" + std::to_string(i)];
     part = {{"node_feats", c.parts[i].node_feats},
@@ -305,6 +472,11 @@ std::string part_config_to_json(const PartitionConfig& c) {
   }
   root["dgld"] = {{"format_version", c.format_version},
                   {"num_trainers_per_machine", c.num_trainers_per_machine}};
+  if (t.present()) {
+    root["dgld"]["heterogeneous"] = true;
+    root["dgld"]["etype_counts"] = t.etype_count;
+    if (!t.target_ntype.empty()) root["dgld"]["target_ntype"] = t.target_ntype;
+  }
   if (c.link_split.present) {
     const LinkSplitInfo& l = c.link_split;
     json ls = {{"source", l.source},

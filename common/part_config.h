@@ -8,7 +8,11 @@
 // dgld adds one object, "dgld", with its own fields (format version, trainer split,
 // link split), and "link_split" to part-<i> when the graph has a link split;
 // DGL tools ignore unknown keys, so the file stays readable by them.
-// Only homogeneous graphs (one node type, one edge type) are supported for now.
+// A heterogeneous graph (dgld.heterogeneous = true, docs/heterogeneous.md) is one
+// homogeneous graph whose nodes are ordered partition-major, then by node type:
+// node_map has one key per node type, giving the homogeneous id range of that
+// type's nodes in each partition (DGL's layout); etypes lists the canonical
+// edge types; each edge's type is stored in the partition graph (in/etype).
 
 #include <cstdint>
 #include <filesystem>
@@ -49,6 +53,25 @@ struct LinkSplitInfo {
   bool symmetric = true;          // undirected edges: held out in both directions
 };
 
+// The types of a heterogeneous graph ("dgld"."heterogeneous": true). Homogeneous
+// graphs have none (ntypes empty) and use PartitionConfig::ntype / etype.
+struct GraphTypeInfo {
+  std::vector<std::string> ntypes;              // by type id (the "ntypes" values)
+  std::vector<std::string> etypes;              // canonical "src:rel:dst", by type id
+  std::vector<int32_t> etype_src, etype_dst;    // node type ids of each edge type's ends
+  std::vector<std::vector<IdRange>> ntype_map;  // [ntype][part]: homogeneous ids
+  std::vector<int64_t> ntype_count;             // nodes per type over all partitions
+  std::vector<int64_t> etype_count;             // edges per type ("dgld"."etype_counts")
+  std::string target_ntype;                     // the labelled type ("dgld"."target_ntype"), may be empty
+
+  bool present() const { return !ntypes.empty(); }
+  int num_ntypes() const { return static_cast<int>(ntypes.size()); }
+  int num_etypes() const { return static_cast<int>(etypes.size()); }
+  // Type id of a name, or -1.
+  int ntype_id(const std::string& name) const;
+  int etype_id(const std::string& canonical) const;
+};
+
 struct PartitionConfig {
   std::string graph_name;
   int64_t num_nodes = 0;
@@ -65,11 +88,20 @@ struct PartitionConfig {
   int format_version = 1;
   int num_trainers_per_machine = 1;
   LinkSplitInfo link_split;
+  GraphTypeInfo types;  // heterogeneous graphs only
 
   // Directory holding the JSON; relative paths are resolved against it.
   std::filesystem::path base_dir;
   std::filesystem::path resolve(const std::string& relative) const { return base_dir / relative; }
 };
+
+// The node type whose rows a node tensor holds: on a heterogeneous graph a tensor
+// named "<ntype>/..." has one row per node of that type (DGL's per-type node
+// data); any other name (and every tensor of a homogeneous graph) one row per
+// node. Returns the type id, or -1 for "every node".
+int node_tensor_type(const PartitionConfig& config, const std::string& name);
+// The homogeneous ids whose rows partition `part` holds for that tensor.
+IdRange node_tensor_range(const PartitionConfig& config, int part, const std::string& name);
 
 // Parses and validates a config. `source` names the text in error messages
 // (normally the file path). Every error names the offending field.

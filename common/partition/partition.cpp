@@ -123,9 +123,27 @@ Result<std::unique_ptr<MappedPartition>> open_partition(const PartitionConfig& c
   p->node_tensors_ = tensors_of(*p->node_feats_);
   p->edge_tensors_ = tensors_of(*p->edge_feats_);
   for (const auto& t : p->node_tensors_) {
-    if (t.num_rows() != n_inner) {
+    const int64_t rows = node_tensor_range(config, part_id, t.name).size();
+    if (t.num_rows() != rows) {
+      const int type = node_tensor_type(config, t.name);
       return corruption(p->node_feats_->path().string() + ": tensor '" + t.name + "' has " +
-                        std::to_string(t.num_rows()) + " rows, expected " + std::to_string(n_inner) + " inner nodes");
+                        std::to_string(t.num_rows()) + " rows, expected " + std::to_string(rows) +
+                        (type < 0 ? " inner nodes" : " inner nodes of type '" + config.types.ntypes[type] + "'"));
+    }
+  }
+  if (config.types.present()) {
+    DGLD_ASSIGN_OR_RETURN(p->edge_type_, g.get<int32_t>(pa::kInEtype, e_local));
+    const int32_t num_etypes = config.types.num_etypes();
+    for (int64_t r = 0; r < n_local; ++r) {
+      for (int64_t k = p->in_.indptr[r]; k < p->in_.indptr[r + 1]; ++k) {
+        const int32_t e = p->edge_type_[k];
+        if (e < 0 || e >= num_etypes || (k > p->in_.indptr[r] && e < p->edge_type_[k - 1])) {
+          return corruption(where + ": " + pa::kInEtype + "[" + std::to_string(k) + "] = " + std::to_string(e) +
+                            (e < 0 || e >= num_etypes ? " is not an edge type id (" + std::to_string(num_etypes) +
+                                                            " types)"
+                                                      : " is out of order (each node's in-edges are sorted by type)"));
+        }
+      }
     }
   }
   for (const auto& t : p->edge_tensors_) {

@@ -37,6 +37,9 @@ inline constexpr const char* kEdgeOrigId = "edge/orig_id";      // int64 [num_in
 inline constexpr const char* kOutIndptr = "out/indptr";         // int64 [num_inner_nodes + 1]
 inline constexpr const char* kOutIndices = "out/indices";       // int64 [num_out_edges] local dst
 inline constexpr const char* kOutEids = "out/eids";             // int64 [num_out_edges] global eid
+// Heterogeneous graphs only: the edge type of each in-edge; each row's in-edges
+// are sorted by type.
+inline constexpr const char* kInEtype = "in/etype";             // int32 [num_local_edges]
 // Slots of the meta array.
 enum MetaSlot : int {
   kMetaPartId = 0,
@@ -91,6 +94,9 @@ class MappedPartition {
   std::span<const uint8_t> inner_node() const { return node_inner_; }
   std::span<const int32_t> node_owner() const { return node_owner_; }
   std::span<const int64_t> edge_global_ids() const { return in_.eids; }
+  // Edge type of each in-edge (parallel to in_edges().indices); empty for a
+  // homogeneous graph.
+  std::span<const int32_t> edge_types() const { return edge_type_; }
   std::span<const uint8_t> inner_edge() const { return edge_inner_; }
   // Original (input) ids of the inner nodes / inner edges, in local order.
   std::span<const int64_t> orig_node_ids() const { return orig_node_id_; }
@@ -117,6 +123,7 @@ class MappedPartition {
   std::span<const int64_t> node_global_id_, orig_node_id_, orig_edge_id_, trainer_id_;
   std::span<const uint8_t> node_inner_, edge_inner_;
   std::span<const int32_t> node_owner_;
+  std::span<const int32_t> edge_type_;
   std::vector<TensorView> node_tensors_, edge_tensors_;
 };
 

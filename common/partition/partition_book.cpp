@@ -5,14 +5,58 @@
 namespace dgld {
 
 RangePartitionBook::RangePartitionBook(std::vector<IdRange> node_ranges, std::vector<IdRange> edge_ranges)
-    : node_ranges_(std::move(node_ranges)), edge_ranges_(std::move(edge_ranges)) {
+    : RangePartitionBook(node_ranges, std::move(edge_ranges), {node_ranges}) {}
+
+RangePartitionBook::RangePartitionBook(std::vector<IdRange> node_ranges, std::vector<IdRange> edge_ranges,
+                                       std::vector<std::vector<IdRange>> type_ranges)
+    : node_ranges_(std::move(node_ranges)), edge_ranges_(std::move(edge_ranges)),
+      type_ranges_(std::move(type_ranges)) {
   for (const auto& r : node_ranges_) node_ends_.push_back(r.end);
   for (const auto& r : edge_ranges_) edge_ends_.push_back(r.end);
+  for (const auto& ranges : type_ranges_) {
+    std::vector<int64_t> starts{0};
+    for (const auto& r : ranges) starts.push_back(starts.back() + r.size());
+    type_starts_.push_back(std::move(starts));
+  }
+}
+
+int RangePartitionBook::node_type(int64_t nid) const {
+  const int p = node_partition(nid);
+  if (p < 0) return -1;
+  for (size_t t = 0; t < type_ranges_.size(); ++t) {
+    const IdRange& r = type_ranges_[t][p];
+    if (nid >= r.start && nid < r.end) return static_cast<int>(t);
+  }
+  return -1;
+}
+
+int64_t RangePartitionBook::to_type_wise(int64_t nid, int* type) const {
+  const int p = node_partition(nid);
+  *type = -1;
+  if (p < 0) return -1;
+  for (size_t t = 0; t < type_ranges_.size(); ++t) {
+    const IdRange& r = type_ranges_[t][p];
+    if (nid >= r.start && nid < r.end) {
+      *type = static_cast<int>(t);
+      return type_starts_[t][p] + (nid - r.start);
+    }
+  }
+  return -1;
+}
+
+int64_t RangePartitionBook::to_homogeneous(int type, int64_t id) const {
+  if (type < 0 || type >= num_ntypes()) return -1;
+  const auto& starts = type_starts_[type];
+  if (id < 0 || id >= starts.back()) return -1;
+  // Last partition whose first per-type id is <= id (skipping empty ones).
+  const size_t p = static_cast<size_t>(std::upper_bound(starts.begin(), starts.end() - 1, id) - starts.begin()) - 1;
+  return type_ranges_[type][p].start + (id - starts[p]);
 }
 
 Result<RangePartitionBook> RangePartitionBook::from_config(const PartitionConfig& config) {
   DGLD_RETURN_IF_ERROR(validate_part_config(config, config.graph_name.empty() ? "partition config"
                                                                                : config.graph_name));
+  if (config.types.present()) return RangePartitionBook(config.node_map, config.edge_map, config.types.ntype_map);
   return RangePartitionBook(config.node_map, config.edge_map);
 }
 

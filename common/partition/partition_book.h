@@ -16,6 +16,9 @@ class RangePartitionBook {
  public:
   // Ranges must be contiguous from 0 (as validate_part_config checks).
   RangePartitionBook(std::vector<IdRange> node_ranges, std::vector<IdRange> edge_ranges);
+  // With node types: type_ranges[t][p] tile node_ranges[p] in type order.
+  RangePartitionBook(std::vector<IdRange> node_ranges, std::vector<IdRange> edge_ranges,
+                     std::vector<std::vector<IdRange>> type_ranges);
   static Result<RangePartitionBook> from_config(const PartitionConfig& config);
 
   int num_partitions() const { return static_cast<int>(node_ranges_.size()); }
@@ -31,6 +34,20 @@ class RangePartitionBook {
   // Local id of partition `part` -> global id.
   int64_t node_global_id(int part, int64_t local) const { return node_ranges_[part].start + local; }
 
+  // Heterogeneous graphs (docs/heterogeneous.md): node type t's nodes of partition
+  // p are the homogeneous ids type_range(t, p); per-type ids run over the
+  // partitions in order, so type t's per-type id space is partition-major too.
+  // A homogeneous graph has one type (0) covering every node.
+  int num_ntypes() const { return static_cast<int>(type_ranges_.size()); }
+  const IdRange& type_range(int type, int part) const { return type_ranges_[type][part]; }
+  int64_t type_count(int type) const { return type_starts_[type].back(); }
+  // Node type of a homogeneous id, or -1 when it is out of range.
+  int node_type(int64_t nid) const;
+  // Homogeneous id -> per-type id (and its type in *type); -1 when out of range.
+  int64_t to_type_wise(int64_t nid, int* type) const;
+  // Per-type id -> homogeneous id; -1 when type or id is out of range.
+  int64_t to_homogeneous(int type, int64_t type_wise_id) const;
+
   const IdRange& node_range(int part) const { return node_ranges_[part]; }
   const IdRange& edge_range(int part) const { return edge_ranges_[part]; }
   const std::vector<IdRange>& node_ranges() const { return node_ranges_; }
@@ -41,6 +58,8 @@ class RangePartitionBook {
 
   std::vector<IdRange> node_ranges_, edge_ranges_;
   std::vector<int64_t> node_ends_, edge_ends_;
+  std::vector<std::vector<IdRange>> type_ranges_;  // [type][part]
+  std::vector<std::vector<int64_t>> type_starts_;  // [type][part + 1]: per-type id of each part's first
 };
 
 }  // namespace dgld

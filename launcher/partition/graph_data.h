@@ -41,6 +41,34 @@ struct EdgeSplitInput {
   ListedNegatives valid_neg, test_neg;
 };
 
+// The node and edge types of a heterogeneous input (docs/heterogeneous.md). A
+// heterogeneous graph is held as one homogeneous graph, as DGL does: the nodes
+// of type t have the original homogeneous ids [ntype_offset[t], ntype_offset[t+1]),
+// per-type id = homogeneous id - ntype_offset[t]; every edge has a type.
+struct CanonicalEtype {
+  std::string src, rel, dst;  // "author", "writes", "paper"
+  int32_t src_type = 0, dst_type = 0;
+  std::string name() const { return src + ":" + rel + ":" + dst; }  // DGL's "src:rel:dst"
+};
+
+struct GraphTypes {
+  std::vector<std::string> ntypes;    // empty: a homogeneous graph
+  std::vector<int64_t> ntype_offset;  // [ntypes + 1], from 0 to num_nodes
+  std::vector<CanonicalEtype> etypes;
+  int32_t target = -1;                // the node type with labels and masks, or -1
+  // Features per node type: feat_dim[t] floats per node of type t (0: none), in
+  // type_features[t] ([count(t) * feat_dim[t]]), loaded last like `features`.
+  std::vector<int64_t> feat_dim;
+  std::vector<std::vector<float>> type_features;
+
+  bool present() const { return !ntypes.empty(); }
+  int num_ntypes() const { return static_cast<int>(ntypes.size()); }
+  int num_etypes() const { return static_cast<int>(etypes.size()); }
+  int64_t count(int t) const { return ntype_offset[t + 1] - ntype_offset[t]; }
+  // Type of an original homogeneous id (a binary search over the offsets).
+  int32_t type_of(int64_t v) const;
+};
+
 struct GraphData {
   int64_t num_nodes = 0;
   // In-edges: the sources of node v are src[indptr[v] .. indptr[v+1]).
@@ -56,6 +84,14 @@ struct GraphData {
   std::vector<uint8_t> train_mask, val_mask, test_mask;  // [num_nodes] each, or empty
   int64_t feat_dim = 0;
   std::vector<float> features;                        // [num_nodes * feat_dim], loaded last
+
+  // Heterogeneous inputs only (types.present()). For such a graph `features` and
+  // `feat_dim` stay empty (features are per type, in types), labels and masks have
+  // num_nodes entries that are meaningful for the target type only (labels -1 and
+  // masks 0 elsewhere), and edge_type has the type of each CSC entry; within a
+  // row the entries are sorted by edge type, then in input order.
+  GraphTypes types;
+  std::vector<int32_t> edge_type;
 
   // An edge split found in the input (OGB layout); applied by the partitioner.
   EdgeSplitInput edge_split;
@@ -81,5 +117,9 @@ class GraphSource {
 // Ids must already be checked to lie in [0, num_nodes).
 void build_csc(int64_t num_nodes, const std::vector<int32_t>& src, const std::vector<int32_t>& dst,
                GraphData* g);
+// The same for a typed edge list: edge i has type etype[i]; each CSC row is sorted
+// by edge type, then by input order, and g->edge_type is filled.
+void build_typed_csc(int64_t num_nodes, const std::vector<int32_t>& src, const std::vector<int32_t>& dst,
+                     const std::vector<int32_t>& etype, GraphData* g);
 
 }  // namespace dgld

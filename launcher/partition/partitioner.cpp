@@ -287,6 +287,7 @@ struct Layout {
   std::vector<int32_t> new2orig, orig2new;
   std::vector<int64_t> new_indptr;       // in-edge offsets in new id order = new edge ids
   std::vector<IdRange> node_map, edge_map;
+  std::vector<std::vector<IdRange>> ntype_map;  // heterogeneous: [ntype][part]
 
   explicit Layout(const GraphData& graph) : g(graph) {}
   // New (global) id of the edge at original CSC position `pos` of row `orig_dst`.
@@ -295,12 +296,25 @@ struct Layout {
   }
 };
 
+// Heterogeneous graphs: partition-major, then node type, then trainer piece,
+// then original id, so each type's nodes of a partition are one range.
 void build_layout(int trainers, Layout* L) {
   const GraphData& g = L->g;
   const int64_t n = g.num_nodes;
-  const int pieces = L->num_parts * trainers;
-  std::vector<int64_t> start(pieces + 1, 0);
-  for (int32_t p : L->piece) ++start[p + 1];
+  const int nt = g.types.present() ? g.types.num_ntypes() : 1;
+  // Bucket of a node: (partition, type, piece within the partition).
+  const int64_t buckets = int64_t{L->num_parts} * nt * trainers;
+  std::vector<int32_t> type(g.types.present() ? n : 0);
+  for (int t = 0; t < (g.types.present() ? nt : 0); ++t) {
+    std::fill(type.begin() + g.types.ntype_offset[t], type.begin() + g.types.ntype_offset[t + 1], t);
+  }
+  auto bucket = [&](int64_t v) -> int64_t {
+    const int32_t piece = L->piece[v];
+    const int64_t part = piece / trainers, t = type.empty() ? 0 : type[v];
+    return (part * nt + t) * trainers + piece % trainers;
+  };
+  std::vector<int64_t> start(buckets + 1, 0);
+  for (int64_t v = 0; v < n; ++v) ++start[bucket(v) + 1];
   std::partial_sum(start.begin(), start.end(), start.begin());
   L->new2orig.resize(n);
   L->orig2new.resize(n);
@@ -308,10 +322,19 @@ void build_layout(int trainers, Layout* L) {
   {
     std::vector<int64_t> pos(start.begin(), start.end() - 1);
     for (int64_t v = 0; v < n; ++v) {
-      const int64_t id = pos[L->piece[v]]++;
+      const int64_t id = pos[bucket(v)]++;
       L->new2orig[id] = static_cast<int32_t>(v);
       L->orig2new[v] = static_cast<int32_t>(id);
       L->part[v] = L->piece[v] / trainers;
+    }
+  }
+  if (g.types.present()) {
+    L->ntype_map.assign(nt, {});
+    for (int p = 0; p < L->num_parts; ++p) {
+      for (int t = 0; t < nt; ++t) {
+        const int64_t b = (int64_t{p} * nt + t) * trainers;
+        L->ntype_map[t].push_back({start[b], start[b + trainers]});
+      }
     }
   }
   L->new_indptr.resize(n + 1);
@@ -321,7 +344,7 @@ void build_layout(int trainers, Layout* L) {
     L->new_indptr[i + 1] = L->new_indptr[i] + (g.indptr[o + 1] - g.indptr[o]);
   }
   for (int p = 0; p < L->num_parts; ++p) {
-    const IdRange r{start[p * trainers], start[(p + 1) * trainers]};
+    const IdRange r{start[int64_t{p} * nt * trainers], start[int64_t{p + 1} * nt * trainers]};
     L->node_map.push_back(r);
     L->edge_map.push_back({L->new_indptr[r.start], L->new_indptr[r.end]});
   }
@@ -496,6 +519,8 @@ class PartitionBuilder {
         {pa::kOutIndices, DType::int64, {e_out}},
         {pa::kOutEids, DType::int64, {e_out}},
     };
+    const bool typed = g_.types.present();
+    if (typed) specs.push_back({pa::kInEtype, DType::int32, {e_local}});
     DGLD_ASSIGN_OR_RETURN(auto w, ArrayFileWriter::create(path, ArrayFileKind::partition_graph, std::move(specs)));
     std::vector<int64_t> meta(pa::kMetaSize, 0);
     meta[pa::kMetaPartId] = p_;
@@ -523,8 +548,12 @@ class PartitionBuilder {
       DGLD_RETURN_IF_ERROR(a.finish());
     }
     {
+      // Heterogeneous graphs: the per-type original id (DGL's orig_nids per type).
       Appender<int64_t> a(*w);
-      for (int64_t i = 0; i < n_inner_; ++i) a.push(L_.new2orig[range_.start + i]);
+      for (int64_t i = 0; i < n_inner_; ++i) {
+        const int64_t o = L_.new2orig[range_.start + i];
+        a.push(typed ? o - g_.types.ntype_offset[g_.types.type_of(o)] : o);
+      }
       DGLD_RETURN_IF_ERROR(a.finish());
     }
     DGLD_RETURN_IF_ERROR(w->write_array(std::span<const int64_t>(in_indptr_)));
@@ -563,17 +592,67 @@ class PartitionBuilder {
       DGLD_RETURN_IF_ERROR(w->write_array(std::span<const int64_t>(indices)));
       DGLD_RETURN_IF_ERROR(w->write_array(std::span<const int64_t>(eids)));
     }
+    if (typed) {
+      Appender<int32_t> a(*w);
+      for_each_in_edge([&](int64_t, int64_t, int64_t k) { a.push(g_.edge_type[k]); });
+      DGLD_RETURN_IF_ERROR(a.finish());
+    }
     return w->finish();
   }
 
+  // The rows of `column` (by original id) of the new ids `rows` (default: the partition's).
   template <typename T, typename Src>
-  Status write_node_column(ArrayFileWriter& w, const std::vector<Src>& column) {
+  Status write_node_column(ArrayFileWriter& w, const std::vector<Src>& column, IdRange rows = {-1, -1}) {
+    if (rows.start < 0) rows = range_;
     Appender<T> a(w);
-    for (int64_t v = range_.start; v < range_.end; ++v) a.push(static_cast<T>(column[L_.new2orig[v]]));
+    for (int64_t v = rows.start; v < rows.end; ++v) a.push(static_cast<T>(column[L_.new2orig[v]]));
     return a.finish();
   }
 
+  // Heterogeneous graphs: "<ntype>/features" for each type with features, the
+  // target type's labels and masks, each over the partition's nodes of that
+  // type (docs/heterogeneous.md); "_N/trainer_id" over every inner node.
+  Status write_typed_node_feats(const fs::path& path) {
+    const GraphTypes& ty = g_.types;
+    std::vector<ArraySpec> specs;
+    std::vector<int> featured;
+    for (int t = 0; t < ty.num_ntypes(); ++t) {
+      if (ty.feat_dim[t] > 0 && !ty.type_features[t].empty()) {
+        featured.push_back(t);
+        specs.push_back({ty.ntypes[t] + "/features", DType::float32, {L_.ntype_map[t][p_].size(), ty.feat_dim[t]}});
+      }
+    }
+    const std::pair<const char*, const std::vector<uint8_t>*> masks[] = {
+        {"train_mask", &g_.train_mask}, {"val_mask", &g_.val_mask}, {"test_mask", &g_.test_mask}};
+    const int target = ty.target;
+    const IdRange tr = target >= 0 ? L_.ntype_map[target][p_] : IdRange{};
+    const std::string tp = target >= 0 ? ty.ntypes[target] + "/" : "";
+    if (target >= 0 && !g_.labels.empty()) specs.push_back({tp + "labels", DType::int64, {tr.size()}});
+    for (const auto& [name, m] : masks) {
+      if (target >= 0 && !m->empty()) specs.push_back({tp + name, DType::uint8, {tr.size()}});
+    }
+    specs.push_back({"_N/trainer_id", DType::int64, {n_inner_}});
+    DGLD_ASSIGN_OR_RETURN(auto w, ArrayFileWriter::create(path, ArrayFileKind::node_features, std::move(specs)));
+    for (int t : featured) {
+      Appender<float> a(*w);
+      const int64_t d = ty.feat_dim[t];
+      const IdRange r = L_.ntype_map[t][p_];
+      for (int64_t v = r.start; v < r.end; ++v) {
+        const int64_t row = L_.new2orig[v] - ty.ntype_offset[t];
+        a.push(ty.type_features[t].data() + row * d, static_cast<size_t>(d));
+      }
+      DGLD_RETURN_IF_ERROR(a.finish());
+    }
+    if (target >= 0 && !g_.labels.empty()) DGLD_RETURN_IF_ERROR(write_node_column<int64_t>(*w, g_.labels, tr));
+    for (const auto& [name, m] : masks) {
+      if (target >= 0 && !m->empty()) DGLD_RETURN_IF_ERROR(write_node_column<uint8_t>(*w, *m, tr));
+    }
+    DGLD_RETURN_IF_ERROR(write_node_column<int64_t>(*w, L_.piece));
+    return w->finish();
+  }
+
   Status write_node_feats(const fs::path& path) {
+    if (g_.types.present()) return write_typed_node_feats(path);
     const std::string nt = "_N/";
     const bool has_feats = g_.feat_dim > 0 && !g_.features.empty();
     std::vector<ArraySpec> specs;
@@ -729,6 +808,19 @@ Status partition_graph(GraphSource& source, const PartitionOptions& o, Partition
     return invalid_argument("--balance-train needs a train mask, and " + source.describe() + " has none");
   }
   log->info("loaded {} nodes, {} edges in {:.2f} s ({})", n, g.num_edges(), stats->load_s, memory_note());
+  PartitionOptions opts = o;  // a heterogeneous graph may turn train balancing on
+  if (g.types.present()) {
+    if (o.link.random || g.edge_split.present) {
+      return invalid_argument(source.describe() +
+                              ": link prediction splits of heterogeneous graphs are not supported yet");
+    }
+    // DGL partitions a heterogeneous graph with the target type's train mask as
+    // a balance constraint; so does dgld when there is a train mask.
+    if (!g.train_mask.empty() && !opts.balance_train && o.part_method == "metis" && pieces > 1) {
+      opts.balance_train = true;
+      log->info("heterogeneous graph: balancing the partitions' train nodes (as --balance-train)");
+    }
+  }
 
   // The link split comes first, so METIS and everything after see the graph
   // without its held-out edges.
@@ -750,7 +842,7 @@ Status partition_graph(GraphSource& source, const PartitionOptions& o, Partition
   } else if (o.part_method == "metis") {
     stats->peak_rss_outside_metis_bytes = phase_peak_rss_bytes();
     reset_peak_rss();
-    DGLD_RETURN_IF_ERROR(metis_assign(g, o, &L.piece, &stats->metis_s));
+    DGLD_RETURN_IF_ERROR(metis_assign(g, opts, &L.piece, &stats->metis_s));
     stats->metis_peak_rss_bytes = phase_peak_rss_bytes();
     reset_peak_rss();
   } else {
@@ -788,6 +880,21 @@ Status partition_graph(GraphSource& source, const PartitionOptions& o, Partition
   c.node_map = L.node_map;
   c.edge_map = L.edge_map;
   c.num_trainers_per_machine = o.num_trainers_per_machine;
+  if (g.types.present()) {
+    GraphTypeInfo& ti = c.types;
+    ti.ntypes = g.types.ntypes;
+    ti.ntype_map = L.ntype_map;
+    for (int t = 0; t < g.types.num_ntypes(); ++t) ti.ntype_count.push_back(g.types.count(t));
+    ti.etype_count.assign(g.types.num_etypes(), 0);
+    for (int32_t e : g.edge_type) ++ti.etype_count[e];
+    for (const CanonicalEtype& e : g.types.etypes) {
+      ti.etypes.push_back(e.name());
+      ti.etype_src.push_back(e.src_type);
+      ti.etype_dst.push_back(e.dst_type);
+    }
+    if (g.types.target >= 0) ti.target_ntype = g.types.ntypes[g.types.target];
+    c.etype = "_E";  // edge_map: every partition's edges of all types (each edge's type is in in/etype)
+  }
   for (int p = 0; p < o.num_parts; ++p) {
     const std::string dir = "part" + std::to_string(p);
     c.parts.push_back({dir + "/node_feat.dgld", dir + "/edge_feat.dgld", dir + "/graph.dgld",
@@ -851,6 +958,7 @@ Status partition_graph(GraphSource& source, const PartitionOptions& o, Partition
   stats->link_test = link.test.size();
   stats->link_negatives = link.num_negatives;
   stats->input_bytes = (n + 1) * 8 + g.num_edges() * 8 + n * g.feat_dim * 4;
+  for (int t = 0; t < g.types.num_ntypes(); ++t) stats->input_bytes += g.types.count(t) * g.types.feat_dim[t] * 4;
   stats->json_path = (staging->final_path() / json_name).string();
   stats->total_s = seconds_since(t_total);
   // Resetting VmHWM resets getrusage's figure too, so the whole-run peak is the max.

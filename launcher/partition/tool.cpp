@@ -7,6 +7,8 @@
 #include "common/logging.h"
 #include "launcher/partition/file_input.h"
 #include "launcher/partition/generator.h"
+#include "launcher/partition/hetero_generator.h"
+#include "launcher/partition/hetero_input.h"
 #include "launcher/partition/partitioner.h"
 #include "launcher/partition/verify.h"
 
@@ -17,7 +19,8 @@ namespace {
 
 constexpr const char* kProgram = "dgl-partition";
 constexpr const char* kUsage =
-    "(--input ogb:DIR | --input edges:FILE | --generate sbm:key=value,...) --output DIR [options]\n"
+    "(--input ogb:DIR | --input edges:FILE | --generate sbm:key=value,... | --generate hsbm:key=value,...)\n"
+    "       --output DIR [options]\n"
     "       dgl-partition --verify DIR/<graph_name>.json\n\n"
     "Partitions a graph for dgld (DGL's partition_graph): writes DIR/<graph_name>.json and\n"
     "DIR/part<i>/{graph,node_feat,edge_feat}.dgld (docs/partition-format.md).\n\n"
@@ -32,6 +35,20 @@ constexpr const char* kUsage =
     "  sbm:...     degree-corrected stochastic block model; keys nodes, avg_degree, classes,\n"
     "              feat_dim, p_in, gamma, centroid_scale, train, val, test, seed\n"
     "              (e.g. sbm:nodes=200000,avg_degree=20,classes=47,feat_dim=100,p_in=0.8)\n\n"
+    "Heterogeneous inputs (several node and edge types):\n"
+    "  ogb:DIR     with DIR/raw/num-node-dict.csv[.gz]: the OGB heterogeneous layout (ogbn-mag):\n"
+    "              raw/num-node-dict.csv (type names, then counts), raw/relations/<src>___<rel>___<dst>/\n"
+    "              edge.csv[.gz] (per-type ids), raw/node-feat/<type>/node-feat.csv[.gz],\n"
+    "              raw/node-label/<type>/node-label.csv[.gz] (the target type; --target-ntype picks\n"
+    "              one when several have labels), split/<split>/<target>/{train,valid,test}.csv[.gz].\n"
+    "              Edges are taken as listed (directed); --add-reverse adds the reverse relations.\n"
+    "  hsbm:...    typed stochastic block model: node types paper (target), author, venue, topic;\n"
+    "              relations author:writes:paper, paper:cites:paper, paper:published_in:venue,\n"
+    "              paper:has_topic:topic; keys papers, authors, venues, topics, classes, feat_dim,\n"
+    "              writes_per_paper, cites_per_paper, topics_per_paper, p_in, centroid_scale,\n"
+    "              train, val, test, seed (e.g. hsbm:papers=100000,authors=50000,classes=16)\n"
+    "  --add-reverse  for every relation src:rel:dst add dst:rev-rel:src with every edge reversed\n"
+    "              (after the input's relations; the reverse of edge i gets id E+i).\n\n"
     "Link prediction (docs/formats.md, 'Link split'):\n"
     "  --link-split 0.85,0.05,0.1 holds out a seeded (--seed) random 5 % / 10 % of the edges\n"
     "  (undirected edges on a symmetric graph) as validation / test edges: they leave the graph\n"
@@ -59,11 +76,13 @@ int run_partition_tool(int argc, const char* const argv[]) {
   FileInputOptions in;
   LogOptions log_opts;
   log_opts.program = kProgram;
-  std::string generate, verify, stats_json, link_split;
+  std::string generate, verify, stats_json, link_split, target_ntype;
+  bool add_reverse = false;
   po::options_description desc("Options");
   desc.add_options()
       ("input", po::value(&in.spec), "ogb:DIR or edges:FILE")
-      ("generate", po::value(&generate), "built-in generator, e.g. sbm:nodes=100000,avg_degree=20")
+      ("generate", po::value(&generate),
+       "built-in generator: sbm:nodes=100000,avg_degree=20,... or hsbm:papers=20000,...")
       ("split", po::value(&in.split), "OGB split name (default: the only one under DIR/split)")
       ("node-feats", po::value(&in.node_feats), "edges input: node feature CSV")
       ("labels", po::value(&in.labels), "edges input: node label file")
@@ -71,6 +90,10 @@ int run_partition_tool(int argc, const char* const argv[]) {
       ("val-ids", po::value(&in.val_ids), "edges input: validation node ids")
       ("test-ids", po::value(&in.test_ids), "edges input: test node ids")
       ("num-nodes", po::value(&in.num_nodes), "edges input: number of nodes")
+      ("target-ntype", po::value(&target_ntype),
+       "heterogeneous input: the node type with labels and masks (default: the only one with labels)")
+      ("add-reverse", po::bool_switch(&add_reverse),
+       "heterogeneous input: add the reverse relation dst:rev-REL:src of every relation src:REL:dst")
       ("num-parts", po::value(&opts.num_parts)->default_value(1), "number of partitions (machines)")
       ("part-method", po::value(&opts.part_method)->default_value("metis"), "metis or random")
       ("balance-train", po::bool_switch(&opts.balance_train), "balance training nodes across partitions")
@@ -122,11 +145,53 @@ int run_partition_tool(int argc, const char* const argv[]) {
   if (Status st = check_partition_options(opts); !st.is_ok()) return fail(st);
 
   std::unique_ptr<GraphSource> source;
+  // --add-reverse and --target-ntype apply to heterogeneous inputs only.
+  auto homogeneous_only = [&](const std::string& what) -> Status {
+    if (add_reverse) {
+      return invalid_argument("--add-reverse applies to heterogeneous inputs only (ogb:DIR with "
+                              "raw/num-node-dict.csv, hsbm:...), not to " + what +
+                              " (a homogeneous OGB input already gets its reverse edges)");
+    }
+    if (!target_ntype.empty()) {
+      return invalid_argument("--target-ntype applies to heterogeneous inputs only, not to " + what);
+    }
+    return Status::ok();
+  };
   if (!generate.empty()) {
-    auto params = parse_generator_spec(generate);
-    if (!params.is_ok()) return fail(params.status());
-    source = make_sbm_source(*params);
+    const std::string name = generate.substr(0, generate.find(':'));
+    if (name == "hsbm") {
+      auto params = parse_hsbm_spec(generate);
+      if (!params.is_ok()) return fail(params.status());
+      if (!target_ntype.empty() && target_ntype != kHsbmNtypes[0]) {
+        return fail(invalid_argument("--target-ntype '" + target_ntype + "': the target type of hsbm is '" +
+                                     kHsbmNtypes[0] + "'"));
+      }
+      source = make_hsbm_source(*params, add_reverse);
+    } else if (name == "sbm") {
+      if (Status st = homogeneous_only("--generate sbm"); !st.is_ok()) return fail(st);
+      auto params = parse_generator_spec(generate);
+      if (!params.is_ok()) return fail(params.status());
+      source = make_sbm_source(*params);
+    } else {
+      return fail(invalid_argument("--generate '" + generate + "': unknown generator '" + name +
+                                   "' (known: sbm, hsbm)"));
+    }
+  } else if (in.spec.rfind("ogb:", 0) == 0 && is_ogb_hetero_dir(in.spec.substr(4))) {
+    if (!in.node_feats.empty() || !in.labels.empty() || !in.train_ids.empty() || !in.val_ids.empty() ||
+        !in.test_ids.empty() || in.num_nodes != 0) {
+      return fail(invalid_argument("--node-feats/--labels/--train-ids/--val-ids/--test-ids/--num-nodes apply to "
+                                   "--input edges:FILE only"));
+    }
+    HeteroOgbOptions h;
+    h.dir = in.spec.substr(4);
+    h.split = in.split;
+    h.target_ntype = target_ntype;
+    h.add_reverse = add_reverse;
+    auto s = make_ogb_hetero_source(h);
+    if (!s.is_ok()) return fail(s.status());
+    source = std::move(s).value();
   } else {
+    if (Status st = homogeneous_only("--input " + in.spec); !st.is_ok()) return fail(st);
     auto s = make_file_source(in);
     if (!s.is_ok()) return fail(s.status());
     source = std::move(s).value();

@@ -23,8 +23,14 @@ class Verifier {
   Status run(VerifyReport* report) {
     std::vector<uint8_t> seen_node(c_.num_nodes, 0), seen_edge(c_.num_edges, 0);
     std::vector<int32_t> out_degree(c_.num_nodes, 0);
+    if (c_.types.present()) {
+      type_offset_.assign(1, 0);
+      for (int64_t n : c_.types.ntype_count) type_offset_.push_back(type_offset_.back() + n);
+      etype_seen_.assign(static_cast<size_t>(c_.types.num_etypes()), 0);
+    }
     for (const auto& p : parts_) {
       DGLD_RETURN_IF_ERROR(check_nodes(*p, &seen_node));
+      if (c_.types.present()) DGLD_RETURN_IF_ERROR(check_edge_types(*p));
       DGLD_RETURN_IF_ERROR(check_in_edges(*p, &seen_edge, &out_degree));
       DGLD_RETURN_IF_ERROR(check_node_data(*p));
       report->halo_nodes += p->num_local_nodes() - p->num_inner_nodes();
@@ -46,6 +52,12 @@ class Verifier {
         }
       }
       std::vector<int64_t>().swap(orig_eids_);
+    }
+    for (size_t e = 0; e < etype_seen_.size(); ++e) {
+      if (etype_seen_[e] != c_.types.etype_count[e]) {
+        return corruption("edge type '" + c_.types.etypes[e] + "' has " + S(etype_seen_[e]) +
+                          " edges in the partitions, the config says " + S(c_.types.etype_count[e]));
+      }
     }
     std::vector<uint8_t> seen_out(c_.num_edges, 0);
     for (const auto& p : parts_) DGLD_RETURN_IF_ERROR(check_out_edges(*p, out_degree, &seen_out));
@@ -85,11 +97,57 @@ class Verifier {
                           ", the partition book says " + S(book_.node_partition(gid[i])));
       }
     }
-    for (int64_t orig : p.orig_node_ids()) {
+    const GraphTypeInfo& ty = c_.types;
+    for (int64_t i = 0; i < p.num_inner_nodes(); ++i) {
+      int64_t orig = p.orig_node_ids()[i];
+      if (ty.present()) {
+        // Per-type original ids: each type's ids over all partitions are a
+        // permutation of [0, count); the input's homogeneous id adds the
+        // counts of the types before it.
+        const int t = book_.node_type(gid[i]);
+        if (t < 0) return corruption(w + ": inner node " + S(gid[i]) + " has no node type in node_map");
+        if (orig < 0 || orig >= ty.ntype_count[t]) {
+          return corruption(w + ": node " + S(gid[i]) + " of type '" + ty.ntypes[t] + "' has original id " + S(orig) +
+                            ", outside [0, " + S(ty.ntype_count[t]) + ")");
+        }
+        orig += type_offset_[t];
+      }
       if (orig < 0 || orig >= c_.num_nodes || (*seen)[orig]) {
         return corruption(w + ": orig node id " + S(orig) + " is out of range or repeated (not a permutation)");
       }
       (*seen)[orig] = 1;
+    }
+    return Status::ok();
+  }
+
+  // Heterogeneous graphs: every local edge's type joins its ends' node types,
+  // a halo edge has its owner's type, and the types' edge counts match the config.
+  Status check_edge_types(const MappedPartition& p) {
+    const GraphTypeInfo& ty = c_.types;
+    const std::string w = where(p);
+    const auto& in = p.in_edges();
+    const auto et = p.edge_types();
+    auto gid = p.node_global_ids();
+    for (int64_t r = 0; r < p.num_local_nodes(); ++r) {
+      const int dt = book_.node_type(gid[r]);
+      for (int64_t k = in.indptr[r]; k < in.indptr[r + 1]; ++k) {
+        const int32_t e = et[k];
+        const int st = book_.node_type(gid[in.indices[k]]);
+        if (ty.etype_src[e] != st || ty.etype_dst[e] != dt) {
+          return corruption(w + ": edge " + S(in.eids[k]) + " has type '" + ty.etypes[e] + "' but joins a '" +
+                            ty.ntypes[st] + "' node to a '" + ty.ntypes[dt] + "' node");
+        }
+        if (r < p.num_inner_nodes()) {
+          ++etype_seen_[e];
+        } else {
+          const int q = book_.edge_partition(in.eids[k]);
+          const int64_t j = in.eids[k] - c_.edge_map[q].start;
+          if (parts_[q]->edge_types()[j] != e) {
+            return corruption(w + ": halo edge " + S(in.eids[k]) + " has type " + S(e) + ", its owner says " +
+                              S(parts_[q]->edge_types()[j]));
+          }
+        }
+      }
     }
     return Status::ok();
   }
@@ -205,8 +263,9 @@ class Verifier {
         return corruption(w + ": trainer id " + S(t) + " does not belong to machine " + S(p.part_id()));
       }
     }
+    const std::string prefix = c_.types.target_ntype.empty() ? c_.ntype : c_.types.target_ntype;
     for (const char* m : {"train_mask", "val_mask", "test_mask"}) {
-      const TensorView* t = p.node_tensor(c_.ntype + "/" + m);
+      const TensorView* t = p.node_tensor(prefix + "/" + m);
       if (t == nullptr) continue;
       for (uint8_t x : t->as<uint8_t>()) {
         if (x > 1) return corruption(w + ": " + t->name + " holds a value other than 0/1");
@@ -369,6 +428,8 @@ class Verifier {
   const PartitionConfig& c_;
   const RangePartitionBook& book_;
   const std::vector<std::unique_ptr<MappedPartition>>& parts_;
+  std::vector<int64_t> type_offset_;  // heterogeneous: first original homogeneous id of each type
+  std::vector<int64_t> etype_seen_;   // heterogeneous: inner edges of each type
   std::vector<int64_t> orig_eids_;  // with a link split: every inner edge's orig id
 };
 
