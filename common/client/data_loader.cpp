@@ -75,7 +75,56 @@ BatchBuilder::BatchBuilder(Cluster& cluster, BatchSpec spec, ThreadPool* pool,
       buffers_(buffers ? std::move(buffers) : std::make_shared<BufferPool>()),
       source_(std::make_unique<DistNeighborSource>(cluster, DistSampleOptions{.pool = pool})),
       sampler_(spec_.fanouts, spec_.replace),
-      cluster_(&cluster) {}
+      cluster_(&cluster) {
+  if (!spec_.etype_fanouts.empty()) sampler_.set_etype_fanouts(spec_.etype_fanouts);
+}
+
+Result<std::vector<DistTensor>> open_typed_features(Cluster& cluster, const std::string& feature) {
+  const GraphTypeInfo& types = cluster.config().types;
+  std::vector<DistTensor> out;
+  for (int t = 0; t < types.num_ntypes(); ++t) {
+    const std::string name = types.ntypes[t] + "/" + feature;
+    auto tensor = DistTensor::open(cluster, name);
+    if (!tensor.is_ok() && tensor.status().code() == StatusCode::not_found) continue;  // a featureless type
+    if (!tensor.is_ok()) return tensor.status();
+    if (tensor->dtype() != DType::float32 || tensor->shape().size() != 2) {
+      return invalid_argument("feature tensor '" + name + "' must be a float32 matrix, is " +
+                              dtype_name(tensor->dtype()));
+    }
+    out.push_back(std::move(*tensor));
+  }
+  return out;
+}
+
+Result<std::vector<TypedRows>> pull_typed_rows(Cluster& cluster, const std::vector<DistTensor>& tensors,
+                                               std::span<const int64_t> ids) {
+  const RangePartitionBook& book = cluster.partition_book();
+  std::vector<int> slot(static_cast<size_t>(std::max(1, book.num_ntypes())), -1);
+  std::vector<TypedRows> out;
+  for (const DistTensor& t : tensors) {
+    slot[static_cast<size_t>(t.ntype())] = static_cast<int>(out.size());
+    TypedRows r;
+    r.ntype = t.ntype();
+    r.dim = t.shape()[1];
+    out.push_back(std::move(r));
+  }
+  std::vector<std::vector<int64_t>> type_ids(out.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const int type = book.node_type(ids[i]);
+    if (type < 0) return invalid_argument("node id " + std::to_string(ids[i]) + " is not a node of the graph");
+    const int s = slot[static_cast<size_t>(type)];
+    if (s < 0) continue;
+    out[static_cast<size_t>(s)].index.push_back(static_cast<int64_t>(i));
+    type_ids[static_cast<size_t>(s)].push_back(ids[i]);
+  }
+  for (size_t s = 0; s < out.size(); ++s) {
+    out[s].rows.resize(type_ids[s].size() * static_cast<size_t>(out[s].dim));
+    DGLD_RETURN_IF_ERROR(tensors[s].pull_into(type_ids[s], out[s].rows.data()));
+  }
+  // Types with no node among the ids are left out.
+  out.erase(std::remove_if(out.begin(), out.end(), [](const TypedRows& r) { return r.index.empty(); }), out.end());
+  return out;
+}
 
 Result<std::unique_ptr<BatchBuilder>> BatchBuilder::create(Cluster& cluster, BatchSpec spec,
                                                            ThreadPool* pool, std::shared_ptr<BufferPool> buffers) {
@@ -83,9 +132,16 @@ Result<std::unique_ptr<BatchBuilder>> BatchBuilder::create(Cluster& cluster, Bat
   for (int64_t f : spec.fanouts) {
     if (f < -1) return invalid_argument("BatchBuilder: fanout " + std::to_string(f) + " < -1");
   }
+  const bool hetero = cluster.config().types.present();
+  if (!spec.etype_fanouts.empty() && !hetero) {
+    return invalid_argument("BatchBuilder: per-edge-type fanouts, but graph '" + cluster.config().graph_name +
+                            "' is homogeneous");
+  }
   std::unique_ptr<BatchBuilder> b(new BatchBuilder(cluster, spec, pool, std::move(buffers)));
   DistGraph g(cluster);
-  if (!spec.feature.empty()) {
+  if (hetero && !spec.feature.empty()) {
+    DGLD_ASSIGN_OR_RETURN(b->typed_feature_, open_typed_features(cluster, spec.feature));
+  } else if (!spec.feature.empty()) {
     DGLD_ASSIGN_OR_RETURN(DistTensor t, g.ndata(spec.feature));
     if (t.dtype() != DType::float32) {
       return invalid_argument("feature tensor '" + t.name() + "' is " + dtype_name(t.dtype()) +
@@ -130,6 +186,15 @@ Status BatchBuilder::fetch(Batch& out, int skip_features_of) const {
                             std::to_string(skip_features_of) + " does not exist");
   }
   const auto t1 = Clock::now();
+  if (!typed_feature_.empty()) {
+    if (skip_features_of >= 0) {
+      return invalid_argument("batch " + std::to_string(out.batch_id) +
+                              ": heterogeneous batches are not made by sampler-workers yet");
+    }
+    auto rows = pull_typed_rows(*cluster_, typed_feature_, out.mini_batch.input_nodes);
+    if (!rows.is_ok()) return rows.status().with_context("features of batch " + std::to_string(out.batch_id));
+    out.typed_features = std::move(*rows);
+  }
   if (feature_) {
     std::span<const int64_t> rows = out.mini_batch.input_nodes;
     std::vector<int64_t> others;  // input nodes the skipped machine does not own
@@ -636,6 +701,10 @@ Result<std::unique_ptr<DistDataLoader>> DistDataLoader::create(Cluster& cluster,
   if (options.batch_size < 1) return invalid_argument("DistDataLoader: batch_size must be >= 1");
   if (options.prefetch < 1) return invalid_argument("DistDataLoader: prefetch must be >= 1");
   if (options.local_threads < 1) return invalid_argument("DistDataLoader: local_threads must be >= 1");
+  if (cluster.config().types.present() && !options.samplers.empty()) {
+    return invalid_argument("DistDataLoader: sampler-workers do not make heterogeneous batches yet (graph '" +
+                            cluster.config().graph_name + "'); run without sampler-workers (--num-samplers 0)");
+  }
   auto impl = std::make_unique<Impl>();
   impl->cluster = &cluster;
   impl->o = std::move(options);

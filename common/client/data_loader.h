@@ -46,6 +46,21 @@ struct BatchSpec {
   std::string label = "labels";      // int64 node tensor; empty: no labels
   // Remote feature rows kept in this process (row_cache.h); 0: none.
   size_t feature_cache_bytes = 0;
+  // Heterogeneous graphs (docs/heterogeneous.md): etype_fanouts[i][r] is block
+  // i's fanout for edge type r, and the blocks keep each edge's type; empty:
+  // `fanouts` over all edges. `feature` then names a per-type tensor
+  // ("features" reads "<ntype>/features" of every type that has one) and the
+  // rows come in Batch::typed_features; `label` names the target type's
+  // tensor in full ("paper/labels").
+  std::vector<std::vector<int64_t>> etype_fanouts;
+};
+
+// The input rows of one node type of a heterogeneous batch.
+struct TypedRows {
+  int ntype = -1;
+  std::vector<int64_t> index;  // positions in input_nodes of this type's nodes, ascending
+  std::vector<float> rows;     // index.size() rows of dim floats
+  int64_t dim = 0;
 };
 
 struct BatchTimings {
@@ -63,6 +78,9 @@ struct Batch {
   std::shared_ptr<BufferPool> features_pool;
   int64_t feature_dim = 0;
   std::vector<int64_t> labels;  // one per seed
+  // Heterogeneous batches: the feature rows per node type that has features
+  // (features stays empty, feature_dim 0).
+  std::vector<TypedRows> typed_features;
   BatchTimings timings;
   int worker = -1;  // sampler endpoint index that made it; -1: the trainer
   // >= 0 only between a worker and the loader: `features` lacks the rows of
@@ -120,7 +138,17 @@ class BatchBuilder {
   MultiLayerNeighborSampler sampler_;
   Cluster* cluster_;
   std::optional<DistTensor> feature_, label_;
+  std::vector<DistTensor> typed_feature_;  // heterogeneous: one per node type with the feature
 };
+
+// The per-type feature tensors "<ntype>/<feature>" of a heterogeneous graph
+// (types without one are skipped); invalid_argument for one that is not a
+// float32 matrix.
+Result<std::vector<DistTensor>> open_typed_features(Cluster& cluster, const std::string& feature);
+// The rows of `ids` (homogeneous node ids), grouped by node type: one
+// TypedRows per tensor of `tensors` that has nodes among the ids.
+Result<std::vector<TypedRows>> pull_typed_rows(Cluster& cluster, const std::vector<DistTensor>& tensors,
+                                               std::span<const int64_t> ids);
 
 
 // The SampleBatch / SampleBatchReply messages (schemas/sampler.fbs).

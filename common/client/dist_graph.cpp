@@ -181,7 +181,22 @@ Result<std::vector<int64_t>> DistGraph::split(const std::string& mask_name, bool
     return invalid_argument(std::string(what) + ": mask '" + mask.name() + "' must be a uint8 " + unit +
                             " tensor with one value per " + unit);
   }
-  DGLD_ASSIGN_OR_RETURN(std::vector<uint8_t> bits, mask.pull(all));
+  std::vector<uint8_t> bits;
+  if (!edges && mask.ntype() >= 0) {
+    // A heterogeneous graph's per-type mask ("paper/train_mask"): its type's
+    // nodes are read, every other node is outside the mask.
+    const RangePartitionBook& book = partition_book();
+    std::vector<int64_t> typed;
+    for (int p = 0; p < book.num_partitions(); ++p) {
+      const IdRange r = book.type_range(mask.ntype(), p);
+      for (int64_t v = r.start; v < r.end; ++v) typed.push_back(v);
+    }
+    DGLD_ASSIGN_OR_RETURN(std::vector<uint8_t> typed_bits, mask.pull(typed));
+    bits.assign(all.size(), 0);
+    for (size_t i = 0; i < typed.size(); ++i) bits[static_cast<size_t>(typed[i])] = typed_bits[i];
+  } else {
+    DGLD_ASSIGN_OR_RETURN(bits, mask.pull(all));
+  }
   std::vector<int64_t> trainer_ids;
   if (use_trainer_ids) {
     DGLD_ASSIGN_OR_RETURN(DistTensor tid, ndata("trainer_id"));
@@ -237,12 +252,18 @@ Result<SampledEdges> DistNeighborSource::sample(std::span<const int64_t> seeds,
   req.replace = opt.replace;
   req.prob = options_.prob;
   req.seed = opt.rng_seed;
+  req.etype_fanouts = opt.etype_fanouts;
+  const bool typed = !opt.etype_fanouts.empty();
+  if (typed && options_.out_edges) {
+    return invalid_argument("sample_neighbors: per-edge-type fanouts of out-edges are not supported");
+  }
   std::vector<net::PendingCall> calls;
   for (int m : g.remote) calls.push_back(c.server_for(m).start_sample(g.ids[m], req));
 
   // Each machine's edges, grouped by seed in the order of its group.
   struct Part {
     std::span<const int64_t> nbr, eid, counts;
+    std::span<const int32_t> etype;
     size_t seed = 0, edge = 0;  // how far the merge has read
   };
   std::vector<Part> parts(c.num_machines());
@@ -259,13 +280,16 @@ Result<SampledEdges> DistNeighborSource::sample(std::span<const int64_t> seeds,
     if (!weights.is_ok()) {
       first = weights.status();
     } else {
-      SampleExtras extras{
-          .weights = *weights, .stream_keys = g.ids[me], .pool = options_.pool, .seed_counts = &local_counts};
+      SampleExtras extras{.weights = *weights,
+                          .etypes = typed ? p.edge_types().first(adj.indices.size()) : std::span<const int32_t>(),
+                          .stream_keys = g.ids[me],
+                          .pool = options_.pool,
+                          .seed_counts = &local_counts};
       auto e = sample_neighbors(adj, rows, opt, extras);
       if (e.is_ok()) {
         local = std::move(*e);
         first = map_to_global(local.src, p.node_global_ids());
-        parts[me] = Part{local.src, local.eid, local_counts};
+        parts[me] = Part{local.src, local.eid, local_counts, local.etype};
       } else {
         first = e.status();
       }
@@ -274,13 +298,13 @@ Result<SampledEdges> DistNeighborSource::sample(std::span<const int64_t> seeds,
   }
   for (size_t i = 0; i < calls.size(); ++i) {
     const int m = g.remote[i];
-    auto r = c.server_for(m).finish_sample(calls[i], g.ids[m].size());  // every call is waited for
+    auto r = c.server_for(m).finish_sample(calls[i], g.ids[m].size(), typed);  // every call is waited for
     if (!first.is_ok()) continue;
     if (!r.is_ok()) {
       first = r.status().with_context("sample_neighbors on machine " + std::to_string(m));
     } else {
       remote[i] = std::move(*r);
-      parts[m] = Part{remote[i].nbr(), remote[i].eid(), remote[i].counts};
+      parts[m] = Part{remote[i].nbr(), remote[i].eid(), remote[i].counts, remote[i].etype()};
     }
   }
   DGLD_RETURN_IF_ERROR(first);
@@ -302,6 +326,10 @@ Result<SampledEdges> DistNeighborSource::sample(std::span<const int64_t> seeds,
     const auto nbr = part.nbr.subspan(part.edge, n), eid = part.eid.subspan(part.edge, n);
     neighbours.insert(neighbours.end(), nbr.begin(), nbr.end());
     out.eid.insert(out.eid.end(), eid.begin(), eid.end());
+    if (typed) {
+      const auto et = part.etype.subspan(part.edge, n);
+      out.etype.insert(out.etype.end(), et.begin(), et.end());
+    }
     own.insert(own.end(), n, seeds[k]);
     part.edge += n;
   }

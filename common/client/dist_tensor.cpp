@@ -46,9 +46,13 @@ Result<DistTensor> DistTensor::open(Cluster& cluster, const std::string& name) {
   if (t.shape_.empty())
     return protocol_error(main.peer() + ": tensor '" + name + "' has no dimensions");
   const bool edge = it->policy == Policy::edge;
-  t.shape_[0] = edge ? cluster.config().num_edges : cluster.config().num_nodes;
+  // A heterogeneous graph's "<ntype>/..." tensor has rows for that type's nodes
+  // only, still addressed by homogeneous id (node_tensor_range).
+  t.ntype_ = edge ? -1 : node_tensor_type(cluster.config(), name);
+  t.shape_[0] = edge ? cluster.config().num_edges
+                     : t.ntype_ < 0 ? cluster.config().num_nodes : cluster.config().types.ntype_count[t.ntype_];
   t.first_row_ = edge ? cluster.partition_book().edge_range(me).start
-                      : cluster.partition_book().node_range(me).start;
+                      : node_tensor_range(cluster.config(), me, name).start;
   t.row_bytes_ = dtype_size(t.dtype_);
   for (size_t d = 1; d < t.shape_.size(); ++d) t.row_bytes_ *= static_cast<size_t>(t.shape_[d]);
   auto seg = shm::SharedTensor::attach(it->shm_name, false,
@@ -98,6 +102,11 @@ Status DistTensor::destroy(std::chrono::milliseconds timeout) {
   return c.barrier("dgld.destroyed." + name_, timeout);
 }
 
+int64_t DistTensor::id_limit() const {
+  const auto& book = cluster_->partition_book();
+  return policy_ == Policy::edge ? book.num_edges() : book.num_nodes();
+}
+
 int DistTensor::owner(int64_t id) const {
   const auto& book = cluster_->partition_book();
   return policy_ == Policy::edge ? book.edge_partition(id) : book.node_partition(id);
@@ -144,7 +153,7 @@ Status DistTensor::pull_distinct(std::span<const int64_t> ids, uint8_t* out) con
     const int m = owner(id);
     if (m < 0) {
       return invalid_argument("pull '" + name_ + "': id " + std::to_string(id) + " is not in [0, " +
-                              std::to_string(num_rows()) + ")");
+                              std::to_string(id_limit()) + ")");
     }
     if (m == me) {
       const int64_t row = id - first_row_;
@@ -229,7 +238,7 @@ Status DistTensor::push(std::span<const int64_t> ids, const void* rows) const {
     const int m = owner(ids[k]);
     if (m < 0) {
       return invalid_argument("push '" + name_ + "': id " + std::to_string(ids[k]) +
-                              " is not in [0, " + std::to_string(num_rows()) + ")");
+                              " is not in [0, " + std::to_string(id_limit()) + ")");
     }
     if (m == me) {
       local_rows.push_back(ids[k] - first_row_);

@@ -47,6 +47,10 @@ class DistTensor {
   DType dtype() const { return dtype_; }
   const std::vector<int64_t>& shape() const { return shape_; }  // global
   Policy policy() const { return policy_; }
+  // Heterogeneous graphs: the node type whose rows the tensor holds ("paper/..."),
+  // or -1 for every node (docs/heterogeneous.md). Rows are still addressed by
+  // homogeneous id; num_rows() is then the type's node count.
+  int ntype() const { return ntype_; }
   size_t row_bytes() const { return row_bytes_; }
   int64_t num_rows() const { return shape_.empty() ? 0 : shape_[0]; }
 
@@ -73,12 +77,15 @@ class DistTensor {
   DType dtype_ = DType::float32;
   std::vector<int64_t> shape_;
   Policy policy_ = Policy::node;
+  int ntype_ = -1;
   size_t row_bytes_ = 0;
   int64_t first_row_ = 0;                     // global id of the local machine's row 0
   std::shared_ptr<shm::SharedTensor> local_;  // the caller's machine's rows
   std::shared_ptr<const RowCache> cache_;      // other machines' rows, read-only tensors only
 
   int owner(int64_t id) const;
+  // Ids are homogeneous node (or edge) ids below this.
+  int64_t id_limit() const;
   Status pull_distinct(std::span<const int64_t> ids, uint8_t* out) const;
 };
 

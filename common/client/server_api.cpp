@@ -272,18 +272,23 @@ Result<Edges> ServerConnection::find_edges(std::span<const int64_t> eids) {
 
 net::PendingCall ServerConnection::start_sample(std::span<const int64_t> seeds, const SampleRequest& q) {
   flatbuffers::FlatBufferBuilder fbb;
-  fbb.Finish(fbs::CreateSampleNeighbors(fbb, q.fanout, q.out_edges, q.replace, fbb.CreateString(q.prob),
-                                        static_cast<int64_t>(q.seed)));
+  const auto prob = fbb.CreateString(q.prob);
+  const auto etype_fanouts = q.etype_fanouts.empty() ? 0 : fbb.CreateVector(q.etype_fanouts);
+  fbb.Finish(fbs::CreateSampleNeighbors(fbb, q.fanout, q.out_edges, q.replace, prob, static_cast<int64_t>(q.seed),
+                                        etype_fanouts));
   OutMessage m(fbs::MessageKind::SampleNeighbors, fbb);
   m.blobs.push_back(ids_blob(seeds));
   return rpc_->start(std::move(m));
 }
 
-Result<SampledNeighbors> ServerConnection::finish_sample(net::PendingCall& call, size_t num_seeds) {
+Result<SampledNeighbors> ServerConnection::finish_sample(net::PendingCall& call, size_t num_seeds, bool typed) {
   auto r = wait(call);
   DGLD_RETURN_IF_ERROR(reply_as<fbs::SampleNeighborsReply>(r, "SampleNeighborsReply", peer()).status());
   auto bad = [&](const std::string& what) { return protocol_error(peer() + ": sample_neighbors reply " + what); };
-  if (r->blobs.size() != 3) return bad("has " + std::to_string(r->blobs.size()) + " blobs, expected 3");
+  const size_t want = typed ? 4 : 3;
+  if (r->blobs.size() != want) {
+    return bad("has " + std::to_string(r->blobs.size()) + " blobs, expected " + std::to_string(want));
+  }
   if (r->blobs[0].size() % 8 != 0 || r->blobs[1].size() % 8 != 0) {
     return bad("has neighbour and edge id blobs of " + std::to_string(r->blobs[0].size()) + " and " +
                std::to_string(r->blobs[1].size()) + " bytes, expected multiples of 8");
@@ -292,6 +297,13 @@ Result<SampledNeighbors> ServerConnection::finish_sample(net::PendingCall& call,
   DGLD_ASSIGN_OR_RETURN(out.counts, int64_blob(*r, 2, peer(), SIZE_MAX));
   out.nbr_bytes = std::move(r->blobs[0]);
   out.eid_bytes = std::move(r->blobs[1]);
+  if (typed) {
+    out.etype_bytes = std::move(r->blobs[3]);
+    if (out.etype_bytes.size() != out.eid_bytes.size() / 2) {
+      return bad("has " + std::to_string(out.etype_bytes.size()) + " bytes of edge types for " +
+                 std::to_string(out.eid_bytes.size() / 8) + " edges");
+    }
+  }
   if (Status st = out.check(num_seeds); !st.is_ok()) return bad(st.message());
   return out;
 }
@@ -322,7 +334,7 @@ Status SampledNeighbors::check(size_t num_seeds) const {
 
 Result<Edges> ServerConnection::sample_neighbors(std::span<const int64_t> seeds, const SampleRequest& req) {
   auto c = start_sample(seeds, req);
-  DGLD_ASSIGN_OR_RETURN(SampledNeighbors s, finish_sample(c, seeds.size()));
+  DGLD_ASSIGN_OR_RETURN(SampledNeighbors s, finish_sample(c, seeds.size(), !req.etype_fanouts.empty()));
   return to_edges(s, seeds, req.out_edges);
 }
 

@@ -79,9 +79,13 @@ struct Edges {
 // in the request's seed order, one seed's run after another.
 struct SampledNeighbors {
   net::ByteBuffer nbr_bytes, eid_bytes;  // int64: neighbour (global id), edge id
+  net::ByteBuffer etype_bytes;           // int32 edge types (per-edge-type sampling only), else empty
   std::vector<int64_t> counts;           // edges per seed, parallel to the seeds
   std::span<const int64_t> nbr() const { return as_ids(nbr_bytes); }
   std::span<const int64_t> eid() const { return as_ids(eid_bytes); }
+  std::span<const int32_t> etype() const {
+    return {reinterpret_cast<const int32_t*>(etype_bytes.data()), etype_bytes.size() / sizeof(int32_t)};
+  }
   // ok when there is one count per seed, none negative, adding up to the
   // edges, and as many edge ids as neighbours; otherwise says what is wrong.
   Status check(size_t num_seeds) const;
@@ -103,6 +107,7 @@ struct SampleRequest {
   bool replace = false;
   std::string prob;
   uint64_t seed = 0;
+  std::vector<int64_t> etype_fanouts;  // heterogeneous graphs: a fanout per edge type
 };
 
 class ServerConnection {
@@ -163,7 +168,8 @@ class ServerConnection {
   // The same in two steps, as the server sends it; `num_seeds` is the number
   // of seeds the call was started with (the reply is checked against it).
   net::PendingCall start_sample(std::span<const int64_t> seeds, const SampleRequest& req);
-  Result<SampledNeighbors> finish_sample(net::PendingCall& call, size_t num_seeds);
+  // `typed`: the request had etype_fanouts (the reply then carries edge types).
+  Result<SampledNeighbors> finish_sample(net::PendingCall& call, size_t num_seeds, bool typed = false);
 
  private:
   explicit ServerConnection(std::shared_ptr<net::RpcClient> rpc, milliseconds t) : rpc_(std::move(rpc)), timeout_(t) {}

@@ -14,6 +14,11 @@ Result<Block> build_block(std::span<const int64_t> dst_nodes, const SampledEdges
                             std::to_string(edges.src.size()) + "/" +
                             std::to_string(edges.dst.size()) + "/" + std::to_string(num_edges));
   }
+  const bool typed = !edges.etype.empty();
+  if (typed && edges.etype.size() != num_edges) {
+    return invalid_argument("sampled edges have " + std::to_string(edges.etype.size()) + " edge types for " +
+                            std::to_string(num_edges) + " edges");
+  }
   const auto num_dst = static_cast<int64_t>(dst_nodes.size());
   // Scratch kept per thread: fresh multi-megabyte tables per block cost more
   // in page faults than the relabelling itself.
@@ -54,15 +59,18 @@ Result<Block> build_block(std::span<const int64_t> dst_nodes, const SampledEdges
   // Source relabelling in edge order; new ids extend src_nodes after the dst nodes.
   block.indices.resize(num_edges);
   block.eids.resize(num_edges);
+  if (typed) block.etypes.resize(num_edges);
   if (grouped) {
     for (size_t i = 0; i < num_edges; ++i) block.indices[i] = map.insert_or_find(edges.src[i]).first;
     std::copy(edges.eid.begin(), edges.eid.end(), block.eids.begin());
+    if (typed) std::copy(edges.etype.begin(), edges.etype.end(), block.etypes.begin());
   } else {
     std::vector<int64_t> cursor(block.indptr.begin(), block.indptr.end() - 1);
     for (size_t i = 0; i < num_edges; ++i) {
       const int64_t at = cursor[dst_local[i]]++;
       block.indices[at] = map.insert_or_find(edges.src[i]).first;
       block.eids[at] = edges.eid[i];
+      if (typed) block.etypes[at] = edges.etype[i];
     }
   }
   block.dst_nodes.assign(dst_nodes.begin(), dst_nodes.end());

@@ -22,6 +22,7 @@ struct Block {
   std::vector<int64_t> indptr;     // [num_dst + 1]
   std::vector<int64_t> indices;    // [num_edges] local src index
   std::vector<int64_t> eids;       // [num_edges] global edge ids
+  std::vector<int32_t> etypes;     // [num_edges] edge type ids; empty for a homogeneous graph
 
   int64_t num_dst() const { return static_cast<int64_t>(dst_nodes.size()); }
   int64_t num_src() const { return static_cast<int64_t>(src_nodes.size()); }

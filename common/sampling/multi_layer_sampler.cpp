@@ -20,7 +20,7 @@ LocalGraphSource::LocalGraphSource(const AdjacencyView& adj,
 
 Result<SampledEdges> LocalGraphSource::sample(std::span<const int64_t> seeds_global,
                                               const SampleOptions& opt) {
-  SampleExtras extras{.weights = options_.weights, .stream_keys = {}, .pool = options_.pool};
+  SampleExtras extras{.weights = options_.weights, .etypes = options_.etypes, .stream_keys = {}, .pool = options_.pool};
   if (!global_to_local_) return sample_neighbors(adj_, seeds_global, opt, extras);
 
   std::vector<int64_t> rows(seeds_global.size());
@@ -52,6 +52,10 @@ Result<MiniBatch> MultiLayerNeighborSampler::sample(NeighborSource& source,
                               std::to_string(layer) + " is invalid: use -1 or a count >= 0");
     }
   }
+  if (!etype_fanouts_.empty() && static_cast<int64_t>(etype_fanouts_.size()) != num_layers) {
+    return invalid_argument("per-edge-type fanouts are given for " + std::to_string(etype_fanouts_.size()) +
+                            " layers, the sampler has " + std::to_string(num_layers));
+  }
   MiniBatch batch;
   batch.seeds.assign(seeds.begin(), seeds.end());
   batch.blocks.resize(num_layers);
@@ -60,7 +64,9 @@ Result<MiniBatch> MultiLayerNeighborSampler::sample(NeighborSource& source,
     const std::string where = "layer " + std::to_string(layer);
     const SampleOptions opt{.fanout = fanouts_[layer],
                             .replace = replace_,
-                            .rng_seed = derive_seed(rng_seed, static_cast<uint64_t>(layer))};
+                            .rng_seed = derive_seed(rng_seed, static_cast<uint64_t>(layer)),
+                            .etype_fanouts = etype_fanouts_.empty() ? std::vector<int64_t>{}
+                                                                    : etype_fanouts_[layer]};
     Result<SampledEdges> edges = source.sample(layer_seeds, opt);
     if (!edges.is_ok()) return edges.status().with_context(where);
     if (exclude && !exclude->empty()) {
@@ -71,8 +77,10 @@ Result<MiniBatch> MultiLayerNeighborSampler::sample(NeighborSource& source,
         e.src[kept] = e.src[i];
         e.dst[kept] = e.dst[i];
         e.eid[kept] = e.eid[i];
+        if (!e.etype.empty()) e.etype[kept] = e.etype[i];
         ++kept;
       }
+      if (!e.etype.empty()) e.etype.resize(kept);
       e.src.resize(kept);
       e.dst.resize(kept);
       e.eid.resize(kept);

@@ -44,6 +44,7 @@ class NeighborSource {
 // outlive the source. Safe to call from several threads.
 struct LocalSourceOptions {
   std::span<const float> weights;  // per edge of the view; empty: uniform
+  std::span<const int32_t> etypes;  // per edge of the view (rows sorted); for per-type fanouts
   ThreadPool* pool = nullptr;      // null: sample on the calling thread
 };
 
@@ -110,12 +111,18 @@ class MultiLayerNeighborSampler {
   Result<MiniBatch> sample(NeighborSource& source, std::span<const int64_t> seeds,
                            uint64_t rng_seed, const EdgePairSet* exclude = nullptr) const;
 
+  // Heterogeneous graphs: etype_fanouts[i][r] is block i's fanout for edge
+  // type r (DGL's fanout dicts); the blocks then keep each edge's type. Every
+  // layer needs one entry per edge type.
+  void set_etype_fanouts(std::vector<std::vector<int64_t>> etype_fanouts) { etype_fanouts_ = std::move(etype_fanouts); }
+  const std::vector<std::vector<int64_t>>& etype_fanouts() const { return etype_fanouts_; }
   const std::vector<int64_t>& fanouts() const { return fanouts_; }
   bool replace() const { return replace_; }
 
  private:
   std::vector<int64_t> fanouts_;
   bool replace_;
+  std::vector<std::vector<int64_t>> etype_fanouts_;
 };
 
 }  // namespace dgld

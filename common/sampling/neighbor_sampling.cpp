@@ -21,6 +21,7 @@ void SampledEdges::append(const SampledEdges& other) {
   src.insert(src.end(), other.src.begin(), other.src.end());
   dst.insert(dst.end(), other.dst.begin(), other.dst.end());
   eid.insert(eid.end(), other.eid.begin(), other.eid.end());
+  etype.insert(etype.end(), other.etype.begin(), other.etype.end());
 }
 
 Status map_to_global(std::span<int64_t> ids, std::span<const int64_t> local_to_global) {
@@ -172,8 +173,77 @@ class SeedPicker {
   IdMap taken_;
 };
 
+// The pickers of one call: one for an untyped call, one per edge type (each
+// with its type's fanout and random stream) for a typed one. For each seed,
+// for_each_segment calls f(picker, etype, begin, end) per run of one edge type.
+class Pickers {
+ public:
+  Pickers(const std::vector<SampleOptions>& opts, const SampleExtras& extras) : etypes_(extras.etypes) {
+    for (const auto& o : opts) pickers_.emplace_back(o, extras.weights);
+  }
+  template <typename F>
+  void for_each_segment(int64_t begin, int64_t end, F&& f) {
+    if (etypes_.empty()) {
+      f(pickers_[0], 0, begin, end);
+      return;
+    }
+    for (int64_t a = begin; a < end;) {
+      const int32_t t = etypes_[a];
+      int64_t b = a + 1;
+      while (b < end && etypes_[b] == t) ++b;
+      f(pickers_[t], t, a, b);
+      a = b;
+    }
+  }
+
+ private:
+  std::span<const int32_t> etypes_;
+  std::vector<SeedPicker> pickers_;
+};
+
+// One SampleOptions per picker: the call's own, or one per edge type.
+std::vector<SampleOptions> picker_options(const SampleOptions& opt) {
+  if (opt.etype_fanouts.empty()) return {opt};
+  std::vector<SampleOptions> out;
+  for (size_t t = 0; t < opt.etype_fanouts.size(); ++t) {
+    SampleOptions o;
+    o.fanout = opt.etype_fanouts[t];
+    o.replace = opt.replace;
+    o.rng_seed = derive_seed(opt.rng_seed, 0x7e7e0000ull + t);
+    out.push_back(o);
+  }
+  return out;
+}
+
 Status check_inputs(const AdjacencyView& adj, std::span<const int64_t> seeds,
                     const SampleOptions& opt, const SampleExtras& extras) {
+  if (!opt.etype_fanouts.empty()) {
+    for (size_t t = 0; t < opt.etype_fanouts.size(); ++t) {
+      if (opt.etype_fanouts[t] < -1) {
+        return invalid_argument("fanout " + std::to_string(opt.etype_fanouts[t]) + " of edge type " +
+                                std::to_string(t) + " is invalid: use -1 (all neighbours) or a count >= 0");
+      }
+    }
+    if (extras.etypes.size() != adj.indices.size()) {
+      return invalid_argument("per-edge-type fanouts need the edge type of each of the " +
+                              std::to_string(adj.indices.size()) + " edges, got " +
+                              std::to_string(extras.etypes.size()));
+    }
+    const auto ntypes = static_cast<int32_t>(opt.etype_fanouts.size());
+    for (const int64_t s : seeds) {
+      if (s < 0 || s >= adj.num_rows()) break;  // reported below
+      for (int64_t p = adj.indptr[s]; p < adj.indptr[s + 1]; ++p) {
+        if (extras.etypes[p] < 0 || extras.etypes[p] >= ntypes) {
+          return invalid_argument("edge " + std::to_string(adj.eids[p]) + " has type " +
+                                  std::to_string(extras.etypes[p]) + ", but fanouts are given for " +
+                                  std::to_string(ntypes) + " edge types");
+        }
+      }
+    }
+  } else if (!extras.etypes.empty() && extras.etypes.size() != adj.indices.size()) {
+    return invalid_argument("edge types have " + std::to_string(extras.etypes.size()) + " entries for " +
+                            std::to_string(adj.indices.size()) + " edges");
+  }
   if (opt.fanout < -1) {
     return invalid_argument("fanout " + std::to_string(opt.fanout) +
                             " is invalid: use -1 (all neighbours) or a count >= 0");
@@ -221,11 +291,20 @@ Result<SampledEdges> sample_neighbors(const AdjacencyView& adj, std::span<const 
   thread_local std::vector<int64_t> offsets_scratch;
   std::vector<int64_t>& offsets = offsets_scratch;
   offsets.assign(n + 1, 0);
+  const bool typed = !opt.etype_fanouts.empty();
+  const std::vector<SampleOptions> opts = picker_options(opt);
+  SampleExtras ex = extras;
+  if (!typed) ex.etypes = {};  // types given without per-type fanouts: one fanout over all edges
   parallel_for(extras.pool, n, kGrain, [&](int64_t b, int64_t e) {
-    const SeedPicker picker(opt, extras.weights);
+    Pickers pickers(opts, ex);
     for (int64_t i = b; i < e; ++i) {
       const int64_t s = seed_rows[i];
-      offsets[i + 1] = picker.pick_count(indptr[s], indptr[s + 1]);
+      int64_t count = 0;
+      pickers.for_each_segment(indptr[s], indptr[s + 1], [&](SeedPicker& p, int32_t, int64_t lo, int64_t hi) {
+        const int64_t c = p.pick_count(lo, hi);
+        count = c < 0 || count < 0 ? -1 : count + c;
+      });
+      offsets[i + 1] = count;
     }
   });
   for (int64_t i = 0; i < n; ++i) {
@@ -247,16 +326,23 @@ Result<SampledEdges> sample_neighbors(const AdjacencyView& adj, std::span<const 
   out.src.resize(offsets[n]);
   if (fill_dst) out.dst.resize(offsets[n]);
   out.eid.resize(offsets[n]);
+  if (typed) out.etype.resize(offsets[n]);
   const int64_t* indices = adj.indices.data();
   const int64_t* eids = adj.eids.data();
   parallel_for(extras.pool, n, kGrain, [&](int64_t b, int64_t e) {
-    SeedPicker picker(opt, extras.weights);
+    Pickers pickers(opts, ex);
     for (int64_t i = b; i < e; ++i) {
       const int64_t s = seed_rows[i];
       const uint64_t key = extras.stream_keys.empty() ? s : extras.stream_keys[i];
       const int64_t o = offsets[i], c = offsets[i + 1] - o;
       int64_t* src = out.src.data() + o;
-      picker.pick(indptr[s], indptr[s + 1], c, key, src);
+      int64_t at = 0;
+      pickers.for_each_segment(indptr[s], indptr[s + 1], [&](SeedPicker& p, int32_t t, int64_t lo, int64_t hi) {
+        const int64_t k = p.pick_count(lo, hi);
+        p.pick(lo, hi, k, key, src + at);
+        if (typed) std::fill_n(out.etype.data() + o + at, k, t);
+        at += k;
+      });
       int64_t* eid = out.eid.data() + o;
       for (int64_t j = 0; j < c; ++j) {
         const int64_t p = src[j];

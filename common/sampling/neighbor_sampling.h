@@ -26,6 +26,11 @@ struct SampleOptions {
   int64_t fanout = -1;  // -1: all neighbours; otherwise >= 0
   bool replace = false;
   uint64_t rng_seed = 0;
+  // Heterogeneous graphs (DGL's fanout dict): etype_fanouts[r] for the edges of
+  // type r (-1: all, 0: none), sampled separately per type from the seed's
+  // edges of that type, each type from its own random stream; `fanout` is then
+  // unused and SampleExtras::etypes is required. Empty: one fanout over all edges.
+  std::vector<int64_t> etype_fanouts;
 };
 
 // Sampled edges as parallel arrays, ready to send: edge i goes from src[i]
@@ -33,6 +38,7 @@ struct SampleOptions {
 // empty when the caller took per-seed counts instead (SampleExtras).
 struct SampledEdges {
   std::vector<int64_t> src, dst, eid;
+  std::vector<int32_t> etype;  // per-edge-type sampling only: the type of each edge
 
   size_t size() const { return eid.size(); }
   void reserve(size_t n);
@@ -41,6 +47,7 @@ struct SampledEdges {
 
 struct SampleExtras {
   std::span<const float> weights;        // parallel to adj.indices; empty: uniform
+  std::span<const int32_t> etypes;       // parallel to adj.indices, each row sorted; with etype_fanouts
   std::span<const int64_t> stream_keys;  // parallel to seeds; empty: the seed rows
   ThreadPool* pool = nullptr;            // null: run on the calling thread
   // When set: receives each seed's edge count, and the output's dst is left

@@ -229,11 +229,15 @@ Status GraphServer::Impl::init() {
 
   tensors = std::make_unique<TensorTable>(opts.job_id, m, opts.is_main(), node_range.start, node_range.size(),
                                           edge_range.start, edge_range.size(), opts.attach_timeout);
+  if (config.types.present()) {
+    tensors->set_node_rows([this, m](const std::string& name) { return node_tensor_range(config, m, name); });
+  }
   DGLD_RETURN_IF_ERROR(tensors->init());
   if (opts.is_main()) {
     for (const auto& t : part->node_tensors()) {
       TensorSpec spec{t.name, t.dtype, t.shape, PartPolicy::node};
-      spec.shape[0] = config.num_nodes;
+      const int type = node_tensor_type(config, t.name);
+      spec.shape[0] = type < 0 ? config.num_nodes : config.types.ntype_count[type];
       spec.persistent = true;
       DGLD_RETURN_IF_ERROR(tensors->add(spec, t.data));
     }
@@ -720,6 +724,24 @@ void GraphServer::Impl::on_sample(const RequestContext& ctx, Message&& m) {
   so.rng_seed = static_cast<uint64_t>(req->seed());
   SampleExtras extras;
   extras.stream_keys = *seeds;
+  const bool typed = req->etype_fanouts() && req->etype_fanouts()->size() > 0;
+  if (typed) {
+    const auto num_etypes = static_cast<size_t>(config.types.num_etypes());
+    if (part->edge_types().empty()) {
+      return ctx.reply_error(invalid_argument("sample_neighbors: per-edge-type fanouts, but graph '" +
+                                              config.graph_name + "' has no edge types (it is homogeneous)"));
+    }
+    if (req->etype_fanouts()->size() != num_etypes) {
+      return ctx.reply_error(invalid_argument("sample_neighbors: " + std::to_string(req->etype_fanouts()->size()) +
+                                              " per-edge-type fanouts for " + std::to_string(num_etypes) +
+                                              " edge types"));
+    }
+    if (req->out_edges()) {
+      return ctx.reply_error(invalid_argument("sample_neighbors: per-edge-type fanouts of out-edges are not supported"));
+    }
+    so.etype_fanouts.assign(req->etype_fanouts()->begin(), req->etype_fanouts()->end());
+    extras.etypes = part->edge_types().first(inner_in.indices.size());
+  }
   // Seeds are spread over the sampling threads when they are free (one
   // request at a time; others meanwhile run on their I/O thread alone). The
   // per-seed random streams make the result the same either way.
@@ -752,6 +774,7 @@ void GraphServer::Impl::on_sample(const RequestContext& ctx, Message&& m) {
   reply.blobs.push_back(OutBlob::from_vector(std::move(edges->src)));
   reply.blobs.push_back(OutBlob::from_vector(std::move(edges->eid)));
   reply.blobs.push_back(OutBlob::from_vector(std::move(counts)));
+  if (typed) reply.blobs.push_back(OutBlob::from_vector(std::move(edges->etype)));
   ctx.reply(std::move(reply));
 }
 

@@ -58,6 +58,11 @@ Status TensorTable::add(const TensorSpec& spec, const void* rows) {
   return Status::ok();
 }
 
+IdRange TensorTable::rows_of(const std::string& name, PartPolicy policy) const {
+  if (policy == PartPolicy::edge) return {edge_start_, edge_start_ + num_edges_};
+  return node_rows_ ? node_rows_(name) : IdRange{node_start_, node_start_ + num_nodes_};
+}
+
 Result<bool> TensorTable::create(const TensorSpec& spec) {
   std::lock_guard lock(mu_);
   return create_locked(spec, nullptr);
@@ -81,7 +86,8 @@ Result<bool> TensorTable::create_locked(const TensorSpec& spec, const void* rows
     if (d < 0) return invalid_argument("tensor '" + spec.name + "': negative dimension in its shape");
   }
   std::vector<int64_t> local_shape = spec.shape;
-  local_shape[0] = spec.policy == PartPolicy::node ? num_nodes_ : num_edges_;
+  const IdRange range = rows_of(spec.name, spec.policy);
+  local_shape[0] = range.size();
   if (auto it = tensors_.find(spec.name); it != tensors_.end()) {
     const ServedTensor& t = *it->second;
     if (t.dtype() != spec.dtype || t.shape() != local_shape || t.policy != spec.policy) {
@@ -98,7 +104,7 @@ Result<bool> TensorTable::create_locked(const TensorSpec& spec, const void* rows
   t->name = spec.name;
   t->policy = spec.policy;
   t->persistent = spec.persistent;
-  t->first_global_row = spec.policy == PartPolicy::node ? node_start_ : edge_start_;
+  t->first_global_row = range.start;
   t->storage = std::make_unique<shm::SharedTensor>(std::move(*st));
   if (rows) {
     std::memcpy(t->storage->mutable_data(), rows, t->storage->data_bytes());
@@ -136,7 +142,7 @@ Result<std::shared_ptr<ServedTensor>> TensorTable::find(const std::string& name)
     auto t = std::make_unique<ServedTensor>();
     t->name = name;
     t->policy = p;
-    t->first_global_row = p == PartPolicy::node ? node_start_ : edge_start_;
+    t->first_global_row = rows_of(name, p).start;
     t->storage = std::make_unique<shm::SharedTensor>(std::move(*st));
     std::shared_ptr<ServedTensor> shared = std::move(t);
     tensors_[name] = shared;

@@ -10,6 +10,7 @@
 // reads and writes are unsynchronised, as in DGL.
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -51,6 +52,11 @@ class TensorTable {
               std::chrono::milliseconds attach_timeout = std::chrono::milliseconds(120000));
   // Owner: publishes the generation counter. Call once before serving.
   Status init();
+  // Heterogeneous graphs: the homogeneous ids whose rows this machine holds for
+  // a node tensor of that name ("paper/features": the machine's paper nodes;
+  // node_tensor_range in common/part_config.h). Without it every node tensor
+  // holds all the machine's nodes. Call before init.
+  void set_node_rows(std::function<IdRange(const std::string&)> rows) { node_rows_ = std::move(rows); }
   ~TensorTable();
 
   // Creates a tensor with its rows copied from `rows` (num_rows * row bytes), or
@@ -69,6 +75,10 @@ class TensorTable {
  private:
   Result<bool> create_locked(const TensorSpec& spec, const void* rows);
 
+  // First global row and row count of a tensor of this name and policy on this machine.
+  IdRange rows_of(const std::string& name, PartPolicy policy) const;
+
+  std::function<IdRange(const std::string&)> node_rows_;
   std::string job_id_;
   int machine_id_;
   bool owner_;
