@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -116,6 +117,107 @@ const BlockGraph::Reverse& BlockGraph::reverse() {
 }
 
 namespace {
+
+// The type of every edge as int64 (etypes: int32 or int64, contiguous).
+template <typename T>
+int64_t etype_at(const torch::Tensor& etypes, int64_t k) {
+  return static_cast<int64_t>(etypes.data_ptr<T>()[k]);
+}
+
+}  // namespace
+
+Status BlockGraph::set_etypes(torch::Tensor etypes, int64_t num_etypes) {
+  if (!etypes.defined() || etypes.dim() != 1 ||
+      (etypes.scalar_type() != torch::kInt32 && etypes.scalar_type() != torch::kInt64)) {
+    return invalid_argument("block edge types must be a 1-d int32 or int64 tensor");
+  }
+  if (!etypes.device().is_cpu()) return invalid_argument("block edge types must be on the CPU");
+  const int64_t ne = num_edges();
+  if (etypes.size(0) != ne) {
+    return invalid_argument(fmt::format("block has {} edge types for {} edges", etypes.size(0), ne));
+  }
+  if (num_etypes < 0) return invalid_argument(fmt::format("number of edge types must be >= 0, got {}", num_etypes));
+  etypes = etypes.contiguous();
+  const bool i32 = etypes.scalar_type() == torch::kInt32;
+  int64_t max_type = -1;
+  for (int64_t k = 0; k < ne; ++k) {
+    const int64_t t = i32 ? etype_at<int32_t>(etypes, k) : etype_at<int64_t>(etypes, k);
+    if (t < 0) return invalid_argument(fmt::format("block edge {} has negative edge type {}", k, t));
+    if (num_etypes > 0 && t >= num_etypes) {
+      return invalid_argument(fmt::format("block edge {} has edge type {}, outside [0, {})", k, t, num_etypes));
+    }
+    max_type = std::max(max_type, t);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  etypes_ = std::move(etypes);
+  num_etypes_ = num_etypes > 0 ? num_etypes : max_type + 1;
+  relations_.clear();
+  return Status::ok();
+}
+
+bool BlockGraph::has_etypes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return etypes_.defined();
+}
+
+int64_t BlockGraph::num_etypes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return etypes_.defined() ? num_etypes_ : 0;
+}
+
+torch::Tensor BlockGraph::etypes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return etypes_;
+}
+
+bool BlockGraph::has_relations() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return !relations_.empty();
+}
+
+c10::intrusive_ptr<BlockGraph> BlockGraph::relation(int64_t r) {
+  std::lock_guard<std::mutex> lock(mu_);
+  TORCH_CHECK(etypes_.defined(), "dgld.Block: relation(", r, ") of a block without edge types");
+  TORCH_CHECK(r >= 0 && r < num_etypes_, "dgld.Block: relation ", r, " of a block with ", num_etypes_,
+              " edge types");
+  if (!relations_.empty()) return relations_[static_cast<size_t>(r)];
+  // Counting sort of the edges by (type, dst). Walking the edges in
+  // dst-major order, the edges of one type come in increasing dst, so one
+  // cursor per type places them; a first pass counts them per (type, dst).
+  const int64_t nr = num_etypes_, nd = num_dst_, ne = num_edges();
+  const bool i32 = etypes_.scalar_type() == torch::kInt32;
+  const int64_t* p = indptr_.data_ptr<int64_t>();
+  const int64_t* src = indices_.data_ptr<int64_t>();
+  std::vector<int64_t> type(static_cast<size_t>(ne));
+  for (int64_t k = 0; k < ne; ++k) type[k] = i32 ? etype_at<int32_t>(etypes_, k) : etype_at<int64_t>(etypes_, k);
+  std::vector<torch::Tensor> indptrs, indices;
+  std::vector<int64_t*> ip(static_cast<size_t>(nr));
+  indptrs.reserve(static_cast<size_t>(nr));
+  for (int64_t t = 0; t < nr; ++t) {
+    indptrs.push_back(torch::zeros({nd + 1}, torch::kInt64));
+    ip[t] = indptrs.back().data_ptr<int64_t>();
+  }
+  for (int64_t v = 0; v < nd; ++v) {
+    for (int64_t k = p[v]; k < p[v + 1]; ++k) ++ip[type[k]][v + 1];
+  }
+  std::vector<int64_t*> ix(static_cast<size_t>(nr));
+  std::vector<int64_t> cursor(static_cast<size_t>(nr), 0);
+  indices.reserve(static_cast<size_t>(nr));
+  for (int64_t t = 0; t < nr; ++t) {
+    for (int64_t v = 0; v < nd; ++v) ip[t][v + 1] += ip[t][v];
+    indices.push_back(torch::empty({ip[t][nd]}, torch::kInt64));
+    ix[t] = indices.back().data_ptr<int64_t>();
+  }
+  for (int64_t k = 0; k < ne; ++k) ix[type[k]][cursor[type[k]]++] = src[k];
+  relations_.reserve(static_cast<size_t>(nr));
+  for (int64_t t = 0; t < nr; ++t) {
+    relations_.push_back(c10::make_intrusive<BlockGraph>(Checked{}, std::move(indptrs[t]), std::move(indices[t]),
+                                                         num_src_));
+  }
+  return relations_[static_cast<size_t>(r)];
+}
+
+namespace {
 torch::Tensor int64_tensor(const std::vector<int64_t>& v) {
   auto t = torch::empty({static_cast<int64_t>(v.size())}, torch::kInt64);
   if (!v.empty()) std::memcpy(t.data_ptr<int64_t>(), v.data(), v.size() * sizeof(int64_t));
@@ -123,7 +225,7 @@ torch::Tensor int64_tensor(const std::vector<int64_t>& v) {
 }
 }  // namespace
 
-Result<BlockGraphPtr> block_graph_from(const Block& block, bool with_ids) {
+Result<BlockGraphPtr> block_graph_from(const Block& block, bool with_ids, int64_t num_etypes) {
   const int64_t nd = block.num_dst();
   if (static_cast<int64_t>(block.indptr.size()) != nd + 1) {
     return invalid_argument(fmt::format("block indptr has {} entries for {} dst nodes", block.indptr.size(), nd));
@@ -134,6 +236,13 @@ Result<BlockGraphPtr> block_graph_from(const Block& block, bool with_ids) {
     g->src_ids = int64_tensor(block.src_nodes);
     g->dst_ids = int64_tensor(block.dst_nodes);
     g->edge_ids = int64_tensor(block.eids);
+  }
+  if (!block.etypes.empty() || num_etypes > 0) {
+    auto t = torch::empty({static_cast<int64_t>(block.etypes.size())}, torch::kInt32);
+    if (!block.etypes.empty()) {
+      std::memcpy(t.data_ptr<int32_t>(), block.etypes.data(), block.etypes.size() * sizeof(int32_t));
+    }
+    DGLD_RETURN_IF_ERROR(g->set_etypes(std::move(t), num_etypes));
   }
   return g;
 }

@@ -13,6 +13,10 @@
 // shared by every layer that runs on the block. Src node i and dst node i are
 // the same node for i < num_dst (DGL's block convention).
 //
+// A heterogeneous graph's block (held as one homogeneous graph whose edges
+// each have a type id) may carry edge types: set_etypes, then relation(r) is
+// the block restricted to the edges of type r (what R-GCN aggregates over).
+//
 // Private to training code (LibTorch). Not thread-safe beyond the lazily
 // built parts, which are guarded: one thread runs a model on a block at a time.
 
@@ -20,6 +24,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include <torch/custom_class.h>
 #include <torch/types.h>
@@ -67,6 +72,26 @@ class BlockGraph : public torch::CustomClassHolder {
   const Reverse& reverse();
   bool has_reverse() const;
 
+  // Edge types. etypes: int32 or int64 [num_edges], parallel to indices(),
+  // each in [0, num_etypes); num_etypes 0 means max type + 1 (0 when the
+  // block has no edges). Kept as given (made contiguous). Replaces earlier
+  // types and drops relation graphs built from them. invalid_argument naming
+  // the wrong length, dtype or the first type out of range.
+  Status set_etypes(torch::Tensor etypes, int64_t num_etypes = 0);
+  bool has_etypes() const;
+  int64_t num_etypes() const;      // 0 without edge types
+  torch::Tensor etypes() const;    // undefined without edge types
+  // The block restricted to the edges of type r, 0 <= r < num_etypes(): the
+  // same num_src / num_dst and node numbering, dst-major CSR, each dst's
+  // edges in their order here. Every relation is built in one pass (a
+  // counting sort of the edges by (type, dst)) on the first call, then
+  // shared by every layer that runs on the block; a relation graph carries
+  // no ids, node data or edge types of its own. Costs num_etypes x
+  // (num_dst + 1) indptr entries. Throws c10::Error (TORCH_CHECK) without
+  // edge types or with r out of range.
+  c10::intrusive_ptr<BlockGraph> relation(int64_t r);
+  bool has_relations() const;  // built already
+
   // Optional global ids of the block's nodes (the kernels never read them).
   // Undefined tensors when not set.
   torch::Tensor src_ids, dst_ids, edge_ids;
@@ -90,14 +115,19 @@ class BlockGraph : public torch::CustomClassHolder {
   mutable std::mutex mu_;
   torch::Tensor edge_dst_;
   Reverse reverse_;
+  torch::Tensor etypes_;  // int32 / int64 [num_edges], or undefined
+  int64_t num_etypes_ = 0;
+  std::vector<c10::intrusive_ptr<BlockGraph>> relations_;  // [num_etypes_] once built
 };
 
 using BlockGraphPtr = c10::intrusive_ptr<BlockGraph>;
 
 // A sampled block (common/sampling/block.h) as a BlockGraph: its CSR copied
-// into tensors, and with `with_ids` its src, dst and edge global ids too.
-// invalid_argument when the block's arrays are inconsistent.
-Result<BlockGraphPtr> block_graph_from(const Block& block, bool with_ids = false);
+// into tensors, with `with_ids` its src, dst and edge global ids too, and
+// its edge types (Block::etypes, int32) when it has any, with num_etypes
+// relations (0: max type + 1; see set_etypes). invalid_argument when the
+// block's arrays are inconsistent.
+Result<BlockGraphPtr> block_graph_from(const Block& block, bool with_ids = false, int64_t num_etypes = 0);
 
 // The check behind create(): ok, or invalid_argument naming what is wrong.
 Status validate_csr(const torch::Tensor& indptr, const torch::Tensor& indices, int64_t num_src);

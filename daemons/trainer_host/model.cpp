@@ -15,7 +15,8 @@ Result<ModelKind> parse_model_kind(std::string_view name) {
   if (name == "sage" || name == "graphsage") return ModelKind::sage;
   if (name == "gcn") return ModelKind::gcn;
   if (name == "gat") return ModelKind::gat;
-  return invalid_argument("unknown model '" + std::string(name) + "' (known: sage, gcn, gat)");
+  if (name == "rgcn") return ModelKind::rgcn;
+  return invalid_argument("unknown model '" + std::string(name) + "' (known: sage, gcn, gat, rgcn)");
 }
 
 const char* model_kind_name(ModelKind kind) {
@@ -23,6 +24,7 @@ const char* model_kind_name(ModelKind kind) {
     case ModelKind::sage: return "sage";
     case ModelKind::gcn: return "gcn";
     case ModelKind::gat: return "gat";
+    case ModelKind::rgcn: return "rgcn";
   }
   return "?";
 }
@@ -44,12 +46,22 @@ Status validate_model_config(const ModelConfig& c) {
     return invalid_argument(fmt::format("--dropout must be in [0, 1), got {}", c.dropout));
   }
   if (c.num_heads < 1) return invalid_argument(fmt::format("--num-heads must be >= 1, got {}", c.num_heads));
+  if (c.kind == ModelKind::rgcn) {
+    if (c.num_rels < 1) {
+      return invalid_argument(fmt::format("rgcn needs the graph's number of edge types (num_rels) >= 1, got {} "
+                                          "(R-GCN runs on heterogeneous graphs)",
+                                          c.num_rels));
+    }
+    if (c.num_bases < 0) return invalid_argument(fmt::format("--num-bases must be >= 0, got {}", c.num_bases));
+  }
   return Status::ok();
 }
 
 // ---------------------------------------------------------------- tensors
 
-Result<ops::BlockGraphPtr> make_block_graph(const Block& block) { return ops::block_graph_from(block); }
+Result<ops::BlockGraphPtr> make_block_graph(const Block& block, int64_t num_etypes) {
+  return ops::block_graph_from(block, /*with_ids=*/false, num_etypes);
+}
 
 Result<ModelInput> make_model_input(const MiniBatch& batch, torch::Tensor x) {
   if (batch.blocks.empty()) return invalid_argument("mini-batch has no blocks");
@@ -164,6 +176,61 @@ torch::Tensor GatConvImpl::forward(const ops::BlockGraphPtr& b, const torch::Ten
   return out + bias.view({1, num_heads, out_dim});
 }
 
+RelGraphConvImpl::RelGraphConvImpl(int64_t in_dim, int64_t out_dim, int64_t rels, int64_t num_bases, Kernels k)
+    : kernels(k), num_rels(rels) {
+  TORCH_CHECK(rels >= 1, "RelGraphConv needs num_rels >= 1, got ", rels);
+  const bool bases = num_bases > 0 && num_bases < rels;
+  weight = register_parameter("weight", torch::empty({bases ? num_bases : rels, in_dim, out_dim}));
+  if (bases) w_comp = register_parameter("w_comp", torch::empty({rels, num_bases}));
+  loop_weight = register_parameter("loop_weight", torch::empty({in_dim, out_dim}));
+  bias = register_parameter("bias", torch::zeros({out_dim}));
+  torch::NoGradGuard no_grad;
+  // Xavier (relu gain) per [in, out] matrix, as the self-loop weight.
+  for (int64_t i = 0; i < weight.size(0); ++i) {
+    auto w = weight[i];
+    torch::nn::init::xavier_uniform_(w, kReluGain);
+  }
+  if (bases) torch::nn::init::xavier_uniform_(w_comp, kReluGain);
+  torch::nn::init::xavier_uniform_(loop_weight, kReluGain);
+}
+
+namespace {
+// W_r for the relations `rels` (int64 [U]): [U, in, out].
+torch::Tensor weights_of(const RelGraphConvImpl& m, const torch::Tensor& rels) {
+  if (!m.w_comp.defined()) return m.weight.index_select(0, rels);
+  const int64_t nb = m.weight.size(0), in = m.weight.size(1), out = m.weight.size(2);
+  return m.w_comp.index_select(0, rels).matmul(m.weight.reshape({nb, in * out})).view({-1, in, out});
+}
+}  // namespace
+
+torch::Tensor RelGraphConvImpl::relation_weights() const {
+  return weights_of(*this, torch::arange(num_rels, torch::kInt64));
+}
+
+torch::Tensor RelGraphConvImpl::forward(const ops::BlockGraphPtr& b, const torch::Tensor& h_src) {
+  TORCH_CHECK(b->has_etypes() || b->num_edges() == 0,
+              "rgcn: the block has no edge types (R-GCN runs on the blocks of a heterogeneous graph, whose "
+              "edges carry a type id)");
+  const int64_t nd = b->num_dst_nodes(), block_rels = b->num_etypes();
+  TORCH_CHECK(block_rels <= num_rels, "rgcn: the block has ", block_rels, " edge types but the model has ", num_rels,
+              " relations");
+  auto out = h_src.narrow(0, 0, nd).matmul(loop_weight) + bias;
+  // Each relation's mean over its in-edges, then one product for all of
+  // them: [num_dst, U * in] x [U * in, out].
+  std::vector<torch::Tensor> aggs;
+  std::vector<int64_t> used;
+  for (int64_t r = 0; r < block_rels; ++r) {
+    const auto g = b->relation(r);
+    if (g->num_edges() == 0) continue;
+    aggs.push_back(aggregate(kernels, g, h_src, ops::Reduce::mean));
+    used.push_back(r);
+  }
+  if (used.empty()) return out;
+  const auto w = weights_of(*this, torch::tensor(used, torch::kInt64));
+  if (used.size() == 1) return out + aggs[0].matmul(w[0]);
+  return out + torch::cat(aggs, 1).matmul(w.reshape({-1, w.size(2)}));
+}
+
 GnnNetImpl::GnnNetImpl(const ModelConfig& config) : config_(config) {
   const int L = config.num_layers;
   for (int l = 0; l < L; ++l) {
@@ -177,6 +244,10 @@ GnnNetImpl::GnnNetImpl(const ModelConfig& config) : config_(config) {
       case ModelKind::gcn: gcn_.push_back(register_module(name, GraphConv(in, out, config.kernels))); break;
       case ModelKind::gat:
         gat_.push_back(register_module(name, GatConv(in, out, config.num_heads, config.kernels)));
+        break;
+      case ModelKind::rgcn:
+        rgcn_.push_back(
+            register_module(name, RelGraphConv(in, out, config.num_rels, config.num_bases, config.kernels)));
         break;
     }
   }
@@ -199,6 +270,7 @@ torch::Tensor GnnNetImpl::forward_layer(int layer, const ops::BlockGraphPtr& b, 
       h = last ? h.mean(1) : h.flatten(1);
       break;
     }
+    case ModelKind::rgcn: h = rgcn_[layer]->forward(b, h_src); break;
   }
   if (!last) {
     h = config_.kind == ModelKind::gat ? torch::elu(h) : torch::relu(h);
@@ -244,6 +316,11 @@ std::string BuiltinModel::describe() const {
   std::string s = fmt::format("{}(in={}, hidden={}, classes={}, layers={}, dropout={}", model_kind_name(c.kind),
                               c.in_dim, c.num_hidden, c.num_classes, c.num_layers, c.dropout);
   if (c.kind == ModelKind::gat) s += fmt::format(", heads={}", c.num_heads);
+  if (c.kind == ModelKind::rgcn) {
+    const bool bases = c.num_bases > 0 && c.num_bases < c.num_rels;
+    s += bases ? fmt::format(", rels={}, bases={}", c.num_rels, c.num_bases)
+               : fmt::format(", rels={}, bases=none", c.num_rels);
+  }
   if (c.kernels != Kernels::fused) s += fmt::format(", kernels={}", kernels_name(c.kernels));
   return s + ")";
 }

@@ -1,6 +1,7 @@
 #pragma once
-// The GNN models trainer-host trains: GraphSAGE (mean aggregator), GCN and GAT,
-// or a user's TorchScript module (docs/models.md); each a stack of layers that run over sampled blocks (common/sampling/block.h),
+// The GNN models trainer-host trains: GraphSAGE (mean aggregator), GCN, GAT
+// and R-GCN (heterogeneous graphs: blocks with edge types), or a user's
+// TorchScript module (docs/models.md); each a stack of layers that run over sampled blocks (common/sampling/block.h),
 // input layer first, as DGL's examples build them.
 //
 // This header is torch-free so that options parsing, tools and tests that only
@@ -17,9 +18,9 @@
 
 namespace dgld::trainer {
 
-enum class ModelKind { sage, gcn, gat };
+enum class ModelKind { sage, gcn, gat, rgcn };
 
-// "sage" | "gcn" | "gat"; invalid_argument naming the known kinds otherwise.
+// "sage" | "gcn" | "gat" | "rgcn"; invalid_argument naming the known kinds otherwise.
 Result<ModelKind> parse_model_kind(std::string_view name);
 const char* model_kind_name(ModelKind kind);
 
@@ -48,10 +49,17 @@ struct ModelConfig {
   // the module's own; in_dim, num_classes and num_layers are checked against
   // it.
   std::string model_file;
+  // R-GCN only (last, so that positional initialisers of the fields above
+  // keep working). num_rels: the graph's edge types (> 0; every block's edge
+  // type ids must be below it). num_bases: 0 or >= num_rels gives one weight
+  // matrix per relation; 0 < num_bases < num_rels shares num_bases basis
+  // matrices, W_r = sum_b a[r, b] V_b (DGL RelGraphConv regularizer='basis').
+  int num_rels = 0;
+  int num_bases = 0;
 };
 
-// invalid_argument naming the field when a size is not positive or dropout is
-// outside [0, 1).
+// invalid_argument naming the field when a size is not positive, dropout is
+// outside [0, 1), or an R-GCN has num_rels < 1 or num_bases < 0.
 Status validate_model_config(const ModelConfig& config);
 
 // Whether `path` holds a TorchScript module that meets the contract of

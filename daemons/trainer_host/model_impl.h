@@ -26,10 +26,14 @@
 
 namespace dgld::trainer {
 
-// The block's CSR as a BlockGraph (copies its arrays). invalid_argument if
-// the block's arrays are inconsistent (indptr length, an index out of range,
-// src_nodes shorter than dst_nodes).
-Result<ops::BlockGraphPtr> make_block_graph(const Block& block);
+// The block's CSR as a BlockGraph (copies its arrays), with the block's edge
+// types (Block::etypes) when it has any: num_etypes relations, 0 meaning max
+// type + 1 (ops::BlockGraph::set_etypes). Pass the graph's relation count
+// (ModelConfig::num_rels) when known: with num_etypes > 0 a block with no
+// edges gets (empty) edge types too. invalid_argument if the block's arrays
+// are inconsistent (indptr length, an index out of range, src_nodes shorter
+// than dst_nodes, etypes not one per edge or a type >= num_etypes).
+Result<ops::BlockGraphPtr> make_block_graph(const Block& block, int64_t num_etypes = 0);
 
 // What a model's forward pass takes: every block of the batch and the input
 // features of blocks[0].src_nodes ([num_src, in_dim], float32).
@@ -98,9 +102,37 @@ class GatConvImpl : public torch::nn::Module {
 };
 TORCH_MODULE(GatConv);
 
+// DGL RelGraphConv(self_loop=True, bias=True, activation=None) with each
+// relation's messages averaged (DGL's entity-classification example
+// normalises by in-degree per relation):
+//   h_dst'[v] = h_dst[v] W_self + b + sum_r mean_{u in N_r(v)} h_src[u] W_r
+// with h_dst = h_src[:num_dst] and N_r(v) v's in-edges of type r
+// (b->relation(r)); a dst with no in-edges of type r gets 0 from r. Each
+// relation is aggregated first (num_dst <= num_src rows), then all are
+// projected in one product. W_r = weight[r] without bases; with 0 < num_bases
+// < num_rels, W_r = sum_b w_comp[r, b] weight[b] (regularizer='basis').
+// The block must carry edge types (an edgeless block may have none), all
+// below num_rels; c10::Error otherwise.
+class RelGraphConvImpl : public torch::nn::Module {
+ public:
+  // num_bases: 0 or >= num_rels gives one matrix per relation.
+  RelGraphConvImpl(int64_t in_dim, int64_t out_dim, int64_t num_rels, int64_t num_bases, Kernels kernels);
+  Kernels kernels;
+  torch::Tensor forward(const ops::BlockGraphPtr& b, const torch::Tensor& h_src);
+  // W_r for every relation: [num_rels, in_dim, out_dim].
+  torch::Tensor relation_weights() const;
+  bool uses_bases() const { return w_comp.defined(); }
+  int64_t num_rels;
+  torch::Tensor weight;       // [num_rels or num_bases, in_dim, out_dim]
+  torch::Tensor w_comp;       // [num_rels, num_bases]; undefined without bases
+  torch::Tensor loop_weight;  // [in_dim, out_dim]
+  torch::Tensor bias;         // [out_dim]
+};
+TORCH_MODULE(RelGraphConv);
+
 // The layer stack. Between layers: activation (ReLU; ELU for GAT, as DGL's GAT
 // example), then dropout. GAT hidden layers concatenate heads, the last layer
-// averages them.
+// averages them. R-GCN: RelGraphConv layers, ReLU.
 class GnnNetImpl : public torch::nn::Module {
  public:
   explicit GnnNetImpl(const ModelConfig& config);
@@ -119,6 +151,7 @@ class GnnNetImpl : public torch::nn::Module {
   std::vector<SageConv> sage_;
   std::vector<GraphConv> gcn_;
   std::vector<GatConv> gat_;
+  std::vector<RelGraphConv> rgcn_;
   torch::nn::Dropout dropout_{nullptr};
 };
 TORCH_MODULE(GnnNet);
@@ -154,7 +187,8 @@ struct Model::Impl {
   virtual std::string checkpoint_name() const = 0;
 };
 
-// A built-in model: GnnNet.
+// A built-in model: GnnNet. save_torchscript: invalid_argument for rgcn (not
+// exported yet).
 struct BuiltinModel : Model::Impl {
   explicit BuiltinModel(const ModelConfig& c) : Impl(c), net(c) {}
   GnnNet net;

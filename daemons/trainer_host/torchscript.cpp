@@ -379,6 +379,7 @@ Result<std::unique_ptr<Model::Impl>> load_scripted_model(const ModelConfig& conf
 
 Status BuiltinModel::save_torchscript(const std::string& path) {
   const ModelConfig& c = config;
+  if (c.kind == ModelKind::rgcn) return invalid_argument("--save-model is not supported for rgcn yet");
   auto resolver = std::make_shared<DgldResolver>();
   const std::string kind = model_kind_name(c.kind);
   jit::Module top = make_module(kind);
@@ -418,6 +419,7 @@ Status BuiltinModel::save_torchscript(const std::string& path) {
           add_parameter(layer, "bias", params.at(prefix + "bias"));
           layer.define(kGatSource, resolver);
           break;
+        case ModelKind::rgcn: break;  // rejected above
       }
       top.register_module(fmt::format("layer{}", l), layer);
     }
