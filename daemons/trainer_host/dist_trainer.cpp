@@ -264,8 +264,17 @@ class DistBackend final : public TrainingBackend {
     return std::move(**next);
   }
   Result<LinkEdges> link_eval_edges(bool test) override { return test ? link_test_ : link_valid_; }
+  const GraphTypeInfo* graph_types() const override {
+    return cluster_->config().types.present() ? &cluster_->config().types : nullptr;
+  }
+  std::vector<int64_t> type_feature_dims() const override { return type_feature_dims_; }
 
  private:
+  // Node tensor `name` of the labelled nodes: "_N/<name>", or on a
+  // heterogeneous graph "<target type>/<name>".
+  std::string labelled(const std::string& name) const { return target_prefix_ + name; }
+  // Heterogeneous graphs: the target type, the features' widths, the sampler's per-type fanouts.
+  Status setup_hetero(const MappedPartition& part);
   // --task link: the edge loader over this trainer's edge_split of
   // the edge tensor train_mask, and its share of the held-out edges.
   Status setup_link(const std::vector<int64_t>& fanouts, bool uses_features);
@@ -292,7 +301,42 @@ class DistBackend final : public TrainingBackend {
   std::vector<std::string> created_;  // DistTensors this run created and must delete
   int64_t feat_dim_ = 0, num_classes_ = 0, steps_per_epoch_ = 0;
   int eval_round_ = 0;
+  std::string target_prefix_ = "_N/";
+  int target_type_ = -1;                         // heterogeneous graphs: the labelled node type
+  std::vector<int64_t> type_feature_dims_;        // heterogeneous graphs: by node type, 0 without features
+  std::vector<client::DistTensor> typed_features_;  // heterogeneous graphs: the per-type feature tensors
 };
+
+Status DistBackend::setup_hetero(const MappedPartition& part) {
+  const GraphTypeInfo& types = cluster_->config().types;
+  if (c_.model != "rgcn") {
+    return invalid_argument(fmt::format("graph '{}' is heterogeneous ({} node types, {} edge types): train it with "
+                                        "--model rgcn (docs/heterogeneous.md), not --model {}",
+                                        graph_name(), types.num_ntypes(), types.num_etypes(), c_.model));
+  }
+  const std::string target = c_.target_ntype.empty() ? types.target_ntype : c_.target_ntype;
+  if (target.empty()) {
+    return invalid_argument(fmt::format("graph '{}' is heterogeneous and its partition config names no target node "
+                                        "type: give --target-ntype (one of: {})",
+                                        graph_name(), fmt::join(types.ntypes, ", ")));
+  }
+  target_type_ = types.ntype_id(target);
+  if (target_type_ < 0) {
+    return invalid_argument(fmt::format("--target-ntype '{}' is not a node type of '{}' (known: {})", target,
+                                        graph_name(), fmt::join(types.ntypes, ", ")));
+  }
+  target_prefix_ = target + "/";
+  for (const std::string& t : types.ntypes) {
+    const TensorView* f = part.node_tensor(t + "/" + c_.feature);
+    type_feature_dims_.push_back(f && f->shape.size() == 2 ? f->shape[1] : 0);
+  }
+  DGLD_ASSIGN_OR_RETURN(typed_features_, client::open_typed_features(*cluster_, c_.feature));
+  if (o_.num_samplers > 0 || !o_.sampler_endpoints.empty()) {
+    return invalid_argument("--num-samplers: sampler-workers do not make heterogeneous batches yet; run with "
+                            "--num-samplers 0 (the trainer samples in its own threads)");
+  }
+  return Status::ok();
+}
 
 Result<std::vector<int64_t>> DistBackend::split(const std::string& mask, bool required) {
   // Hierarchical partitions (--num-trainers-per-machine) carry a trainer id
@@ -306,14 +350,15 @@ Result<std::vector<int64_t>> DistBackend::split(const std::string& mask, bool re
 
 Status DistBackend::check_node_tensor(const std::string& name, DType dtype, bool matrix) const {
   const MappedPartition& part = cluster_->local().graph();
-  const TensorView* t = part.node_tensor("_N/" + name);
+  const std::string full = labelled(name);
+  const TensorView* t = part.node_tensor(full);
   const std::string where = fmt::format("partition {} of '{}' ({})", cluster_->machine_id(), graph_name(),
                                         o_.part_config);
   if (!t) {
-    return not_found(fmt::format("{} has no node tensor '_N/{}' (it has: {})", where, name, node_tensor_names(part)));
+    return not_found(fmt::format("{} has no node tensor '{}' (it has: {})", where, full, node_tensor_names(part)));
   }
   if (t->dtype != dtype || (matrix ? t->shape.size() != 2 : t->row_size() != 1)) {
-    return invalid_argument(fmt::format("{}: node tensor '_N/{}' is {} [{}], expected {} {}", where, name,
+    return invalid_argument(fmt::format("{}: node tensor '{}' is {} [{}], expected {} {}", where, full,
                                         dtype_name(t->dtype), fmt::join(t->shape, ", "), dtype_name(dtype),
                                         matrix ? "[n, d]" : "[n]"));
   }
@@ -339,8 +384,13 @@ Status DistBackend::setup() {
   const int rank = cluster_->rank(), world = cluster_->num_trainers();
 
   // Inputs named by the flags must exist with the right types.
-  const bool uses_features = c_.learnable_features != LearnableFeatures::replace;
+  const bool hetero = cluster_->config().types.present();
+  const bool uses_features = c_.learnable_features != LearnableFeatures::replace && !hetero;
   const MappedPartition& part = cluster_->local().graph();
+  if (hetero) DGLD_RETURN_IF_ERROR(setup_hetero(part));
+  if (!hetero && c_.model == "rgcn") {
+    return invalid_argument(fmt::format("--model rgcn needs a heterogeneous graph; '{}' is homogeneous", graph_name()));
+  }
   if (uses_features) {
     DGLD_RETURN_IF_ERROR(check_node_tensor(c_.feature, DType::float32, true).with_context("--feature"));
     feat_dim_ = part.node_tensor("_N/" + c_.feature)->shape[1];
@@ -349,8 +399,8 @@ Status DistBackend::setup() {
   int64_t max_label = link ? 0 : -1;  // link prediction reads no labels
   if (!link) {
     DGLD_RETURN_IF_ERROR(check_node_tensor(c_.label, DType::int64, false).with_context("--label"));
-    for (int64_t v : part.node_tensor("_N/" + c_.label)->as<int64_t>()) max_label = std::max(max_label, v);
-    DGLD_ASSIGN_OR_RETURN(train_ids_, split("train_mask", true));
+    for (int64_t v : part.node_tensor(labelled(c_.label))->as<int64_t>()) max_label = std::max(max_label, v);
+    DGLD_ASSIGN_OR_RETURN(train_ids_, split(labelled("train_mask"), true));
   }
   const auto& book = cluster_->partition_book();
   DGLD_ASSIGN_OR_RETURN(eval_nodes_, client::node_split([](int64_t) { return true; }, book,
@@ -370,7 +420,7 @@ Status DistBackend::setup() {
   auto t = torch::tensor({max_label}, torch::kInt64);
   DGLD_RETURN_IF_ERROR(coll_->allreduce(t, Reduce::max, "agreeing on the class count"));
   num_classes_ = t.item<int64_t>() + 1;
-  if (num_classes_ < 1) return invalid_argument("no labels in any partition ('_N/" + c_.label + "' is empty)");
+  if (num_classes_ < 1) return invalid_argument("no labels in any partition ('" + labelled(c_.label) + "' is empty)");
   auto machines = torch::zeros({world}, torch::kInt64);
   machines[rank] = cluster_->machine_id();
   DGLD_RETURN_IF_ERROR(coll_->allreduce(machines, Reduce::sum, "exchanging the trainers' machines"));
@@ -407,8 +457,14 @@ Status DistBackend::setup() {
   lo.seed = c_.seed + static_cast<uint64_t>(rank) * 0x9e3779b97f4a7c15ULL;
   lo.spec.fanouts = fanouts;
   lo.spec.replace = c_.replace;
-  lo.spec.feature = uses_features ? c_.feature : "";
-  lo.spec.label = c_.label;
+  lo.spec.feature = uses_features || hetero ? c_.feature : "";
+  lo.spec.label = labelled(c_.label);
+  if (hetero) {
+    // DGL's int fanout on a heterogeneous graph: that many per edge type.
+    for (int64_t f : fanouts) {
+      lo.spec.etype_fanouts.emplace_back(static_cast<size_t>(cluster_->config().types.num_etypes()), f);
+    }
+  }
   lo.spec.feature_cache_bytes = static_cast<size_t>(o_.feature_cache_mb) << 20;
   lo.samplers = endpoints;
   lo.local_threads = 2;
@@ -541,12 +597,12 @@ Result<std::unique_ptr<EmbeddingStore>> DistBackend::create_embedding_store(cons
 
 Status DistBackend::count_correct(std::span<const int64_t> nodes, const torch::Tensor& logits,
                                   EvalCounts& counts) const {
-  DGLD_ASSIGN_OR_RETURN(auto labels_t, graph_->ndata(c_.label));
+  DGLD_ASSIGN_OR_RETURN(auto labels_t, graph_->ndata(labelled(c_.label)));
   DGLD_ASSIGN_OR_RETURN(auto labels, labels_t.pull_as<int64_t>(nodes));
   const auto pred = logits.argmax(1);
   const int64_t* p = pred.data_ptr<int64_t>();
   for (const char* mask : {"val_mask", "test_mask"}) {
-    auto mt = graph_->ndata(mask);
+    auto mt = graph_->ndata(labelled(mask));
     if (!mt.is_ok()) continue;  // no such split
     DGLD_ASSIGN_OR_RETURN(auto m, mt->pull_as<uint8_t>(nodes));
     int64_t& correct = mask[0] == 'v' ? counts.val_correct : counts.test_correct;
@@ -563,7 +619,19 @@ Status DistBackend::count_correct(std::span<const int64_t> nodes, const torch::T
 Result<EvalCounts> DistBackend::layerwise(Model& model, const Layer0Input& input, const LayerwiseRequest& request) {
   const int round = eval_round_++;
   client::DistNeighborSource source(*cluster_);
-  const MultiLayerNeighborSampler full({-1});
+  MultiLayerNeighborSampler full({c_.eval_fan_out});
+  const GraphTypeInfo& types = cluster_->config().types;
+  if (types.present()) {
+    full.set_etype_fanouts({std::vector<int64_t>(static_cast<size_t>(types.num_etypes()), c_.eval_fan_out)});
+  }
+  // The last layer's output is needed for the labelled type only (unless kept).
+  std::vector<int64_t> target_nodes;
+  if (target_type_ >= 0) {
+    const auto& book = cluster_->partition_book();
+    for (int64_t v : eval_nodes_) {
+      if (book.node_type(v) == target_type_) target_nodes.push_back(v);
+    }
+  }
   std::optional<client::DistTensor> features;
   if (feat_dim_ > 0) {
     DGLD_ASSIGN_OR_RETURN(features, graph_->ndata(c_.feature));
@@ -582,12 +650,13 @@ Result<EvalCounts> DistBackend::layerwise(Model& model, const Layer0Input& input
       DGLD_ASSIGN_OR_RETURN(cur, create_tensor(fmt::format("dgld.{}.eval{}.h{}", run_id_, round, l),
                                                model.impl().layer_out_dim(l), client::Init::zeros, 0));
     }
-    for (size_t start = 0; start < eval_nodes_.size(); start += static_cast<size_t>(c_.batch_size_eval)) {
-      const size_t len = std::min(static_cast<size_t>(c_.batch_size_eval), eval_nodes_.size() - start);
-      const std::span<const int64_t> chunk(eval_nodes_.data() + start, len);
+    const std::vector<int64_t>& nodes = last && !kept(l) && target_type_ >= 0 ? target_nodes : eval_nodes_;
+    for (size_t start = 0; start < nodes.size(); start += static_cast<size_t>(c_.batch_size_eval)) {
+      const size_t len = std::min(static_cast<size_t>(c_.batch_size_eval), nodes.size() - start);
+      const std::span<const int64_t> chunk(nodes.data() + start, len);
       auto batch = full.sample(source, chunk, 0);
       if (!batch.is_ok()) return batch.status().with_context(fmt::format("layer {}: sampling", l));
-      auto bt = make_block_graph(batch->blocks[0]);
+      auto bt = make_block_graph(batch->blocks[0], types.num_etypes());
       if (!bt.is_ok()) return bt.status().with_context(fmt::format("layer {}", l));
       const auto& src = batch->input_nodes;
       const int64_t n = static_cast<int64_t>(src.size());
@@ -595,7 +664,11 @@ Result<EvalCounts> DistBackend::layerwise(Model& model, const Layer0Input& input
       if (l == 0) {
         rows.resize(static_cast<size_t>(n * feat_dim_));
         if (features) DGLD_RETURN_IF_ERROR(features->pull_into(src, rows.data()).with_context("layer 0: features"));
-        DGLD_ASSIGN_OR_RETURN(h_src, input(src, rows_tensor(rows, n, feat_dim_)));
+        std::vector<client::TypedRows> typed;
+        if (!typed_features_.empty()) {
+          DGLD_ASSIGN_OR_RETURN(typed, client::pull_typed_rows(*cluster_, typed_features_, src));
+        }
+        DGLD_ASSIGN_OR_RETURN(h_src, input(src, rows_tensor(rows, n, feat_dim_), typed));
       } else {
         const auto& prev = outs[static_cast<size_t>(l - 1)];
         h_src = torch::empty({n, prev->shape()[1]}, torch::kFloat32);

@@ -169,7 +169,7 @@ Result<client::Batch> LocalBackend::next_batch() {
 }
 
 Result<EvalCounts> LocalBackend::layerwise(Model& model, const Layer0Input& input, const LayerwiseRequest& request) {
-  const MultiLayerNeighborSampler full({-1});
+  const MultiLayerNeighborSampler full({c_.eval_fan_out});
   torch::Tensor h;  // the previous layer's output for every node
   std::vector<int64_t> chunk;
   std::vector<float> rows;
@@ -187,7 +187,7 @@ Result<EvalCounts> LocalBackend::layerwise(Model& model, const Layer0Input& inpu
       if (l == 0) {
         gather_rows(batch->input_nodes, rows);
         const int64_t n = static_cast<int64_t>(batch->input_nodes.size());
-        DGLD_ASSIGN_OR_RETURN(h_src, input(batch->input_nodes, rows_tensor(rows, n, feat_dim())));
+        DGLD_ASSIGN_OR_RETURN(h_src, input(batch->input_nodes, rows_tensor(rows, n, feat_dim()), {}));
       } else {
         h_src = h.index_select(0, ids_tensor(batch->input_nodes));
       }
@@ -308,6 +308,11 @@ Result<TrainResult> train_standalone(const std::string& part_config, const Train
     return invalid_argument(fmt::format("{}: standalone mode trains on one partition, but '{}' has {} (partition "
                                         "with --num-parts 1, or use distributed mode)",
                                         part_config, pc.graph_name, pc.num_parts));
+  }
+  if (pc.types.present()) {
+    return invalid_argument(fmt::format("{}: '{}' is a heterogeneous graph; standalone mode trains homogeneous graphs "
+                                        "only, run it as a distributed job (dgl-launch, --local for one machine)",
+                                        part_config, pc.graph_name));
   }
   auto part = open_partition(pc, 0, /*verify_checksums=*/false);
   if (!part.is_ok()) return part.status().with_context(part_config);

@@ -26,13 +26,21 @@ ParsedTrainerHostOptions parse_trainer_host_options(int argc, const char* const 
       ("num-layers", po::value(&t.num_layers)->default_value(t.num_layers), "GNN layers (= number of fanouts)")
       ("fan-out", po::value(&t.fan_out)->default_value(t.fan_out), "fanout per layer, input layer first; -1 all")
       ("batch-size", po::value(&t.batch_size)->default_value(t.batch_size), "seeds per training batch")
+      ("eval-fan-out", po::value(&t.eval_fan_out)->default_value(t.eval_fan_out),
+       "neighbours per node (per edge type on a heterogeneous graph) in layer-wise evaluation; -1: all "
+       "(DGL's inference), 0: none (with --fan-out 0,0: a model of each node's own features)")
       ("batch-size-eval", po::value(&t.batch_size_eval)->default_value(t.batch_size_eval),
        "nodes per chunk of layer-wise inference")
       ("lr", po::value(&t.lr)->default_value(t.lr), "Adam learning rate")
       ("dropout", po::value(&t.dropout)->default_value(t.dropout), "dropout between layers")
       ("eval-every", po::value(&t.eval_every)->default_value(t.eval_every), "evaluate every N epochs and at the end (0: at the end only, -1: never)")
       ("log-every", po::value(&t.log_every)->default_value(t.log_every), "log every N steps (0: never)")
-      ("model", po::value(&t.model)->default_value(t.model), "built-in model: sage | gcn | gat")
+      ("model", po::value(&t.model)->default_value(t.model),
+       "built-in model: sage | gcn | gat | rgcn (heterogeneous graphs, docs/heterogeneous.md)")
+      ("num-bases", po::value(&t.num_bases)->default_value(t.num_bases),
+       "rgcn: basis matrices shared by the relations; 0: one weight per relation")
+      ("target-ntype", po::value(&t.target_ntype),
+       "heterogeneous graphs: the labelled node type to classify (default: the partition config's target_ntype)")
       ("model-file", po::value(&t.model_file),
        "train (or with --infer, run) this TorchScript model instead of a built-in one (docs/models.md)")
       ("save-model", po::value(&t.save_model), "write the trained model here as TorchScript (torch.jit.load, "

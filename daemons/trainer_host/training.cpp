@@ -64,6 +64,9 @@ Status validate_train_config(const TrainConfig& c) {
                                         c.fan_out, fanouts.size(), c.num_layers));
   }
   if (c.batch_size < 1) return invalid_argument(fmt::format("--batch-size must be >= 1, got {}", c.batch_size));
+  if (c.eval_fan_out < -1) {
+    return invalid_argument(fmt::format("--eval-fan-out must be -1 (all) or >= 0, got {}", c.eval_fan_out));
+  }
   if (c.batch_size_eval < 1) {
     return invalid_argument(fmt::format("--batch-size-eval must be >= 1, got {}", c.batch_size_eval));
   }
@@ -95,6 +98,23 @@ Status validate_train_config(const TrainConfig& c) {
     if (!(c.sparse_lr > 0 && std::isfinite(c.sparse_lr))) {
       return invalid_argument(fmt::format("--sparse-lr must be > 0, got {}", c.sparse_lr));
     }
+  }
+  if (c.num_bases < 0) return invalid_argument(fmt::format("--num-bases must be >= 0, got {}", c.num_bases));
+  if (c.model == "rgcn") {
+    // What the first heterogeneous version does not do yet, said up front.
+    const std::pair<bool, const char*> unsupported[] = {
+        {c.task != "node", "--task link"},
+        {!c.model_file.empty(), "--model-file"},
+        {!c.save_model.empty(), "--save-model"},
+        {c.infer || !c.output_dir.empty(), "offline inference (--infer, --output-dir)"},
+        {!c.checkpoint_dir.empty(), "--checkpoint-dir"},
+        {c.learnable_features != LearnableFeatures::off,
+         "--learnable-features (node types without features always get a learnable embedding)"},
+    };
+    for (const auto& [bad, what] : unsupported) {
+      if (bad) return invalid_argument(fmt::format("--model rgcn: {} is not supported with R-GCN yet", what));
+    }
+    if (c.embed_dim < 1) return invalid_argument(fmt::format("--embed-dim must be >= 1, got {}", c.embed_dim));
   }
   if (c.resume && c.checkpoint_dir.empty()) return invalid_argument("--resume needs --checkpoint-dir");
   if (c.infer) {

@@ -31,6 +31,7 @@ struct TrainConfig {
   std::string fan_out = "10,25";  // one fanout per layer, input layer first; -1: all, 0: none
   int64_t batch_size = 1000;
   int64_t batch_size_eval = 100000;
+  int64_t eval_fan_out = -1;  // layer-wise evaluation's neighbours per node (per edge type); -1: all
   double lr = 0.003;
   double dropout = 0.5;
   int eval_every = 5;   // evaluate after every eval_every-th epoch and after the last; 0: the last only; -1: never
@@ -81,6 +82,13 @@ struct TrainConfig {
   // The batch's edges left out of its blocks: reverse_id (them and their
   // reverse edges, DGL's exclude='reverse_id') | none.
   std::string exclude = "reverse_id";
+  // Heterogeneous graphs (docs/heterogeneous.md): the labelled node type to
+  // classify (empty: the partition config's target_ntype), and R-GCN's basis
+  // count (0: one weight per relation). Every node type is embedded into
+  // embed_dim: a type with `feature` through a linear projection, a type
+  // without one by a learnable embedding (DistEmbedding, sparse optimiser).
+  std::string target_ntype;
+  int num_bases = 0;
 };
 
 // "10,25" -> {10, 25}; invalid_argument naming the bad item.

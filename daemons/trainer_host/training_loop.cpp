@@ -62,7 +62,15 @@ class Loop {
   Result<EvalMetrics> evaluate(int epoch);
   // The backend's layer-wise inference of the model in eval mode, no gradients.
   Result<EvalCounts> layerwise(const LayerwiseRequest& request);
-  Result<torch::Tensor> layer0(std::span<const int64_t> ids, const torch::Tensor& features, bool train);
+  Result<torch::Tensor> layer0(std::span<const int64_t> ids, const torch::Tensor& features,
+                               const std::vector<client::TypedRows>& typed, bool train);
+  // Heterogeneous graphs: every input node embedded into embed_dim, a node
+  // type with features by its linear projection, one without by the learnable
+  // embedding.
+  Result<torch::Tensor> typed_layer0(std::span<const int64_t> ids, const std::vector<client::TypedRows>& typed,
+                                     bool train);
+  Status setup_hetero();
+  Status create_embedding();
   nlohmann::json checkpoint_meta(int epoch) const;
   Status save_checkpoint(int epoch);
   Result<int> resume();
@@ -89,12 +97,48 @@ class Loop {
   std::vector<torch::Tensor> params_;          // the model's and the scorer's
   std::unique_ptr<torch::optim::Adam> optimizer_;
   std::unique_ptr<SparseEmbedding> embedding_;
+  const GraphTypeInfo* types_ = nullptr;     // heterogeneous graphs only
+  std::vector<torch::nn::Linear> type_proj_;  // by node type; null for a type without features
   std::unique_ptr<CheckpointDir> ckpt_;
   TrainResult r_;
   double previous_time_s_ = 0;  // total_time_s of the run a resume continues
 };
 
-Result<torch::Tensor> Loop::layer0(std::span<const int64_t> ids, const torch::Tensor& features, bool train) {
+Result<torch::Tensor> Loop::typed_layer0(std::span<const int64_t> ids, const std::vector<client::TypedRows>& typed,
+                                         bool train) {
+  const auto n = static_cast<int64_t>(ids.size());
+  torch::Tensor x = torch::zeros({n, c_.embed_dim}, torch::kFloat32);
+  std::vector<uint8_t> covered(static_cast<size_t>(n), 0);
+  for (const client::TypedRows& r : typed) {
+    const size_t t = static_cast<size_t>(r.ntype);
+    if (r.ntype < 0 || t >= type_proj_.size() || type_proj_[t].is_empty() ||
+        r.dim != type_proj_[t]->options.in_features()) {
+      return internal_error(fmt::format("input rows of node type {} ({} wide) do not fit the model's projections",
+                                        r.ntype, r.dim));
+    }
+    const auto k = static_cast<int64_t>(r.index.size());
+    auto rows = rows_tensor(r.rows, k, r.dim);
+    x = x.index_copy(0, ids_tensor(r.index), type_proj_[t]->forward(rows));
+    for (int64_t i : r.index) covered[static_cast<size_t>(i)] = 1;
+  }
+  std::vector<int64_t> rest_at, rest_ids;
+  for (int64_t i = 0; i < n; ++i) {
+    if (!covered[static_cast<size_t>(i)]) {
+      rest_at.push_back(i);
+      rest_ids.push_back(ids[static_cast<size_t>(i)]);
+    }
+  }
+  if (!rest_ids.empty()) {
+    if (!embedding_) return internal_error("input nodes without features, but no learnable embedding");
+    DGLD_ASSIGN_OR_RETURN(auto e, embedding_->lookup(rest_ids, train));
+    x = x.index_copy(0, ids_tensor(rest_at), e);
+  }
+  return x;
+}
+
+Result<torch::Tensor> Loop::layer0(std::span<const int64_t> ids, const torch::Tensor& features,
+                                   const std::vector<client::TypedRows>& typed, bool train) {
+  if (types_) return typed_layer0(ids, typed, train);
   torch::Tensor x = features;
   if (c_.row_normalize && x.size(1) > 0) {  // each row divided by its sum (rows summing to 0 kept)
     auto sum = x.sum(1, /*keepdim=*/true);
@@ -106,8 +150,53 @@ Result<torch::Tensor> Loop::layer0(std::span<const int64_t> ids, const torch::Te
   return torch::cat({x, e}, 1);
 }
 
+// The learnable embedding (embed_dim wide, every node's row) with its sparse
+// optimiser; collective (every trainer, in the same order).
+Status Loop::create_embedding() {
+  DGLD_ASSIGN_OR_RETURN(auto kind, parse_sparse_optimizer(c_.sparse_optimizer));
+  DGLD_ASSIGN_OR_RETURN(auto store, b_.create_embedding_store(embedding_table_dims(kind, c_.embed_dim), c_.seed));
+  SparseOptimizerOptions so;
+  so.kind = kind;
+  so.lr = c_.sparse_lr;
+  so.eps = kind == SparseOptimizerKind::adagrad ? 1e-10 : 1e-8;
+  embedding_ = std::make_unique<SparseEmbedding>(std::move(store), so);
+  return Status::ok();
+}
+
+// The input layer of a heterogeneous graph: a projection per node type with
+// features (model parameters, averaged like the others), and one learnable
+// embedding for the nodes of the types without (rows by homogeneous id).
+Status Loop::setup_hetero() {
+  if (mc_.kind != ModelKind::rgcn) {
+    return invalid_argument(fmt::format("graph '{}' is heterogeneous ({} node types, {} edge types): train it with "
+                                        "--model rgcn",
+                                        b_.graph_name(), types_->num_ntypes(), types_->num_etypes()));
+  }
+  mc_.in_dim = c_.embed_dim;
+  mc_.num_rels = types_->num_etypes();
+  mc_.num_bases = c_.num_bases;
+  const std::vector<int64_t> dims = b_.type_feature_dims();
+  bool featureless = false;
+  type_proj_.assign(static_cast<size_t>(types_->num_ntypes()), torch::nn::Linear(nullptr));
+  for (int t = 0; t < types_->num_ntypes(); ++t) {
+    const int64_t d = t < static_cast<int>(dims.size()) ? dims[static_cast<size_t>(t)] : 0;
+    if (d > 0) {
+      type_proj_[static_cast<size_t>(t)] = torch::nn::Linear(torch::nn::LinearOptions(d, c_.embed_dim).bias(false));
+    } else {
+      featureless = featureless || types_->ntype_count[static_cast<size_t>(t)] > 0;
+    }
+  }
+  if (featureless) DGLD_RETURN_IF_ERROR(create_embedding());
+  return Status::ok();
+}
+
 Status Loop::setup() {
   DGLD_ASSIGN_OR_RETURN(mc_.kind, parse_model_kind(c_.model));
+  types_ = b_.graph_types();
+  if (!types_ && mc_.kind == ModelKind::rgcn) {
+    return invalid_argument(fmt::format("--model rgcn needs a heterogeneous graph; '{}' is homogeneous",
+                                        b_.graph_name()));
+  }
   mc_.in_dim = b_.feat_dim() + (c_.learnable_features != LearnableFeatures::off ? c_.embed_dim : 0);
   mc_.num_hidden = c_.num_hidden;
   link_ = c_.task == "link";
@@ -119,8 +208,12 @@ Status Loop::setup() {
   DGLD_ASSIGN_OR_RETURN(mc_.kernels, parse_kernels(c_.kernels));
   mc_.model_file = c_.model_file;
   torch::manual_seed(c_.seed);
+  if (types_) DGLD_RETURN_IF_ERROR(setup_hetero());
   DGLD_ASSIGN_OR_RETURN(model_, Model::create(mc_));
   params_ = model_->impl().parameters();
+  for (auto& proj : type_proj_) {
+    if (!proj.is_empty()) params_.push_back(proj->weight);
+  }
   if (link_ && c_.scorer == "mlp") {
     const int64_t d = mc_.num_classes;
     scorer_mlp_ = torch::nn::Sequential(torch::nn::Linear(d, d), torch::nn::ReLU(), torch::nn::Linear(d, 1));
@@ -142,15 +235,7 @@ Status Loop::setup() {
   torch::manual_seed(c_.seed + 1 + static_cast<uint64_t>(b_.rank()));  // dropout differs per trainer
   optimizer_ = std::make_unique<torch::optim::Adam>(params,
                                                     torch::optim::AdamOptions(c_.lr).weight_decay(c_.weight_decay));
-  if (c_.learnable_features != LearnableFeatures::off) {
-    DGLD_ASSIGN_OR_RETURN(auto kind, parse_sparse_optimizer(c_.sparse_optimizer));
-    DGLD_ASSIGN_OR_RETURN(auto store, b_.create_embedding_store(embedding_table_dims(kind, c_.embed_dim), c_.seed));
-    SparseOptimizerOptions so;
-    so.kind = kind;
-    so.lr = c_.sparse_lr;
-    so.eps = kind == SparseOptimizerKind::adagrad ? 1e-10 : 1e-8;
-    embedding_ = std::make_unique<SparseEmbedding>(std::move(store), so);
-  }
+  if (c_.learnable_features != LearnableFeatures::off && !types_) DGLD_RETURN_IF_ERROR(create_embedding());
   if (!c_.checkpoint_dir.empty()) {
     ckpt_ = std::make_unique<CheckpointDir>(c_.checkpoint_dir, b_.rank());
     DGLD_RETURN_IF_ERROR(ckpt_->prepare());
@@ -204,7 +289,7 @@ Status Loop::train_epoch(int epoch, EpochMetrics& m) {
     }
     auto features = batch.slot_features ? adopt_shared_rows(batch.slot_features, n_in, b_.feat_dim())
                                         : adopt_rows(std::move(batch.features), batch.features_pool, n_in, b_.feat_dim());
-    auto x = layer0(batch.mini_batch.input_nodes, features, /*train=*/true);
+    auto x = layer0(batch.mini_batch.input_nodes, features, batch.typed_features, /*train=*/true);
     if (!x.is_ok()) return x.status().with_context(where + ": embedding lookup");
     auto input = make_model_input(batch.mini_batch, *x);
     if (!input.is_ok()) return input.status().with_context(where);
@@ -291,9 +376,8 @@ Result<EvalCounts> Loop::layerwise(const LayerwiseRequest& request) {
     torch::NoGradGuard no_grad;
     counts = b_.layerwise(
         *model_,
-        [this](std::span<const int64_t> ids, const torch::Tensor& features) {
-          return layer0(ids, features, /*train=*/false);
-        },
+        [this](std::span<const int64_t> ids, const torch::Tensor& features,
+               const std::vector<client::TypedRows>& typed) { return layer0(ids, features, typed, /*train=*/false); },
         request);
   }
   model.set_training(true);

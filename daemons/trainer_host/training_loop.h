@@ -38,8 +38,11 @@ struct EvalCounts {
 
 // Layer 0's input for nodes `ids` given their feature rows ([n, feat_dim];
 // [n, 0] when no input features are used): the features, a learnable
-// embedding, or both concatenated.
-using Layer0Input = std::function<Result<torch::Tensor>(std::span<const int64_t> ids, const torch::Tensor& features)>;
+// embedding, or both concatenated. On a heterogeneous graph the rows come per
+// node type in `typed` (features is then [n, 0]) and every type is embedded
+// (docs/heterogeneous.md).
+using Layer0Input = std::function<Result<torch::Tensor>(std::span<const int64_t> ids, const torch::Tensor& features,
+                                                         const std::vector<client::TypedRows>& typed)>;
 
 // Reads float32 rows of one layer's output (width values each) for node ids.
 using RowReader = std::function<Status(std::span<const int64_t> ids, float* out)>;
@@ -92,6 +95,11 @@ class TrainingBackend {
     (void)test;
     return invalid_argument("--task link needs a distributed job (dgl-launch) over a --link-split partition");
   }
+  // Heterogeneous graphs: the graph's types, and the width of each node
+  // type's input features (0: none, the type gets a learnable embedding).
+  // Null / empty for a homogeneous graph.
+  virtual const GraphTypeInfo* graph_types() const { return nullptr; }
+  virtual std::vector<int64_t> type_feature_dims() const { return {}; }
 };
 
 // Trains and evaluates as `config` asks. Deterministic for a given config,

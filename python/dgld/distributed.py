@@ -15,6 +15,7 @@ DistGraph(), and sets DGLD_MACHINE_ID when one host plays several machines.
 import atexit
 import itertools
 import os
+import types
 from collections.abc import MutableMapping
 
 import numpy as np
@@ -325,16 +326,25 @@ class DistTensor:
         ids tensor returns them without a request."""
         self._recent = [(ids, rows)] + self._recent[:1]
 
+    def _row_ids(self, idx):
+        """The homogeneous ids of rows `idx`. A node type's tensor of a
+        heterogeneous graph (g.nodes[ntype].data[name]) is indexed by that
+        type's ids, as in DGL."""
+        ids = _as_ids(idx, len(self))
+        if self._t.ntype >= 0:
+            ids = _client().to_homogeneous(self._t.ntype, ids)
+        return ids
+
     def __getitem__(self, idx):
         for ids, rows in self._recent:
             if idx is ids:
                 return rows
         scalar = isinstance(idx, (int, np.integer))
-        rows = self._t.pull(_as_ids(idx, len(self)))
+        rows = self._t.pull(self._row_ids(idx))
         return rows[0] if scalar else rows
 
     def __setitem__(self, idx, value):
-        ids = _as_ids(idx, len(self))
+        ids = self._row_ids(idx)
         value = torch.as_tensor(value)
         if value.dim() == len(self.shape) - 1:
             value = value.expand((ids.numel(),) + tuple(self.shape[1:]))
@@ -350,13 +360,29 @@ class DistTensor:
 
 # ---------------------------------------------------------------- DistGraph
 
+class _NodeTypes:
+    """g.nodes: g.nodes[ntype].data is that node type's data."""
+
+    def __init__(self, graph):
+        self._g = graph
+
+    def __getitem__(self, ntype):
+        self._g._ntype_id(ntype)  # an unknown type is an error here
+        view = types.SimpleNamespace()
+        view.data = _DataView(self._g, edges=False, prefix=ntype + "/")
+        return view
+
+    def __call__(self, ntype=None):
+        return torch.arange(self._g.num_nodes(ntype), dtype=torch.int64)
+
+
 class _DataView(MutableMapping):
     """g.ndata / g.edata: the graph's tensors by name, as DistTensors."""
 
-    def __init__(self, graph, edges):
+    def __init__(self, graph, edges, prefix=None):
         self._g = graph
         self._edges = edges
-        self._prefix = (graph._client.etype if edges else graph._client.ntype) + "/"
+        self._prefix = prefix or (graph._client.etype if edges else graph._client.ntype) + "/"
         self._opened = {}
         self._assigned = {}
 
@@ -415,11 +441,31 @@ class DistGraph:
         self.edata = _DataView(self, edges=True)
         self._barriers = itertools.count()
 
+    def _ntype_id(self, ntype):
+        types = self._client.ntypes
+        if ntype not in types:
+            raise InvalidArgument(f"{ntype!r} is not a node type of {self._name!r} (known: {', '.join(types) or '_N'})")
+        return types.index(ntype)
+
+    def _etype_id(self, etype):
+        canonical = self._client.canonical_etypes
+        if isinstance(etype, tuple):
+            etype = ":".join(etype)
+        matches = [i for i, c in enumerate(canonical) if c == etype or c.split(":")[1] == etype]
+        if len(matches) != 1:
+            raise InvalidArgument(f"{etype!r} names {'no' if not matches else 'more than one'} edge type of "
+                                  f"{self._name!r} (known: {', '.join(canonical)})")
+        return matches[0]
+
     def num_nodes(self, ntype=None):
-        return self._client.num_nodes
+        if ntype is None or not self._client.ntypes:
+            return self._client.num_nodes
+        return self._client.ntype_counts[self._ntype_id(ntype)]
 
     def num_edges(self, etype=None):
-        return self._client.num_edges
+        if etype is None or not self._client.canonical_etypes:
+            return self._client.num_edges
+        return self._client.etype_counts[self._etype_id(etype)]
 
     number_of_nodes = num_nodes
     number_of_edges = num_edges
@@ -430,15 +476,30 @@ class DistGraph:
 
     @property
     def ntypes(self):
-        return ["_N"]
+        return list(self._client.ntypes) or ["_N"]
 
     @property
     def etypes(self):
-        return ["_E"]
+        return [c.split(":")[1] for c in self._client.canonical_etypes] or ["_E"]
 
     @property
     def canonical_etypes(self):
-        return [("_N", "_E", "_N")]
+        return [tuple(c.split(":")) for c in self._client.canonical_etypes] or [("_N", "_E", "_N")]
+
+    @property
+    def nodes(self):
+        """g.nodes[ntype].data[name]: a node type's data, indexed by that
+        type's ids (DGL's per-type node data of a heterogeneous graph)."""
+        return _NodeTypes(self)
+
+    def to_homogeneous_ids(self, ntype, ids):
+        """Per-type ids of `ntype` -> the graph's homogeneous node ids (what
+        sampled blocks and g.ndata use)."""
+        return self._client.to_homogeneous(self._ntype_id(ntype), _as_ids(ids, self.num_nodes(ntype)))
+
+    def to_type_wise_ids(self, ids):
+        """Homogeneous node ids -> (type ids, per-type ids); ntypes[t] names type t."""
+        return self._client.to_type_wise(_as_ids(ids, self.num_nodes()))
 
     @property
     def idtype(self):
@@ -449,7 +510,7 @@ class DistGraph:
         return torch.device("cpu")
 
     def is_homogeneous(self):
-        return True
+        return not self._client.ntypes
 
     def get_partition_book(self):
         return self._gpb

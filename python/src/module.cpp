@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstring>
 #include <memory>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -333,6 +334,7 @@ class Client {
 class PyDistTensor {
  public:
   PyDistTensor(std::shared_ptr<Client> client, client::DistTensor t) : client_(std::move(client)), t_(std::move(t)) {}
+  int ntype() const { return t_.ntype(); }
 
   static PyDistTensor open(std::shared_ptr<Client> c, const std::string& name) {
     client::DistTensor t = [&] {
@@ -652,8 +654,12 @@ py::tuple partition_node_tensor(const std::string& part_config, int part_id, con
   if (!t) throw StatusError(not_found("partition " + std::to_string(part_id) + " has no node tensor '" + name + "'"));
   auto rows = torch::empty(t->shape, torch::TensorOptions().dtype(scalar_of(t->dtype)));
   std::memcpy(rows.data_ptr(), t->data, t->num_bytes);
-  const auto ids = part->node_global_ids().subspan(0, static_cast<size_t>(part->num_inner_nodes()));
-  return py::make_tuple(tensor_of(std::vector<int64_t>(ids.begin(), ids.end())), rows);
+  // The homogeneous ids of the rows: every inner node, or on a heterogeneous
+  // graph the partition's nodes of the tensor's type.
+  const IdRange r = node_tensor_range(pc, part_id, name);
+  std::vector<int64_t> ids(static_cast<size_t>(r.size()));
+  std::iota(ids.begin(), ids.end(), r.start);
+  return py::make_tuple(tensor_of(std::move(ids)), rows);
 }
 
 // Every partition's held-out (validation and test) edges of a link split,
@@ -754,6 +760,46 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly("num_edges", [](Client& c) { return c.cluster().partition_book().num_edges(); })
       .def_property_readonly("ntype", [](Client& c) { return c.cluster().config().ntype; })
       .def_property_readonly("etype", [](Client& c) { return c.cluster().config().etype; })
+      // Heterogeneous graphs (docs/heterogeneous.md): empty lists for a homogeneous one.
+      .def_property_readonly("ntypes", [](Client& c) { return c.cluster().config().types.ntypes; })
+      .def_property_readonly("canonical_etypes", [](Client& c) { return c.cluster().config().types.etypes; })
+      .def_property_readonly("ntype_counts", [](Client& c) { return c.cluster().config().types.ntype_count; })
+      .def_property_readonly("etype_counts", [](Client& c) { return c.cluster().config().types.etype_count; })
+      .def_property_readonly("target_ntype", [](Client& c) { return c.cluster().config().types.target_ntype; })
+      .def("to_homogeneous",
+           [](Client& c, int type, const torch::Tensor& ids) {
+             const auto& book = c.cluster().partition_book();
+             auto in = ids.to(torch::kInt64).contiguous();
+             auto out = torch::empty_like(in);
+             const int64_t* src = in.data_ptr<int64_t>();
+             int64_t* dst = out.data_ptr<int64_t>();
+             for (int64_t i = 0; i < in.numel(); ++i) {
+               dst[i] = book.to_homogeneous(type, src[i]);
+               if (dst[i] < 0) {
+                 throw StatusError(invalid_argument(
+                     "node id " + std::to_string(src[i]) + " of type " +
+                     (type >= 0 && type < book.num_ntypes() ? "'" + c.cluster().config().types.ntypes[type] + "'"
+                                                            : std::to_string(type)) +
+                     " is out of range [0, " +
+                     std::to_string(type >= 0 && type < book.num_ntypes() ? book.type_count(type) : 0) + ")"));
+               }
+             }
+             return out;
+           })
+      .def("to_type_wise",
+           [](Client& c, const torch::Tensor& ids) {
+             const auto& book = c.cluster().partition_book();
+             auto in = ids.to(torch::kInt64).contiguous();
+             auto types = torch::empty_like(in), out = torch::empty_like(in);
+             const int64_t* src = in.data_ptr<int64_t>();
+             for (int64_t i = 0; i < in.numel(); ++i) {
+               int t = -1;
+               out.data_ptr<int64_t>()[i] = book.to_type_wise(src[i], &t);
+               if (t < 0) throw StatusError(invalid_argument("node id " + std::to_string(src[i]) + " is out of range"));
+               types.data_ptr<int64_t>()[i] = t;
+             }
+             return py::make_tuple(types, out);
+           })
       .def("node_ranges",
            [](Client& c) {
              std::vector<std::pair<int64_t, int64_t>> r;
@@ -797,6 +843,7 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly("shape", &PyDistTensor::shape)
       .def_property_readonly("dtype", &PyDistTensor::dtype)
       .def_property_readonly("is_edge", &PyDistTensor::is_edge)
+      .def_property_readonly("ntype", &PyDistTensor::ntype)
       .def("pull", &PyDistTensor::pull)
       .def("push", &PyDistTensor::push)
       .def("destroy", &PyDistTensor::destroy, py::arg("timeout_s"));

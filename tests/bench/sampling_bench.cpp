@@ -44,12 +44,7 @@ namespace {
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-struct Run {
-  std::string name;
-  int64_t batches = 0, seeds = 0;
-  double wall_s = 0, sample_s = 0, fetch_s = 0, wait_s = 0;
-  double seeds_per_s() const { return wall_s > 0 ? static_cast<double>(seeds) / wall_s : 0; }
-};
+using Run = bench::LoaderRun;
 
 void print(const Run& r) {
   std::printf("%-12s %8.0f seeds/s  %4lld batches in %6.2f s  | sampling %6.2f s  feature fetch %6.2f s  waiting %6.2f s\n",
@@ -63,81 +58,22 @@ nlohmann::json to_json(const Run& r) {
 }
 
 
-std::vector<std::span<const int64_t>> cut(const std::vector<int64_t>& ids, int64_t batch, int64_t max_batches) {
-  std::vector<std::span<const int64_t>> out;
-  for (int64_t b = 0; b * batch < static_cast<int64_t>(ids.size()) && b < max_batches; ++b) {
-    const int64_t n = std::min<int64_t>(batch, static_cast<int64_t>(ids.size()) - b * batch);
-    out.push_back(std::span<const int64_t>(ids).subspan(static_cast<size_t>(b * batch), static_cast<size_t>(n)));
-  }
-  return out;
-}
-
 Run inprocess(const WholeGraph& g, const std::vector<int64_t>& ids, const client::DataLoaderOptions& o,
               int64_t max_batches, int threads) {
   const AdjacencyView view{g.indptr, g.indices, g.eids};
   LocalGraphSource source(view);
   MultiLayerNeighborSampler sampler(o.spec.fanouts, o.spec.replace);
-  const auto batches = cut(ids, o.batch_size, max_batches);
-  std::atomic<int64_t> next{0};
-  std::vector<double> sample(threads), fetch(threads);
-  std::atomic<bool> failed{false};
-  const auto t0 = Clock::now();
-  std::vector<std::thread> ts;
-  for (int t = 0; t < threads; ++t) {
-    ts.emplace_back([&, t] {
-      for (int64_t b; (b = next++) < static_cast<int64_t>(batches.size());) {
-        const auto a = Clock::now();
-        auto mb = sampler.sample(source, batches[b], client::batch_rng_seed(o.seed, 0, b));
-        if (!mb.is_ok()) {
-          std::cerr << mb.status().to_string() << "\n";
-          failed = true;
-          return;
-        }
-        const auto c = Clock::now();
-        std::vector<float> feats(mb->input_nodes.size() * static_cast<size_t>(g.dim));
-        for (size_t k = 0; k < mb->input_nodes.size(); ++k) {
-          std::memcpy(&feats[k * g.dim], g.rows[mb->input_nodes[k]], g.dim * sizeof(float));
-        }
-        sample[t] += std::chrono::duration<double>(c - a).count();
-        fetch[t] += seconds_since(c);
-      }
-    });
-  }
-  for (auto& t : ts) t.join();
-  Run r{"inprocess"};
-  r.wall_s = seconds_since(t0);
-  r.batches = static_cast<int64_t>(batches.size());
-  for (auto& b : batches) r.seeds += static_cast<int64_t>(b.size());
-  for (int t = 0; t < threads; ++t) r.sample_s += sample[t], r.fetch_s += fetch[t];
-  if (failed) r.seeds = 0;
-  return r;
-}
-
-Result<Run> distributed(client::Cluster& c, const std::vector<int64_t>& ids, client::DataLoaderOptions o,
-                        int64_t max_batches, const std::string& name) {
-  DGLD_ASSIGN_OR_RETURN(auto loader, client::DistDataLoader::create(c, ids, o));
-  Run r{name};
-  const int64_t n = std::min(max_batches, loader->num_batches_per_epoch());
-  // Unmeasured warm-up, as training's later epochs find things: the workers'
-  // feature caches built, shared-memory slots sized and mapped, pages touched.
-  loader->start_epoch(0);
-  for (int64_t i = 0; i < std::min<int64_t>(n, 2 * (o.prefetch + 2)); ++i) {
-    DGLD_ASSIGN_OR_RETURN(auto b, loader->next());
-    if (!b) break;
-  }
-  const auto t0 = Clock::now();
-  loader->start_epoch(1);
-  for (int64_t i = 0; i < n; ++i) {
-    DGLD_ASSIGN_OR_RETURN(auto b, loader->next());
-    if (!b) break;
-    ++r.batches;
-    r.seeds += static_cast<int64_t>(b->mini_batch.seeds.size());
-    r.sample_s += b->timings.sample_s;
-    r.fetch_s += b->timings.fetch_s;
-    r.wait_s += b->timings.wait_s;
-  }
-  r.wall_s = seconds_since(t0);
-  return r;
+  const auto batches = bench::cut(ids, o.batch_size, max_batches);
+  return bench::run_inprocess(batches, threads, [&](int64_t b) -> Result<bench::BatchCost> {
+    const auto a = Clock::now();
+    DGLD_ASSIGN_OR_RETURN(auto mb, sampler.sample(source, batches[b], client::batch_rng_seed(o.seed, 0, b)));
+    const auto c = Clock::now();
+    std::vector<float> feats(mb.input_nodes.size() * static_cast<size_t>(g.dim));
+    for (size_t k = 0; k < mb.input_nodes.size(); ++k) {
+      std::memcpy(&feats[k * g.dim], g.rows[mb.input_nodes[k]], g.dim * sizeof(float));
+    }
+    return bench::BatchCost{std::chrono::duration<double>(c - a).count(), seconds_since(c), 0};
+  });
 }
 
 }  // namespace
@@ -219,7 +155,7 @@ int main(int argc, char** argv) {
 
   auto local_opt = o;
   local_opt.local_threads = threads;
-  auto d0 = distributed(**cluster, *ids, local_opt, max_batches, "samplers=0");
+  auto d0 = bench::measure_loader(**cluster, *ids, local_opt, max_batches, "samplers=0");
   if (!d0.is_ok()) {
     std::cerr << d0.status().to_string() << "\n";
     return 1;
@@ -242,12 +178,12 @@ int main(int argc, char** argv) {
   // The same worker with its batches sent through the socket, for comparison.
   auto socket_opt = worker_opt;
   socket_opt.shared_memory_batches = false;
-  auto d1s = distributed(**cluster, *ids, socket_opt, max_batches, "socket");
+  auto d1s = bench::measure_loader(**cluster, *ids, socket_opt, max_batches, "socket");
   if (!d1s.is_ok()) {
     std::cerr << d1s.status().to_string() << "\n";
     return 1;
   }
-  auto d1 = distributed(**cluster, *ids, worker_opt, max_batches, "samplers=1");
+  auto d1 = bench::measure_loader(**cluster, *ids, worker_opt, max_batches, "samplers=1");
   if (!d1.is_ok()) {
     std::cerr << d1.status().to_string() << "\n";
     return 1;

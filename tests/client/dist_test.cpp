@@ -53,13 +53,15 @@ struct Job {
   fs::path ip_config;
   std::deque<Process> servers;
 
-  explicit Job(int servers_per_machine = 1)
-      : base(free_port_range(24)), per_machine(servers_per_machine) {
+  fs::path json;
+
+  explicit Job(int servers_per_machine = 1, fs::path part_config = dataset().json)
+      : base(free_port_range(24)), per_machine(servers_per_machine), json(std::move(part_config)) {
     ip_config = dir.path() / "ip_config.txt";
     std::ofstream(ip_config) << "127.0.0.1 " << base << "\n127.0.0.1 " << base + 10 << "\n";
     for (int id = 0; id < 2 * per_machine; ++id) {
       servers.push_back(
-          Process::start({graph_server_bin(), "--part-config", dataset().json.string(),
+          Process::start({graph_server_bin(), "--part-config", json.string(),
                           "--ip-config", ip_config.string(), "--server-id", std::to_string(id),
                           "--num-servers", std::to_string(per_machine), "--heartbeat-interval-ms",
                           "200", "--heartbeat-timeout-ms", "1000"},
@@ -74,7 +76,7 @@ struct Job {
   ClusterOptions options(int machine, int rank = -1) const {
     ClusterOptions o;
     o.ip_config = ip_config;
-    o.part_config = dataset().json;
+    o.part_config = json;
     o.machine_id = machine;
     o.num_servers = per_machine;
     o.requested_rank = rank;
@@ -483,5 +485,171 @@ TEST_CASE("client: to_edges expands per-seed counts and refuses counts that do n
     auto r = to_edges(s, seeds, false);
     REQUIRE_FALSE(r.is_ok());
     CHECK_THAT(r.status().message(), Catch::Contains("counts"));
+  }
+}
+
+// ---------------------------------------------------------------- heterogeneous graphs
+
+namespace {
+
+// A typed graph (docs/heterogeneous.md) in 2 partitions, with the type of every edge by id.
+struct HeteroDataset : PartitionedGraph {
+  HeteroDataset()
+      : PartitionedGraph("hsbm:papers=1500,authors=700,venues=16,topics=30,feat_dim=8,seed=3", 2, "dgld-hetero-data",
+                         {"--add-reverse"}) {
+    for (const auto& p : parts) {
+      const IdRange er = config.edge_map[p->part_id()];
+      for (int64_t j = 0; j < er.size(); ++j) etype_of[er.start + j] = p->edge_types()[j];
+    }
+  }
+  std::unordered_map<int64_t, int32_t> etype_of;
+};
+
+HeteroDataset& hetero_dataset() {
+  static HeteroDataset d;
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("hetero: per-type ids, tensors and splits through the servers", "[hetero]") {
+  auto& d = hetero_dataset();
+  REQUIRE(d.config.types.present());
+  Job job(1, d.json);
+  auto c = job.trainer(0, 0);
+  const auto& book = c->partition_book();
+  const GraphTypeInfo& types = c->config().types;
+  const int paper = types.ntype_id("paper"), author = types.ntype_id("author");
+  REQUIRE(paper >= 0);
+  REQUIRE(author >= 0);
+  REQUIRE(book.num_ntypes() == 4);
+  // Homogeneous <-> per-type ids, both ways, over every node.
+  std::vector<int64_t> count(4, 0);
+  for (int64_t v = 0; v < book.num_nodes(); ++v) {
+    int t = -1;
+    const int64_t tw = book.to_type_wise(v, &t);
+    REQUIRE(t >= 0);
+    REQUIRE(book.node_type(v) == t);
+    REQUIRE(book.to_homogeneous(t, tw) == v);
+    ++count[t];
+  }
+  for (int t = 0; t < 4; ++t) CHECK(count[t] == types.ntype_count[t]);
+  CHECK(book.to_homogeneous(paper, types.ntype_count[paper]) == -1);
+
+  // "paper/features" has one row per paper, addressed by homogeneous id, the
+  // same rows as in the partition files; an author id is refused.
+  auto f = DistTensor::open(*c, "paper/features");
+  REQUIRE(f.is_ok());
+  CHECK(f->ntype() == paper);
+  CHECK(f->num_rows() == types.ntype_count[paper]);
+  std::vector<int64_t> papers;
+  for (int p = 0; p < 2; ++p) {
+    for (int64_t v = book.type_range(paper, p).start; v < book.type_range(paper, p).end; ++v) papers.push_back(v);
+  }
+  auto rows = f->pull_as<float>(papers);
+  REQUIRE(rows.is_ok());
+  const int64_t dim = f->shape()[1];
+  for (size_t i = 0; i < papers.size(); ++i) {
+    const int p = book.node_partition(papers[i]);
+    const TensorView* t = d.parts[p]->node_tensor("paper/features");
+    const int64_t row = papers[i] - book.type_range(paper, p).start;
+    REQUIRE(std::memcmp(&(*rows)[i * dim], t->as<float>().data() + row * dim, dim * sizeof(float)) == 0);
+  }
+  const int64_t an_author = book.type_range(author, 1).start;
+  CHECK_FALSE(f->pull(std::vector<int64_t>{an_author}).is_ok());
+  CHECK_FALSE(f->pull(std::vector<int64_t>{book.type_range(author, 0).start}).is_ok());
+
+  // node_split of the target type's mask gives papers with the mask set.
+  DistGraph g(*c);
+  auto train = g.node_split("paper/train_mask");
+  REQUIRE(train.is_ok());
+  REQUIRE_FALSE(train->empty());
+  auto mask = DistTensor::open(*c, "paper/train_mask");
+  REQUIRE(mask.is_ok());
+  auto bits = mask->pull_as<uint8_t>(*train);
+  REQUIRE(bits.is_ok());
+  for (size_t i = 0; i < train->size(); ++i) {
+    CHECK(book.node_type((*train)[i]) == paper);
+    CHECK((*bits)[i] == 1);
+  }
+
+  // A created per-type tensor has the type's rows on every machine.
+  CreateTensor spec;
+  spec.name = "author/emb";
+  spec.dtype = DType::float32;
+  spec.shape = {types.ntype_count[author], 4};
+  auto emb = DistTensor::create(*c, spec);
+  INFO(emb.status().to_string());
+  REQUIRE(emb.is_ok());
+  CHECK(emb->num_rows() == types.ntype_count[author]);
+  const std::vector<int64_t> some = {book.type_range(author, 0).start, an_author};
+  const std::vector<float> vals = {1, 2, 3, 4, 5, 6, 7, 8};
+  REQUIRE(emb->push(some, vals.data()).is_ok());
+  auto back = emb->pull_as<float>(some);
+  REQUIRE(back.is_ok());
+  CHECK(*back == vals);
+  CHECK(emb->destroy().is_ok());
+}
+
+TEST_CASE("hetero: sampling with a fanout per edge type through the servers", "[hetero]") {
+  auto& d = hetero_dataset();
+  Job job(1, d.json);
+  auto c = job.trainer(1, 0);
+  const auto& book = c->partition_book();
+  const int R = d.config.types.num_etypes();
+  REQUIRE(R == 8);
+  // Seeds of every type from both machines.
+  std::vector<int64_t> seeds;
+  for (int64_t v = 0; v < book.num_nodes(); v += 7) seeds.push_back(v);
+  // In-degree of every (node, edge type) in the whole graph.
+  std::map<std::pair<int64_t, int32_t>, int64_t> degree;
+  for (const auto& [eid, ends] : d.edges) ++degree[{ends.second, d.etype_of.at(eid)}];
+
+  std::vector<int64_t> fanouts = {2, 0, -1, 1, 3, 1, 0, 2};
+  DistNeighborSource source(*c);
+  SampleOptions opt;
+  opt.rng_seed = 11;
+  opt.etype_fanouts = fanouts;
+  auto e = source.sample(seeds, opt);
+  REQUIRE(e.is_ok());
+  REQUIRE(e->etype.size() == e->eid.size());
+  std::map<std::pair<int64_t, int32_t>, std::set<int64_t>> got;
+  for (size_t i = 0; i < e->eid.size(); ++i) {
+    const auto& ends = d.edges.at(e->eid[i]);
+    REQUIRE(ends.first == e->src[i]);
+    REQUIRE(ends.second == e->dst[i]);
+    REQUIRE(d.etype_of.at(e->eid[i]) == e->etype[i]);
+    REQUIRE(got[{e->dst[i], e->etype[i]}].insert(e->eid[i]).second);  // no edge twice
+  }
+  int64_t checked = 0;
+  for (int64_t s : seeds) {
+    for (int32_t r = 0; r < R; ++r) {
+      const auto it = degree.find({s, r});
+      const int64_t deg = it == degree.end() ? 0 : it->second;
+      const int64_t want = fanouts[r] < 0 ? deg : std::min<int64_t>(fanouts[r], deg);
+      const auto g = got.find({s, r});
+      INFO("seed " << s << " edge type " << r << " degree " << deg);
+      CHECK((g == got.end() ? 0 : static_cast<int64_t>(g->second.size())) == want);
+      checked += deg > 0;
+    }
+  }
+  CHECK(checked > 100);
+  // The same request again: the same edges.
+  auto again = source.sample(seeds, opt);
+  REQUIRE(again.is_ok());
+  CHECK(again->eid == e->eid);
+  // A fanout list of the wrong length is an error, not a guess.
+  opt.etype_fanouts = {1, 1};
+  CHECK_FALSE(source.sample(seeds, opt).is_ok());
+
+  // Blocks keep each edge's type.
+  MultiLayerNeighborSampler sampler({2, 2});
+  sampler.set_etype_fanouts({std::vector<int64_t>(R, 2), std::vector<int64_t>(R, 3)});
+  const std::vector<int64_t> batch(seeds.begin(), seeds.begin() + 40);
+  auto mb = sampler.sample(source, batch, 5);
+  REQUIRE(mb.is_ok());
+  for (const Block& b : mb->blocks) {
+    REQUIRE(b.etypes.size() == b.eids.size());
+    for (size_t k = 0; k < b.eids.size(); ++k) CHECK(d.etype_of.at(b.eids[k]) == b.etypes[k]);
   }
 }

@@ -256,3 +256,60 @@ TEST_CASE("dist trainer: --task link on a partition without a link split is refu
     CHECK(t->log().find("has no link split") != std::string::npos);
   }
 }
+
+// ---------------------------------------------------------------- heterogeneous graphs
+
+namespace {
+
+// A typed graph whose relations carry the class (hsbm, docs/heterogeneous.md),
+// in 2 partitions, with reverse relations.
+PartitionedGraph& hetero_dataset() {
+  static PartitionedGraph d("hsbm:papers=3000,authors=1500,venues=24,topics=60,feat_dim=16,seed=4", 2,
+                            "dgld-dist-hetero", {"--add-reverse"});
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("dist trainer: R-GCN on a heterogeneous graph beats a model of the papers' own features", "[dist][hetero]") {
+  const std::vector<std::string> rgcn = {"--model", "rgcn", "--embed-dim", "32", "--num-bases", "4", "--eval-every", "0"};
+  double rgcn_acc = 0;
+  {
+    DistJob job(1, 0, hetero_dataset().json);
+    job.run_all(8, rgcn);
+    auto j = job.read_metrics();
+    rgcn_acc = j["test_acc"].get<double>();
+    CHECK(j["epochs"][7]["loss"].get<double>() < j["epochs"][0]["loss"].get<double>());
+    // Both trainers report the same (allreduced) accuracy.
+    const std::string acc = "test acc " + fmt::format("{:.4f}", rgcn_acc);
+    for (auto& t : job.trainers) CHECK(t.log().find(acc) != std::string::npos);
+    CHECK(job.trainers[0].log().find("rels=8, bases=4") != std::string::npos);
+  }
+  // No neighbours in training or evaluation: each paper's own features only.
+  auto own = DistJob::merge_flags(rgcn, {"--fan-out", "0,0", "--eval-fan-out", "0"});
+  DistJob job(1, 0, hetero_dataset().json);
+  job.run_all(8, own);
+  const double own_acc = job.read_metrics()["test_acc"].get<double>();
+  WARN("R-GCN test acc " << rgcn_acc << ", papers' own features only " << own_acc);
+  CHECK(rgcn_acc > 0.8);
+  CHECK(rgcn_acc > own_acc + 0.2);
+}
+
+TEST_CASE("dist trainer: what R-GCN and heterogeneous graphs do not do yet is refused up front", "[dist][hetero]") {
+  DistJob job(1, 0, hetero_dataset().json);
+  // A homogeneous model on a heterogeneous graph.
+  auto& t = job.start_trainer(0, 1, {"--model", "sage"});
+  REQUIRE(t.wait(60s) == std::optional<int>(1));
+  CHECK(t.log().find("is heterogeneous") != std::string::npos);
+  CHECK(t.log().find("--model rgcn") != std::string::npos);
+  job.trainers.clear();
+  // Sampler-workers make homogeneous batches only.
+  auto& s = job.start_trainer(0, 1, {"--model", "rgcn", "--num-samplers", "1"});
+  REQUIRE(s.wait(60s) == std::optional<int>(1));
+  CHECK(s.log().find("sampler-workers do not make heterogeneous batches") != std::string::npos);
+  // A target type that does not exist.
+  job.trainers.clear();
+  auto& u = job.start_trainer(0, 1, {"--model", "rgcn", "--target-ntype", "journal"});
+  REQUIRE(u.wait(60s) == std::optional<int>(1));
+  CHECK(u.log().find("'journal' is not a node type") != std::string::npos);
+}
