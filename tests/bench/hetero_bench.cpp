@@ -50,26 +50,27 @@ nlohmann::json to_json(const Run& r) {
           {"wall_s", r.wall_s}, {"sample_s", r.sample_s}, {"fetch_s", r.fetch_s}, {"wait_s", r.wait_s}};
 }
 
-// Every node type's feature rows by homogeneous id (null for a type without).
+// Every node type's feature rows, copied into this process's memory (as an
+// in-process trainer holds them; reading the mapped partition files instead
+// would charge the baseline with their first-touch page faults), by per-type id.
 struct TypedRows {
-  std::vector<std::vector<const float*>> rows;  // [type][homogeneous id - 0]: row or null
-  std::vector<int64_t> dim;                      // by type
+  std::vector<std::vector<float>> rows;  // [type]: count(type) x dim(type), empty without features
+  std::vector<int64_t> dim;              // by type
 };
 
-TypedRows typed_rows(const PartitionConfig& c, const RangePartitionBook& book,
-                     const std::vector<std::unique_ptr<MappedPartition>>& parts, const std::string& feature) {
+TypedRows typed_rows(const PartitionConfig& c, const std::vector<std::unique_ptr<MappedPartition>>& parts,
+                     const std::string& feature) {
   TypedRows out;
   const int T = c.types.num_ntypes();
   out.dim.assign(static_cast<size_t>(T), 0);
-  out.rows.assign(static_cast<size_t>(T), std::vector<const float*>(static_cast<size_t>(book.num_nodes()), nullptr));
-  for (const auto& p : parts) {
+  out.rows.resize(static_cast<size_t>(T));
+  for (const auto& p : parts) {  // partitions in order: per-type ids are partition-major
     for (int t = 0; t < T; ++t) {
       const TensorView* tv = p->node_tensor(c.types.ntypes[t] + "/" + feature);
       if (!tv || tv->shape.size() != 2) continue;
       out.dim[t] = tv->shape[1];
-      const IdRange r = book.type_range(t, p->part_id());
-      const float* base = reinterpret_cast<const float*>(tv->data);
-      for (int64_t v = r.start; v < r.end; ++v) out.rows[t][v] = base + (v - r.start) * tv->shape[1];
+      const auto data = tv->as<float>();
+      out.rows[t].insert(out.rows[t].end(), data.begin(), data.end());
     }
   }
   return out;
@@ -90,11 +91,25 @@ Run inprocess(const bench::WholeGraph& g, const TypedRows& rows, const RangePart
     const auto a = Clock::now();
     DGLD_ASSIGN_OR_RETURN(auto mb, sampler.sample(source, batches[b], client::batch_rng_seed(o.seed, 1, b)));
     const auto c = Clock::now();
-    std::vector<std::vector<float>> per_type(rows.dim.size());
+    // As pull_typed_rows: the input nodes grouped by type, each type's rows
+    // into a buffer of its size.
+    std::vector<std::vector<int64_t>> of_type(rows.dim.size());  // per-type ids
     for (int64_t v : mb.input_nodes) {
-      const int type = book.node_type(v);
-      const float* row = rows.rows[type][v];
-      if (row) per_type[type].insert(per_type[type].end(), row, row + rows.dim[type]);
+      int type = -1;
+      const int64_t tw = book.to_type_wise(v, &type);
+      if (rows.dim[type] > 0) of_type[type].push_back(tw);
+    }
+    // Per-thread buffers kept across batches: the best an in-process
+    // trainer can do (fresh ~100 MB buffers cost their page faults).
+    thread_local std::vector<std::vector<float>> bufs;
+    bufs.resize(of_type.size());
+    for (size_t t = 0; t < of_type.size(); ++t) {
+      const auto d = static_cast<size_t>(rows.dim[t]);
+      std::vector<float>& buf = bufs[t];
+      if (buf.size() < of_type[t].size() * d) buf.resize(of_type[t].size() * d);
+      for (size_t i = 0; i < of_type[t].size(); ++i) {
+        std::memcpy(&buf[i * d], &rows.rows[t][static_cast<size_t>(of_type[t][i]) * d], d * sizeof(float));
+      }
     }
     bench::BatchCost cost{std::chrono::duration<double>(c - a).count(), seconds_since(c), 0};
     for (const Block& blk : mb.blocks) cost.edges += blk.num_edges();
@@ -167,7 +182,7 @@ int main(int argc, char** argv) {
   if (!whole.is_ok()) return fail(whole.status());
   auto book = RangePartitionBook::from_config(*config);
   if (!book.is_ok()) return fail(book.status());
-  const TypedRows rows = typed_rows(*config, *book, parts, o.spec.feature);
+  const TypedRows rows = typed_rows(*config, parts, o.spec.feature);
   std::printf("heterogeneous sampling benchmark: %lld nodes of %d types, %lld edges of %d types, %zu %s training "
               "seeds on trainer 0, batch %lld, fanouts %s per edge type, %d threads, %lld batches per run\n",
               static_cast<long long>(config->num_nodes), config->types.num_ntypes(),
