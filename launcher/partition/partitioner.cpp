@@ -958,7 +958,16 @@ Status partition_graph(GraphSource& source, const PartitionOptions& o, Partition
   stats->link_test = link.test.size();
   stats->link_negatives = link.num_negatives;
   stats->input_bytes = (n + 1) * 8 + g.num_edges() * 8 + n * g.feat_dim * 4;
-  for (int t = 0; t < g.types.num_ntypes(); ++t) stats->input_bytes += g.types.count(t) * g.types.feat_dim[t] * 4;
+  for (int t = 0; t < g.types.num_ntypes(); ++t) {
+    stats->input_bytes += g.types.count(t) * g.types.feat_dim[t] * 4;
+    std::string line = fmt::format("{} {}", g.types.ntypes[t], g.types.count(t));
+    if (g.types.feat_dim[t] > 0) line += fmt::format(" ({} features)", g.types.feat_dim[t]);
+    if (t == g.types.target) line += " [labelled]";
+    stats->ntype_summary.push_back(std::move(line));
+  }
+  for (int e = 0; e < g.types.num_etypes(); ++e) {
+    stats->etype_summary.push_back(fmt::format("{} {}", c.types.etypes[e], c.types.etype_count[e]));
+  }
   stats->json_path = (staging->final_path() / json_name).string();
   stats->total_s = seconds_since(t_total);
   // Resetting VmHWM resets getrusage's figure too, so the whole-run peak is the max.
@@ -969,7 +978,13 @@ Status partition_graph(GraphSource& source, const PartitionOptions& o, Partition
 
 std::string format_stats(const PartitionStats& s) {
   std::string out = fmt::format("partition config: {}\n", s.json_path);
-  out += fmt::format("nodes {}  edges {}  feature dim {}\n", s.num_nodes, s.num_edges, s.feat_dim);
+  if (s.ntype_summary.empty()) {
+    out += fmt::format("nodes {}  edges {}  feature dim {}\n", s.num_nodes, s.num_edges, s.feat_dim);
+  } else {
+    out += fmt::format("nodes {}  edges {}\n", s.num_nodes, s.num_edges);
+    out += fmt::format("node types: {}\n", fmt::join(s.ntype_summary, ", "));
+    out += fmt::format("edge types: {}\n", fmt::join(s.etype_summary, ", "));
+  }
   out += fmt::format("edge cut {} ({:.2f}% of edges)\n", s.edge_cut,
                      s.num_edges ? 100.0 * static_cast<double>(s.edge_cut) / static_cast<double>(s.num_edges) : 0.0);
   out += fmt::format("{:>5} {:>12} {:>12} {:>13} {:>13} {:>13} {:>10}\n", "part", "owned", "halo", "owned edges",

@@ -53,6 +53,9 @@ struct PartitionStats {
   int64_t metis_peak_rss_bytes = 0;          // during the METIS call (0 without METIS)
   int64_t peak_rss_outside_metis_bytes = 0;  // every other phase
   int64_t input_bytes = 0;  // int64 CSR (indptr + indices) plus float32 features
+  // Heterogeneous graphs: "paper 20000 (32 features)" per node type, and
+  // "author:writes:paper 59963" per edge type.
+  std::vector<std::string> ntype_summary, etype_summary;
   std::string json_path;
 };
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One entry point for the benchmarks. Each prints a small table and
 # `ratio: <name> <value> (target <t>)` lines, and writes JSON to bench-results/.
-# Usage: scripts/bench/run.sh [partition|server|sampling|link|kernels|epoch|accuracy|load|python|models|all] [--scale small|medium|products]
+# Usage: scripts/bench/run.sh [partition|server|sampling|link|hetero|kernels|epoch|accuracy|load|python|models|all] [--scale small|medium|products]
 #   small: under 5 minutes for 'all' on a 2-core machine (200 k-node graphs, a 20 s load test);
 #   medium: 1 M-node graphs (the size the epoch and sampling targets are stated for);
 #   products: ogbn-products size.
@@ -36,22 +36,24 @@ run_one() {
       if [[ -x scripts/bench/sampling.sh ]]; then bash scripts/bench/sampling.sh --nodes "$sampling_nodes" --build build
       else echo "run.sh: the sampling benchmark is not in this tree yet" >&2; return 2; fi ;;
     link) bash scripts/bench/link.sh --nodes "$sampling_nodes" --build build ;;
+    hetero) bash scripts/bench/hetero.sh --papers "$((sampling_nodes * 2 / 3))" --build build ;;
     kernels) bash scripts/bench/kernels.sh --build build ;;
     epoch)
       bash scripts/bench/epoch.sh --nodes "$epoch_nodes" --rounds "$epoch_rounds" --build build
       bash scripts/bench/epoch.sh --dgl-config --rounds "$epoch_rounds" --build build ;;
     accuracy)
       bash scripts/bench/accuracy.sh --nodes "$acc_nodes" --build build
-      bash scripts/bench/link_accuracy.sh --build build ;;
+      bash scripts/bench/link_accuracy.sh --build build
+      bash scripts/bench/hetero_accuracy.sh --build build ;;
     load) bash scripts/bench/load.sh --nodes "$server_nodes" --seconds "$load_seconds" --build build ;;
     python) bash scripts/bench/python.sh --nodes "$epoch_nodes" --build build ;;
     models) bash scripts/bench/models.sh --nodes "$epoch_nodes" --build build ;;
-    *) echo "run.sh: unknown benchmark '$1' (partition, server, sampling, link, kernels, epoch, accuracy, load, python, models, all)" >&2; return 2 ;;
+    *) echo "run.sh: unknown benchmark '$1' (partition, server, sampling, link, hetero, kernels, epoch, accuracy, load, python, models, all)" >&2; return 2 ;;
   esac
 }
 
 if [[ "$what" == all ]]; then
-  for b in partition server sampling link kernels epoch accuracy load python models; do
+  for b in partition server sampling link hetero kernels epoch accuracy load python models; do
     [[ "$b" == sampling && ! -x scripts/bench/sampling.sh ]] && continue
     echo "==== $b"
     run_one "$b"
