@@ -319,8 +319,8 @@ Status validate_part_config(const PartitionConfig& c, const std::string& src) {
   }
   if (c.num_nodes < 1) return invalid_argument(src + ": field 'num_nodes' must be >= 1");
   if (c.num_edges < 0) return invalid_argument(src + ": field 'num_edges' must be >= 0");
-  if (c.part_method != "metis" && c.part_method != "random") {
-    return invalid_argument(src + ": field 'part_method' must be \"metis\" or \"random\", got \"" +
+  if (c.part_method != "metis" && c.part_method != "random" && c.part_method != "ptscotch") {
+    return invalid_argument(src + ": field 'part_method' must be \"metis\", \"random\" or \"ptscotch\", got \"" +
                             c.part_method + "\"");
   }
   if (c.halo_hops < 0) return invalid_argument(src + ": field 'halo_hops' must be >= 0");

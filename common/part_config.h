@@ -76,7 +76,7 @@ struct PartitionConfig {
   std::string graph_name;
   int64_t num_nodes = 0;
   int64_t num_edges = 0;
-  std::string part_method;  // "metis" or "random"
+  std::string part_method;  // "metis", "random" or "ptscotch" (dgl-partition --distributed)
   int num_parts = 0;
   int halo_hops = 1;
   std::string ntype = "_N";           // the single node type's name

@@ -11,6 +11,8 @@ PACKAGES=(
   flatbuffers-compiler libflatbuffers-dev
   libspdlog-dev libfmt-dev
   libmetis-dev
+  # dgl-partition --distributed: OpenMPI and PT-Scotch (docs/distributed-partitioning.md)
+  libopenmpi-dev openmpi-bin libptscotch-dev
   libtorch-dev libgloo-dev
   nlohmann-json3-dev
   libssl-dev            # HMAC-SHA256 and random nonces for connection authentication

@@ -5,6 +5,8 @@
 #include "common/cli.h"
 #include "common/file_util.h"
 #include "common/logging.h"
+#include "launcher/partition/chunked.h"
+#include "launcher/partition/dist_launch.h"
 #include "launcher/partition/file_input.h"
 #include "launcher/partition/generator.h"
 #include "launcher/partition/hetero_generator.h"
@@ -19,8 +21,9 @@ namespace {
 
 constexpr const char* kProgram = "dgl-partition";
 constexpr const char* kUsage =
-    "(--input ogb:DIR | --input edges:FILE | --generate sbm:key=value,... | --generate hsbm:key=value,...)\n"
-    "       --output DIR [options]\n"
+    "(--input ogb:DIR | --input edges:FILE | --input chunks:DIR |\n"
+    "        --generate sbm:key=value,... | --generate hsbm:key=value,...) --output DIR [options]\n"
+    "       dgl-partition (--input ... | --generate sbm:...) --to-chunks N --output DIR [--graph-name NAME]\n"
     "       dgl-partition --verify DIR/<graph_name>.json\n\n"
     "Partitions a graph for dgld (DGL's partition_graph): writes DIR/<graph_name>.json and\n"
     "DIR/part<i>/{graph,node_feat,edge_feat}.dgld (docs/partition-format.md).\n\n"
@@ -32,6 +35,9 @@ constexpr const char* kUsage =
     "              --node-feats (one row of floats per node), --labels (one int per line),\n"
     "              --train-ids/--val-ids/--test-ids (one node id per line). The node count is\n"
     "              --num-nodes, else the number of labels, else the largest id + 1.\n"
+    "  chunks:DIR  DGL's chunked graph layout (homogeneous): DIR/metadata.json naming node\n"
+    "              chunks, edge chunks ('src dst' text files, edge ids in order) and node data\n"
+    "              .npy chunks (features, labels, train_mask, val_mask, test_mask).\n"
     "  sbm:...     degree-corrected stochastic block model; keys nodes, avg_degree, classes,\n"
     "              feat_dim, p_in, gamma, centroid_scale, train, val, test, seed\n"
     "              (e.g. sbm:nodes=200000,avg_degree=20,classes=47,feat_dim=100,p_in=0.8)\n\n"
@@ -54,7 +60,12 @@ constexpr const char* kUsage =
     "  (undirected edges on a symmetric graph) as validation / test edges: they leave the graph\n"
     "  and go to part<i>/link_split.dgld with --link-negatives K negatives each; the training\n"
     "  edges are marked in the edge tensor train_mask. An OGB input whose split directory holds\n"
-    "  src,dst lines (train/valid/test.csv, optional valid_neg/test_neg.csv) is split that way.";
+    "  src,dst lines (train/valid/test.csv, optional valid_neg/test_neg.csv) is split that way.\n\n"
+    "Chunked output (docs/formats.md, 'Chunked graphs'):\n"
+    "  --to-chunks N  instead of partitioning, write the (homogeneous) input to --output DIR in\n"
+    "  DGL's chunked layout: N node chunks and N edge chunks of near-equal size, edges in original\n"
+    "  id order, node data as .npy; --graph-name names the graph. Partitioning options\n"
+    "  (--num-parts, --part-method, ...) are not used; --link-split is an error.";
 
 Status run_verify(const std::string& json) {
   VerifyReport r;
@@ -78,9 +89,13 @@ int run_partition_tool(int argc, const char* const argv[]) {
   log_opts.program = kProgram;
   std::string generate, verify, stats_json, link_split, target_ntype;
   bool add_reverse = false;
+  int to_chunks = 0;
+  DistLaunchOptions dist;
+  bool distributed = false;
+  std::string chunks_dir, ip_config;
   po::options_description desc("Options");
   desc.add_options()
-      ("input", po::value(&in.spec), "ogb:DIR or edges:FILE")
+      ("input", po::value(&in.spec), "ogb:DIR, edges:FILE or chunks:DIR")
       ("generate", po::value(&generate),
        "built-in generator: sbm:nodes=100000,avg_degree=20,... or hsbm:papers=20000,...")
       ("split", po::value(&in.split), "OGB split name (default: the only one under DIR/split)")
@@ -111,7 +126,20 @@ int run_partition_tool(int argc, const char* const argv[]) {
       ("link-negatives", po::value(&opts.link.num_negatives),
        "negative destinations drawn per validation/test edge (default 100; 0: none)")
       ("stats-json", po::value(&stats_json), "also write the summary as JSON to this file")
-      ("verify", po::value(&verify), "check a partitioned graph (its JSON) and exit");
+      ("verify", po::value(&verify), "check a partitioned graph (its JSON) and exit")
+      ("to-chunks", po::value(&to_chunks),
+       "write the input as N chunks in DGL's chunked graph layout to --output instead of partitioning")
+      ("distributed", po::bool_switch(&distributed),
+       "partition --chunks across the machines of --ip-config (one rank each, mpirun over ssh) with PT-Scotch "
+       "(docs/distributed-partitioning.md)")
+      ("chunks", po::value(&chunks_dir), "--distributed: the chunked graph (--to-chunks), at this path on every machine")
+      ("ip-config", po::value(&ip_config), "--distributed: the machines, one rank each (dgl-launch's ip_config.txt)")
+      ("local", po::bool_switch(&dist.local), "--distributed: every rank on this machine (--num-parts of them)")
+      ("imbalance", po::value(&dist.imbalance)->default_value(dist.imbalance),
+       "--distributed: PT-Scotch's node count imbalance ratio")
+      ("identity-file", po::value(&dist.identity_file), "--distributed: ssh private key for the remote ranks")
+      ("ssh-option", po::value(&dist.ssh_options)->composing(),
+       "--distributed: extra ssh option K=V for the remote ranks (repeatable)");
   add_log_options(desc, log_opts);
   po::variables_map vm;
   switch (parse_command_line(argc, argv, kProgram, kUsage, desc, vm)) {
@@ -132,9 +160,40 @@ int run_partition_tool(int argc, const char* const argv[]) {
     return st.is_ok() ? 0 : fail(st);
   }
   if (vm.count("output")) opts.output = vm["output"].as<std::string>();
+  if (distributed) {
+    if (!in.spec.empty() || !generate.empty()) {
+      return fail(invalid_argument("--distributed reads --chunks DIR (write them with --to-chunks), not --input or "
+                                   "--generate"));
+    }
+    if (opts.num_hops != 1 || opts.num_trainers_per_machine != 1 || !link_split.empty() || opts.balance_train ||
+        opts.balance_edges) {
+      return fail(invalid_argument("--distributed supports neither --num-hops > 1, --num-trainers-per-machine > 1, "
+                                   "--link-split nor --balance-* yet"));
+    }
+    dist.ip_config = ip_config;
+    dist.num_parts = vm["num-parts"].defaulted() ? 0 : opts.num_parts;
+    dist.chunks = chunks_dir;
+    dist.output = opts.output;
+    dist.graph_name = vm["graph-name"].defaulted() ? "" : opts.graph_name;
+    dist.seed = opts.seed;
+    dist.overwrite = opts.overwrite;
+    dist.stats_json = stats_json;
+    dist.log_level = log_opts.level;
+    Status st = run_distributed_partition(dist);
+    if (!st.is_ok()) return fail(st);
+    return 0;
+  }
   if (in.spec.empty() == generate.empty()) {
     std::cerr << kProgram << ": give exactly one of --input and --generate (try --help)\n";
     return 2;
+  }
+  if (vm.count("to-chunks")) {
+    if (to_chunks < 1) return fail(invalid_argument("--to-chunks " + std::to_string(to_chunks) + ": expected at least 1 chunk"));
+    if (!link_split.empty() || vm.count("link-negatives")) {
+      return fail(invalid_argument("--link-split/--link-negatives do not apply to --to-chunks (the chunked layout "
+                                   "holds no edge split)"));
+    }
+    if (opts.output.empty()) return fail(invalid_argument("--to-chunks needs --output DIR"));
   }
   if (!link_split.empty()) {
     auto f = parse_link_split_fractions(link_split);
@@ -190,11 +249,31 @@ int run_partition_tool(int argc, const char* const argv[]) {
     auto s = make_ogb_hetero_source(h);
     if (!s.is_ok()) return fail(s.status());
     source = std::move(s).value();
+  } else if (in.spec.rfind("chunks:", 0) == 0) {
+    if (Status st = homogeneous_only("--input " + in.spec); !st.is_ok()) return fail(st);
+    if (!in.node_feats.empty() || !in.labels.empty() || !in.train_ids.empty() || !in.val_ids.empty() ||
+        !in.test_ids.empty() || in.num_nodes != 0 || !in.split.empty()) {
+      return fail(invalid_argument("--node-feats/--labels/--train-ids/--val-ids/--test-ids/--num-nodes/--split do "
+                                   "not apply to --input chunks:DIR (its metadata.json names everything)"));
+    }
+    auto s = make_chunked_source(in.spec.substr(std::string("chunks:").size()));
+    if (!s.is_ok()) return fail(s.status());
+    source = std::move(s).value();
   } else {
     if (Status st = homogeneous_only("--input " + in.spec); !st.is_ok()) return fail(st);
     auto s = make_file_source(in);
     if (!s.is_ok()) return fail(s.status());
     source = std::move(s).value();
+  }
+  if (to_chunks > 0) {
+    if (Status st = write_chunked(*source, opts.output, to_chunks, opts.graph_name, opts.overwrite); !st.is_ok()) {
+      return fail(st);
+    }
+    auto written = read_chunked_metadata(opts.output);
+    if (!written.is_ok()) return fail(written.status());
+    std::cout << "wrote " << to_chunks << " chunks: " << written->num_nodes() << " nodes, " << written->num_edges()
+              << " edges to " << opts.output.string() << "\n";
+    return 0;
   }
   PartitionStats stats;
   if (Status st = partition_graph(*source, opts, &stats); !st.is_ok()) return fail(st);

@@ -10,6 +10,13 @@
 #                                   [--build DIR] [--json] [--keep]
 #   --json  also writes bench-results/partition-<nodes>.json
 #   --keep  keeps the partitions (under $TMPDIR) instead of deleting them
+#
+# scripts/bench/partition.sh --distributed [--ranks R] [--nodes N] [--avg-degree D] [--build DIR]
+#   the same graph partitioned by single-process METIS into R parts and by
+#   dgl-partition --distributed --local (R ranks of PT-Scotch, from --to-chunks R);
+#   prints the distributed edge cut against METIS's (target <= 1.3 x) and every
+#   rank's peak RSS against its share of the input, int64 CSR plus float32
+#   features (target <= 2.5 x). docs/distributed-partitioning.md
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
@@ -19,6 +26,8 @@ parts="2 4"
 build=""
 write_json=0
 keep=0
+distributed=0
+ranks=4
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --nodes) nodes="$2"; shift 2 ;;
@@ -27,7 +36,9 @@ while [[ $# -gt 0 ]]; do
     --build) build="$2"; shift 2 ;;
     --json) write_json=1; shift ;;
     --keep) keep=1; shift ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    --distributed) distributed=1; shift ;;
+    --ranks) ranks="$2"; shift 2 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "partition.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -46,6 +57,33 @@ cleanup() { if [[ $keep -eq 0 ]]; then rm -rf "$work"; else echo "partitions kep
 trap cleanup EXIT
 
 spec="sbm:nodes=${nodes},avg_degree=${avg_degree},classes=47,feat_dim=100,p_in=0.8,seed=1"
+if [[ $distributed -eq 1 ]]; then
+  echo "distributed partitioning benchmark: $spec, $ranks ranks ($tool)"
+  "$tool" --generate "$spec" --num-parts "$ranks" --output "$work/metis" --graph-name bench \
+    --stats-json "$work/metis.json" --log-level warn >/dev/null
+  "$tool" --generate "$spec" --to-chunks "$ranks" --output "$work/chunks" --graph-name bench --log-level warn >/dev/null
+  "$tool" --distributed --local --num-parts "$ranks" --chunks "$work/chunks" --output "$work/dist" \
+    --stats-json "$work/dist.json" --log-level warn
+  python3 - "$work/metis.json" "$work/dist.json" "$nodes" "$ranks" <<'PY'
+import json, os, sys
+metis, dist, nodes, ranks = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[3], int(sys.argv[4])
+mib = 2.0 ** 20
+cut_ratio = dist["edge_cut"] / max(1, metis["edge_cut"])
+print(f"edge cut: METIS {metis['edge_cut']} ({100 * metis['edge_cut_fraction']:.2f}%), PT-Scotch {dist['edge_cut']} "
+      f"({100 * dist['edge_cut'] / max(1, dist['num_edges']):.2f}%)")
+for r, (rss, share) in enumerate(zip(dist["peak_rss_bytes"], dist["share_bytes"])):
+    print(f"  rank {r}: peak rss {rss / mib:.0f} MiB, its share of the input {share / mib:.0f} MiB -> {rss / share:.2f} x")
+print(f"single-process METIS peak rss {metis['peak_rss_bytes'] / mib:.0f} MiB for the whole input "
+      f"{metis['input_bytes'] / mib:.0f} MiB; distributed: PT-Scotch {dist['scotch_s']:.2f} s, total {dist['total_s']:.2f} s")
+os.makedirs("bench-results", exist_ok=True)
+json.dump({"benchmark": "partition-distributed", "nodes": nodes, "ranks": ranks, "metis": metis, "distributed": dist,
+           "edge_cut_vs_metis": cut_ratio, "rank_rss_vs_share": dist["max_rss_over_share"]},
+          open(f"bench-results/partition-distributed-{nodes}.json", "w"), indent=2)
+print(f"ratio: distributed_edge_cut_vs_metis {cut_ratio:.3f} (target 1.3)")
+print(f"ratio: distributed_rank_rss_vs_share {dist['max_rss_over_share']:.2f} (target 2.5)")
+PY
+  exit 0
+fi
 echo "dgl-partition benchmark: $spec, parts: $parts ($tool)"
 stats_files=()
 for p in $parts; do

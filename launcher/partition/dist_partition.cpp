@@ -1,0 +1,779 @@
+#include "launcher/partition/dist_partition.h"
+
+#include <mpi.h>
+// PT-Scotch needs mpi.h first.
+#include <scotch/ptscotch.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <iostream>
+#include <numeric>
+#include <unordered_map>
+#include <vector>
+
+#include <boost/program_options.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "common/cli.h"
+#include "common/file_util.h"
+#include "common/logging.h"
+#include "common/part_config.h"
+#include "common/partition/array_file.h"
+#include "common/partition/partition.h"
+#include "launcher/partition/chunked.h"
+
+namespace dgld {
+namespace fs = std::filesystem;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+int64_t peak_rss_bytes() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<int64_t>(u.ru_maxrss) * 1024;
+}
+
+// ---------------------------------------------------------------- MPI helpers
+
+class Comm {
+ public:
+  explicit Comm(MPI_Comm c) : c_(c) {
+    MPI_Comm_rank(c_, &rank_);
+    MPI_Comm_size(c_, &size_);
+  }
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  MPI_Comm get() const { return c_; }
+
+  // Every rank's status: ok when all are; otherwise the first failing rank's
+  // message, on every rank, naming that rank.
+  Status agree(const Status& mine, const std::string& step) const {
+    int ok = mine.is_ok() ? 1 : 0;
+    std::vector<int> all(static_cast<size_t>(size_));
+    MPI_Allgather(&ok, 1, MPI_INT, all.data(), 1, MPI_INT, c_);
+    const auto bad = std::find(all.begin(), all.end(), 0);
+    if (bad == all.end()) return Status::ok();
+    const int who = static_cast<int>(bad - all.begin());
+    std::string msg = who == rank_ ? mine.message() : std::string();
+    int len = static_cast<int>(msg.size());
+    MPI_Bcast(&len, 1, MPI_INT, who, c_);
+    msg.resize(static_cast<size_t>(len));
+    MPI_Bcast(msg.data(), len, MPI_CHAR, who, c_);
+    return invalid_argument(fmt::format("rank {} ({}): {}", who, step, msg));
+  }
+
+  template <typename T>
+  std::vector<T> allgather(T v) const {
+    std::vector<T> out(static_cast<size_t>(size_));
+    MPI_Allgather(&v, sizeof(T), MPI_BYTE, out.data(), sizeof(T), MPI_BYTE, c_);
+    return out;
+  }
+
+  int64_t sum(int64_t v) const {
+    int64_t out = 0;
+    MPI_Allreduce(&v, &out, 1, MPI_INT64_T, MPI_SUM, c_);
+    return out;
+  }
+
+  // send[r] goes to rank r; returns what each rank sent here. Messages are
+  // cut into pieces of at most 1 GiB (MPI counts are int).
+  template <typename T>
+  std::vector<std::vector<T>> exchange(const std::vector<std::vector<T>>& send) const {
+    static_assert(std::is_trivially_copyable_v<T>);
+    const auto P = static_cast<size_t>(size_);
+    std::vector<int64_t> out_n(P), in_n(P);
+    for (size_t r = 0; r < P; ++r) out_n[r] = static_cast<int64_t>(send[r].size());
+    MPI_Alltoall(out_n.data(), 1, MPI_INT64_T, in_n.data(), 1, MPI_INT64_T, c_);
+    std::vector<std::vector<T>> recv(P);
+    for (size_t r = 0; r < P; ++r) recv[r].resize(static_cast<size_t>(in_n[r]));
+    constexpr int64_t kPiece = (int64_t{1} << 30) / static_cast<int64_t>(sizeof(T));
+    for (int64_t at = 0;; at += kPiece) {
+      std::vector<int> sc(P), rc(P), sd(P), rd(P);
+      std::vector<char> sbuf, rbuf;
+      bool any = false;
+      for (size_t r = 0; r < P; ++r) {
+        const int64_t s = std::clamp<int64_t>(out_n[r] - at, 0, kPiece), q = std::clamp<int64_t>(in_n[r] - at, 0, kPiece);
+        sc[r] = static_cast<int>(s * static_cast<int64_t>(sizeof(T)));
+        rc[r] = static_cast<int>(q * static_cast<int64_t>(sizeof(T)));
+        any = any || out_n[r] > at || in_n[r] > at;
+      }
+      int more = any ? 1 : 0, any_more = 0;
+      MPI_Allreduce(&more, &any_more, 1, MPI_INT, MPI_MAX, c_);
+      if (!any_more) break;
+      size_t stot = 0, rtot = 0;
+      for (size_t r = 0; r < P; ++r) {
+        sd[r] = static_cast<int>(stot);
+        rd[r] = static_cast<int>(rtot);
+        stot += static_cast<size_t>(sc[r]);
+        rtot += static_cast<size_t>(rc[r]);
+      }
+      sbuf.resize(stot);
+      rbuf.resize(rtot);
+      for (size_t r = 0; r < P; ++r) {
+        if (sc[r]) std::memcpy(sbuf.data() + sd[r], send[r].data() + at, static_cast<size_t>(sc[r]));
+      }
+      MPI_Alltoallv(sbuf.data(), sc.data(), sd.data(), MPI_BYTE, rbuf.data(), rc.data(), rd.data(), MPI_BYTE, c_);
+      for (size_t r = 0; r < P; ++r) {
+        if (rc[r]) std::memcpy(recv[r].data() + at, rbuf.data() + rd[r], static_cast<size_t>(rc[r]));
+      }
+    }
+    return recv;
+  }
+
+ private:
+  MPI_Comm c_;
+  int rank_ = 0, size_ = 1;
+};
+
+// ---------------------------------------------------------------- the job
+
+struct EdgeRec {
+  int64_t u, v, eid;  // endpoints (original, later new ids) and the original edge id
+};
+
+class RankJob {
+ public:
+  RankJob(const Comm& comm, const DistPartitionOptions& o) : comm_(comm), o_(o), P_(comm.size()), me_(comm.rank()) {}
+
+  Status run() {
+    const auto t0 = Clock::now();
+    DGLD_RETURN_IF_ERROR(step("reading its chunks", [&] { return read_share(); }));
+    DGLD_RETURN_IF_ERROR(step("exchanging edges", [&] { return shuffle_edges(); }));
+    DGLD_RETURN_IF_ERROR(step("building its adjacency", [&] { return adjacency(); }));
+    DGLD_RETURN_IF_ERROR(step("PT-Scotch", [&] { return cut(); }));
+    DGLD_RETURN_IF_ERROR(step("relabelling", [&] { return relabel(); }));
+    DGLD_RETURN_IF_ERROR(step("moving nodes and edges to their partition", [&] { return move_to_partitions(); }));
+    DGLD_RETURN_IF_ERROR(step("writing its partition", [&] { return write_partition(); }));
+    DGLD_RETURN_IF_ERROR(step("putting its partition in place", [&] { return commit_partition(); }));
+    total_s_ = seconds_since(t0);
+    // The config goes to every machine (the first rank of each writes it), so
+    // that each holds its partition and the config, ready for dgl-launch --no-copy.
+    const bool writes = first_on_machine();
+    return step("writing the partition config", [&] { return writes ? write_config() : Status::ok(); });
+  }
+
+ private:
+  // One step of the job; a step's error reaches every rank at its end. Steps
+  // that call collectives midway fail only before the first one or after the
+  // last; what could go wrong in between is a bug, and ends the job
+  // (fatal()) rather than leaving the other ranks waiting.
+  template <typename F>
+  Status step(const std::string& what, F&& f) {
+    const auto t = Clock::now();
+    Status st;
+    try {
+      st = f();
+    } catch (const std::exception& e) {
+      st = internal_error(e.what());
+    }
+    DGLD_RETURN_IF_ERROR(comm_.agree(st, what));
+    logger("partition")->info("rank {}: {} done in {:.2f} s (peak rss {:.0f} MiB)", me_, what, seconds_since(t),
+                              static_cast<double>(peak_rss_bytes()) / (1 << 20));
+    return Status::ok();
+  }
+
+  // ---- 1. this rank's chunks: a contiguous block of node chunks (so a
+  // contiguous range of original node ids) and a block of edge chunks.
+  static std::pair<int, int> block(int n, int P, int r) { return {static_cast<int>(int64_t{n} * r / P), static_cast<int>(int64_t{n} * (r + 1) / P)}; }
+
+  Status read_share() {
+    DGLD_ASSIGN_OR_RETURN(g_, read_chunked_metadata(o_.chunks));
+    if (g_.num_nodes() > INT32_MAX) {
+      return invalid_argument(fmt::format("{} nodes: PT-Scotch (32-bit SCOTCH_Num here) takes at most 2^31-1",
+                                          g_.num_nodes()));
+    }
+    // Node ranges of every rank, from the chunk blocks.
+    starts_.assign(static_cast<size_t>(P_) + 1, 0);
+    for (int r = 0; r < P_; ++r) {
+      const auto [b, e] = block(g_.num_node_chunks(), P_, r);
+      starts_[static_cast<size_t>(r) + 1] = e < g_.num_node_chunks() ? g_.node_chunk_start(e) : g_.num_nodes();
+      (void)b;
+    }
+    n_local_ = starts_[me_ + 1] - starts_[me_];
+    const auto [nb, ne] = block(g_.num_node_chunks(), P_, me_);
+    for (const ChunkedNodeData& d : g_.node_data) {
+      Column col;
+      col.name = d.name;
+      for (int c = nb; c < ne; ++c) {
+        DGLD_ASSIGN_OR_RETURN(NodeDataChunk chunk, read_node_data_chunk(g_, d.name, c));
+        col.dtype = chunk.dtype;
+        col.cols = chunk.cols;
+        col.data.insert(col.data.end(), chunk.data.begin(), chunk.data.end());
+      }
+      columns_.push_back(std::move(col));
+    }
+    const auto [eb, ee] = block(g_.num_edge_chunks(), P_, me_);
+    for (int c = eb; c < ee; ++c) {
+      DGLD_ASSIGN_OR_RETURN(EdgeChunk chunk, read_edge_chunk(g_, c));
+      const int64_t first = g_.edge_chunk_start(c);
+      for (size_t k = 0; k < chunk.src.size(); ++k) read_.push_back({chunk.src[k], chunk.dst[k], first + static_cast<int64_t>(k)});
+      share_edges_ += static_cast<int64_t>(chunk.src.size());
+    }
+    for (const Column& c : columns_) feature_bytes_ += static_cast<int64_t>(c.data.size());
+    return Status::ok();
+  }
+
+  // A broken invariant in the middle of collectives: the whole job stops.
+  [[noreturn]] void fatal(const std::string& what) const {
+    std::cerr << "dgl-partition-rank: rank " << me_ << ": internal error: " << what << "\n";
+    MPI_Abort(comm_.get(), 3);
+    std::abort();
+  }
+
+  // Whether no lower rank runs on this machine (MPI's processor name).
+  bool first_on_machine() const {
+    struct Name {
+      char s[MPI_MAX_PROCESSOR_NAME + 1];
+    } mine{};
+    int len = 0;
+    MPI_Get_processor_name(mine.s, &len);
+    const auto all = comm_.allgather(mine);
+    for (int r = 0; r < me_; ++r) {
+      if (std::strcmp(all[static_cast<size_t>(r)].s, mine.s) == 0) return false;
+    }
+    return true;
+  }
+
+  int owner_of_orig(int64_t v) const {
+    return static_cast<int>(std::upper_bound(starts_.begin(), starts_.end(), v) - starts_.begin()) - 1;
+  }
+
+  // ---- 2. every edge to the rank of its destination (in-edges) and of its
+  // source (out-edges, for the symmetric adjacency PT-Scotch wants).
+  Status shuffle_edges() {
+    std::vector<std::vector<EdgeRec>> to_dst(static_cast<size_t>(P_)), to_src(static_cast<size_t>(P_));
+    for (const EdgeRec& e : read_) {
+      to_dst[static_cast<size_t>(owner_of_orig(e.v))].push_back(e);
+      to_src[static_cast<size_t>(owner_of_orig(e.u))].push_back(e);
+    }
+    std::vector<EdgeRec>().swap(read_);
+    in_ = flatten(comm_.exchange(to_dst));
+    to_dst.clear();
+    out_ = flatten(comm_.exchange(to_src));
+    return Status::ok();
+  }
+
+  template <typename T>
+  static std::vector<T> flatten(std::vector<std::vector<T>>&& parts) {
+    std::vector<T> out;
+    size_t n = 0;
+    for (const auto& p : parts) n += p.size();
+    out.reserve(n);
+    for (auto& p : parts) {
+      out.insert(out.end(), p.begin(), p.end());
+      std::vector<T>().swap(p);
+    }
+    return out;
+  }
+
+  // ---- 3. PT-Scotch on the symmetrised graph (no self loops, no duplicates).
+  Status adjacency() {
+    if (P_ == 1) return Status::ok();
+    const int64_t base = starts_[me_];
+    std::vector<int64_t> deg(static_cast<size_t>(n_local_) + 1, 0);
+    for (const EdgeRec& e : in_) if (e.u != e.v) ++deg[static_cast<size_t>(e.v - base) + 1];
+    for (const EdgeRec& e : out_) if (e.u != e.v) ++deg[static_cast<size_t>(e.u - base) + 1];
+    std::partial_sum(deg.begin(), deg.end(), deg.begin());
+    std::vector<SCOTCH_Num> adj(static_cast<size_t>(deg.back()));
+    {
+      std::vector<int64_t> pos(deg.begin(), deg.end() - 1);
+      for (const EdgeRec& e : in_) if (e.u != e.v) adj[static_cast<size_t>(pos[static_cast<size_t>(e.v - base)]++)] = static_cast<SCOTCH_Num>(e.u);
+      for (const EdgeRec& e : out_) if (e.u != e.v) adj[static_cast<size_t>(pos[static_cast<size_t>(e.u - base)]++)] = static_cast<SCOTCH_Num>(e.v);
+    }
+    std::vector<SCOTCH_Num> vert(static_cast<size_t>(n_local_) + 1, 0);
+    size_t out = 0;
+    for (int64_t i = 0; i < n_local_; ++i) {
+      auto b = adj.begin() + deg[static_cast<size_t>(i)], e = adj.begin() + deg[static_cast<size_t>(i) + 1];
+      std::sort(b, e);
+      const auto u = std::unique(b, e);
+      vert[static_cast<size_t>(i)] = static_cast<SCOTCH_Num>(out);
+      for (auto it = b; it != u; ++it) adj[out++] = *it;
+    }
+    if (out > static_cast<size_t>(INT32_MAX)) {
+      return resource_exhausted(fmt::format("{} adjacency entries on this rank: PT-Scotch (32-bit) takes at most 2^31-1", out));
+    }
+    vert[static_cast<size_t>(n_local_)] = static_cast<SCOTCH_Num>(out);
+    adj.resize(out);
+    adj.shrink_to_fit();
+    vert_ = std::move(vert);
+    adj_ = std::move(adj);
+    return Status::ok();
+  }
+
+  Status cut() {
+    part_.assign(static_cast<size_t>(n_local_), 0);
+    if (P_ == 1) return Status::ok();
+    std::vector<SCOTCH_Num>& vert = vert_;
+    std::vector<SCOTCH_Num>& adj = adj_;
+    const size_t out = adj.size();
+    std::vector<SCOTCH_Num> parts(static_cast<size_t>(std::max<int64_t>(n_local_, 1)));
+    SCOTCH_Dgraph graph;
+    SCOTCH_Strat strat;
+    if (SCOTCH_dgraphInit(&graph, comm_.get()) != 0) return internal_error("SCOTCH_dgraphInit failed");
+    SCOTCH_stratInit(&strat);
+    SCOTCH_randomSeed(static_cast<SCOTCH_Num>(o_.seed & 0x7fffffff));
+    int rc = SCOTCH_dgraphBuild(&graph, 0, static_cast<SCOTCH_Num>(n_local_), static_cast<SCOTCH_Num>(n_local_),
+                                vert.data(), vert.data() + 1, nullptr, nullptr, static_cast<SCOTCH_Num>(out),
+                                static_cast<SCOTCH_Num>(out), adj.empty() ? nullptr : adj.data(), nullptr, nullptr);
+    const auto t = Clock::now();
+    if (rc == 0) {
+      rc = SCOTCH_stratDgraphMapBuild(&strat, SCOTCH_STRATDEFAULT, static_cast<SCOTCH_Num>(P_),
+                                      static_cast<SCOTCH_Num>(P_), o_.imbalance);
+    }
+    if (rc == 0) rc = SCOTCH_dgraphPart(&graph, static_cast<SCOTCH_Num>(P_), &strat, parts.data());
+    scotch_s_ = seconds_since(t);
+    SCOTCH_stratExit(&strat);
+    SCOTCH_dgraphExit(&graph);
+    if (rc != 0) return internal_error(fmt::format("PT-Scotch failed (code {}); its message is above", rc));
+    for (int64_t i = 0; i < n_local_; ++i) part_[static_cast<size_t>(i)] = static_cast<int32_t>(parts[static_cast<size_t>(i)]);
+    std::vector<SCOTCH_Num>().swap(vert_);
+    std::vector<SCOTCH_Num>().swap(adj_);
+    return Status::ok();
+  }
+
+  // ---- 4. new ids: partition-major, within a partition by original id
+  // (rank order, then the rank's order).
+  Status relabel() {
+    std::vector<int64_t> mine(static_cast<size_t>(P_), 0);
+    for (int32_t p : part_) ++mine[static_cast<size_t>(p)];
+    counts_.assign(static_cast<size_t>(P_) * P_, 0);  // [rank][part]
+    MPI_Allgather(mine.data(), P_, MPI_INT64_T, counts_.data(), P_, MPI_INT64_T, comm_.get());
+    part_start_.assign(static_cast<size_t>(P_) + 1, 0);
+    for (int p = 0; p < P_; ++p) {
+      int64_t n = 0;
+      for (int r = 0; r < P_; ++r) n += counts_[static_cast<size_t>(r) * P_ + p];
+      part_start_[static_cast<size_t>(p) + 1] = part_start_[static_cast<size_t>(p)] + n;
+    }
+    std::vector<int64_t> next(static_cast<size_t>(P_));
+    for (int p = 0; p < P_; ++p) {
+      next[static_cast<size_t>(p)] = part_start_[static_cast<size_t>(p)];
+      for (int r = 0; r < me_; ++r) next[static_cast<size_t>(p)] += counts_[static_cast<size_t>(r) * P_ + p];
+    }
+    new_id_.resize(static_cast<size_t>(n_local_));
+    for (int64_t i = 0; i < n_local_; ++i) new_id_[static_cast<size_t>(i)] = next[static_cast<size_t>(part_[static_cast<size_t>(i)])]++;
+    // The new ids of the other ends of this rank's edges, asked of their ranks.
+    std::vector<std::vector<int64_t>> ask(static_cast<size_t>(P_));
+    for (const EdgeRec& e : in_) ask[static_cast<size_t>(owner_of_orig(e.u))].push_back(e.u);
+    for (const EdgeRec& e : out_) ask[static_cast<size_t>(owner_of_orig(e.v))].push_back(e.v);
+    for (auto& a : ask) {
+      std::sort(a.begin(), a.end());
+      a.erase(std::unique(a.begin(), a.end()), a.end());
+    }
+    auto asked = comm_.exchange(ask);
+    for (auto& a : asked) {
+      for (int64_t& v : a) v = new_id_[static_cast<size_t>(v - starts_[me_])];
+    }
+    auto answers = comm_.exchange(asked);
+    std::unordered_map<int64_t, int64_t> remote;
+    for (int r = 0; r < P_; ++r) {
+      for (size_t k = 0; k < ask[static_cast<size_t>(r)].size(); ++k) remote[ask[static_cast<size_t>(r)][k]] = answers[static_cast<size_t>(r)][k];
+    }
+    auto renew = [&](int64_t v) {
+      const auto it = remote.find(v);
+      if (it == remote.end()) fatal(fmt::format("no new id came back for node {}", v));
+      return it->second;
+    };
+    for (EdgeRec& e : in_) {
+      e.u = renew(e.u);
+      e.v = new_id_[static_cast<size_t>(e.v - starts_[me_])];
+    }
+    for (EdgeRec& e : out_) {
+      e.u = new_id_[static_cast<size_t>(e.u - starts_[me_])];
+      e.v = renew(e.v);
+    }
+    return Status::ok();
+  }
+
+  int part_of_new(int64_t v) const {
+    return static_cast<int>(std::upper_bound(part_start_.begin(), part_start_.end(), v) - part_start_.begin()) - 1;
+  }
+
+  // ---- 5. nodes (with their data) and in-edges to the partition of their
+  // node, out-edges to the partition of their source.
+  Status move_to_partitions() {
+    // A node record: new id, original id, then each column's row.
+    size_t rec = 16;
+    for (const Column& c : columns_) rec += static_cast<size_t>(c.cols) * dtype_size(c.dtype);
+    std::vector<std::vector<std::byte>> nodes(static_cast<size_t>(P_));
+    for (int64_t i = 0; i < n_local_; ++i) {
+      auto& buf = nodes[static_cast<size_t>(part_[static_cast<size_t>(i)])];
+      const size_t at = buf.size();
+      buf.resize(at + rec);
+      std::byte* p = buf.data() + at;
+      const int64_t ids[2] = {new_id_[static_cast<size_t>(i)], starts_[me_] + i};
+      std::memcpy(p, ids, 16);
+      p += 16;
+      for (const Column& c : columns_) {
+        const size_t row = static_cast<size_t>(c.cols) * dtype_size(c.dtype);
+        std::memcpy(p, c.data.data() + static_cast<size_t>(i) * row, row);
+        p += row;
+      }
+    }
+    for (Column& c : columns_) std::vector<std::byte>().swap(c.data);
+    auto got = comm_.exchange(nodes);
+    nodes.clear();
+    // Partition me_'s nodes, by new id.
+    const int64_t first = part_start_[me_], n = part_start_[me_ + 1] - first;
+    orig_.assign(static_cast<size_t>(n), -1);
+    for (Column& c : columns_) c.data.assign(static_cast<size_t>(n) * static_cast<size_t>(c.cols) * dtype_size(c.dtype), std::byte{0});
+    for (const auto& buf : got) {
+      for (size_t at = 0; at + rec <= buf.size(); at += rec) {
+        int64_t ids[2];
+        std::memcpy(ids, buf.data() + at, 16);
+        const int64_t local = ids[0] - first;
+        if (local < 0 || local >= n || orig_[static_cast<size_t>(local)] >= 0) {
+          fatal(fmt::format("node {} (new id {}) arrived at the wrong partition or twice", ids[1], ids[0]));
+        }
+        orig_[static_cast<size_t>(local)] = ids[1];
+        const std::byte* p = buf.data() + at + 16;
+        for (Column& c : columns_) {
+          const size_t row = static_cast<size_t>(c.cols) * dtype_size(c.dtype);
+          std::memcpy(c.data.data() + static_cast<size_t>(local) * row, p, row);
+          p += row;
+        }
+      }
+    }
+    for (int64_t v = 0; v < n; ++v) {
+      if (orig_[static_cast<size_t>(v)] < 0) fatal(fmt::format("node {} of partition {} never arrived", first + v, me_));
+    }
+    std::vector<std::vector<EdgeRec>> to(static_cast<size_t>(P_));
+    for (const EdgeRec& e : in_) to[static_cast<size_t>(part_of_new(e.v))].push_back(e);
+    std::vector<EdgeRec>().swap(in_);
+    in_ = flatten(comm_.exchange(to));
+    to.assign(static_cast<size_t>(P_), {});
+    for (const EdgeRec& e : out_) to[static_cast<size_t>(part_of_new(e.u))].push_back(e);
+    std::vector<EdgeRec>().swap(out_);
+    out_ = flatten(comm_.exchange(to));
+    // In-edges in the single-process order: by destination, then input order.
+    std::sort(in_.begin(), in_.end(), [](const EdgeRec& a, const EdgeRec& b) { return a.v != b.v ? a.v < b.v : a.eid < b.eid; });
+    const auto edge_counts = comm_.allgather<int64_t>(static_cast<int64_t>(in_.size()));
+    edge_counts_all_ = edge_counts;
+    edge_start_ = std::accumulate(edge_counts.begin(), edge_counts.begin() + me_, int64_t{0});
+    num_edges_ = std::accumulate(edge_counts.begin(), edge_counts.end(), int64_t{0});
+    // Out-edges: their new ids come from their destination's partition.
+    std::vector<std::vector<int64_t>> ask(static_cast<size_t>(P_));
+    for (const EdgeRec& e : out_) ask[static_cast<size_t>(part_of_new(e.v))].push_back(e.eid);
+    auto asked = comm_.exchange(ask);
+    std::unordered_map<int64_t, int64_t> new_eid;
+    new_eid.reserve(in_.size());
+    for (size_t k = 0; k < in_.size(); ++k) new_eid[in_[k].eid] = edge_start_ + static_cast<int64_t>(k);
+    for (auto& a : asked) {
+      for (int64_t& eid : a) {
+        auto it = new_eid.find(eid);
+        if (it == new_eid.end()) fatal(fmt::format("edge {} is not an in-edge of partition {}", eid, me_));
+        eid = it->second;
+      }
+    }
+    auto answers = comm_.exchange(asked);
+    std::vector<size_t> at(static_cast<size_t>(P_), 0);
+    out_new_eid_.resize(out_.size());
+    for (size_t k = 0; k < out_.size(); ++k) {
+      const auto q = static_cast<size_t>(part_of_new(out_[k].v));
+      out_new_eid_[k] = answers[q][at[q]++];
+    }
+    for (const EdgeRec& e : in_) cut_ += part_of_new(e.u) != me_;
+    return Status::ok();
+  }
+
+  // ---- 6. partition me_ in the single-process format, under a hidden name.
+  Status write_partition() {
+    namespace pa = part_arrays;
+    const int64_t first = part_start_[me_], n_inner = part_start_[me_ + 1] - first;
+    auto inner = [&](int64_t v) { return v >= first && v < first + n_inner; };
+    // Halo nodes: sources of in-edges and destinations of out-edges elsewhere.
+    std::vector<int64_t> halo;
+    for (const EdgeRec& e : in_) if (!inner(e.u)) halo.push_back(e.u);
+    for (const EdgeRec& e : out_) if (!inner(e.v)) halo.push_back(e.v);
+    std::sort(halo.begin(), halo.end());
+    halo.erase(std::unique(halo.begin(), halo.end()), halo.end());
+    auto local = [&](int64_t v) -> int64_t {
+      if (inner(v)) return v - first;
+      return n_inner + (std::lower_bound(halo.begin(), halo.end(), v) - halo.begin());
+    };
+    const int64_t n_local = n_inner + static_cast<int64_t>(halo.size());
+    // CSC: inner rows hold every in-edge; a halo row the edges from inner
+    // nodes to it (the out-edges of inner nodes), in input order.
+    std::vector<size_t> halo_edges(out_.size());
+    std::iota(halo_edges.begin(), halo_edges.end(), size_t{0});
+    halo_edges.erase(std::remove_if(halo_edges.begin(), halo_edges.end(), [&](size_t k) { return inner(out_[k].v); }),
+                     halo_edges.end());
+    std::sort(halo_edges.begin(), halo_edges.end(), [&](size_t a, size_t b) {
+      return out_[a].v != out_[b].v ? out_[a].v < out_[b].v : out_[a].eid < out_[b].eid;
+    });
+    const int64_t e_inner = static_cast<int64_t>(in_.size()), e_local = e_inner + static_cast<int64_t>(halo_edges.size());
+    std::vector<int64_t> indptr(static_cast<size_t>(n_local) + 1, 0), indices, eids;
+    indices.reserve(static_cast<size_t>(e_local));
+    eids.reserve(static_cast<size_t>(e_local));
+    for (size_t k = 0; k < in_.size(); ++k) {
+      ++indptr[static_cast<size_t>(in_[k].v - first) + 1];
+      indices.push_back(local(in_[k].u));
+      eids.push_back(edge_start_ + static_cast<int64_t>(k));
+    }
+    for (size_t k : halo_edges) {
+      ++indptr[static_cast<size_t>(local(out_[k].v)) + 1];
+      indices.push_back(out_[k].u - first);
+      eids.push_back(out_new_eid_[k]);
+    }
+    std::partial_sum(indptr.begin(), indptr.end(), indptr.begin());
+    // Out-edges of inner nodes (CSR).
+    std::vector<size_t> order(out_.size());
+    std::iota(order.begin(), order.end(), size_t{0});
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return out_[a].u != out_[b].u ? out_[a].u < out_[b].u : out_new_eid_[a] < out_new_eid_[b];
+    });
+    std::vector<int64_t> out_indptr(static_cast<size_t>(n_inner) + 1, 0), out_indices, out_eids;
+    for (size_t k : order) {
+      ++out_indptr[static_cast<size_t>(out_[k].u - first) + 1];
+      out_indices.push_back(local(out_[k].v));
+      out_eids.push_back(out_new_eid_[k]);
+    }
+    std::partial_sum(out_indptr.begin(), out_indptr.end(), out_indptr.begin());
+
+    staging_ = o_.output / fmt::format(".part{}.partial-{}", me_, getpid());
+    fs::remove_all(staging_);
+    fs::create_directories(staging_);
+    std::vector<ArraySpec> specs = {
+        {pa::kMeta, DType::int64, {pa::kMetaSize}},
+        {pa::kNodeGlobalId, DType::int64, {n_local}},
+        {pa::kNodeInner, DType::uint8, {n_local}},
+        {pa::kNodeOwner, DType::int32, {n_local}},
+        {pa::kNodeOrigId, DType::int64, {n_inner}},
+        {pa::kInIndptr, DType::int64, {n_local + 1}},
+        {pa::kInIndices, DType::int64, {e_local}},
+        {pa::kInEids, DType::int64, {e_local}},
+        {pa::kEdgeInner, DType::uint8, {e_local}},
+        {pa::kEdgeOrigId, DType::int64, {e_inner}},
+        {pa::kOutIndptr, DType::int64, {n_inner + 1}},
+        {pa::kOutIndices, DType::int64, {static_cast<int64_t>(out_indices.size())}},
+        {pa::kOutEids, DType::int64, {static_cast<int64_t>(out_eids.size())}},
+    };
+    DGLD_ASSIGN_OR_RETURN(auto w, ArrayFileWriter::create(staging_ / "graph.dgld", ArrayFileKind::partition_graph, specs));
+    std::vector<int64_t> meta(pa::kMetaSize, 0);
+    meta[pa::kMetaPartId] = me_;
+    meta[pa::kMetaNumParts] = P_;
+    meta[pa::kMetaNumInnerNodes] = n_inner;
+    meta[pa::kMetaNumLocalNodes] = n_local;
+    meta[pa::kMetaNumInnerEdges] = e_inner;
+    meta[pa::kMetaNumLocalEdges] = e_local;
+    meta[pa::kMetaNumOutEdges] = static_cast<int64_t>(out_indices.size());
+    meta[pa::kMetaHaloHops] = 1;
+    std::vector<int64_t> gid(static_cast<size_t>(n_local));
+    std::vector<uint8_t> is_inner(static_cast<size_t>(n_local), 0);
+    std::vector<int32_t> owner(static_cast<size_t>(n_local));
+    for (int64_t i = 0; i < n_local; ++i) {
+      gid[static_cast<size_t>(i)] = i < n_inner ? first + i : halo[static_cast<size_t>(i - n_inner)];
+      is_inner[static_cast<size_t>(i)] = i < n_inner;
+      owner[static_cast<size_t>(i)] = part_of_new(gid[static_cast<size_t>(i)]);
+    }
+    std::vector<uint8_t> edge_inner(static_cast<size_t>(e_local), 0);
+    std::fill(edge_inner.begin(), edge_inner.begin() + e_inner, 1);
+    std::vector<int64_t> edge_orig(static_cast<size_t>(e_inner));
+    for (size_t k = 0; k < in_.size(); ++k) edge_orig[k] = in_[k].eid;
+    DGLD_RETURN_IF_ERROR(w->write_array(std::span<const int64_t>(meta)));
+    DGLD_RETURN_IF_ERROR(w->write_array(std::span<const int64_t>(gid)));
+    DGLD_RETURN_IF_ERROR(w->write_array(std::span<const uint8_t>(is_inner)));
+    DGLD_RETURN_IF_ERROR(w->write_array(std::span<const int32_t>(owner)));
+    DGLD_RETURN_IF_ERROR(w->write_array(std::span<const int64_t>(orig_)));
+    DGLD_RETURN_IF_ERROR(w->write_array(std::span<const int64_t>(indptr)));
+    DGLD_RETURN_IF_ERROR(w->write_array(std::span<const int64_t>(indices)));
+    DGLD_RETURN_IF_ERROR(w->write_array(std::span<const int64_t>(eids)));
+    DGLD_RETURN_IF_ERROR(w->write_array(std::span<const uint8_t>(edge_inner)));
+    DGLD_RETURN_IF_ERROR(w->write_array(std::span<const int64_t>(edge_orig)));
+    DGLD_RETURN_IF_ERROR(w->write_array(std::span<const int64_t>(out_indptr)));
+    DGLD_RETURN_IF_ERROR(w->write_array(std::span<const int64_t>(out_indices)));
+    DGLD_RETURN_IF_ERROR(w->write_array(std::span<const int64_t>(out_eids)));
+    DGLD_RETURN_IF_ERROR(w->finish());
+
+    // Node data: "_N/<name>" per column, and every node's trainer (this machine's one).
+    std::vector<ArraySpec> nspecs;
+    for (const Column& c : columns_) {
+      std::vector<int64_t> shape = {n_inner};
+      if (c.cols > 1 || c.name == "features") shape.push_back(c.cols);
+      nspecs.push_back({"_N/" + c.name, c.dtype, shape});
+    }
+    nspecs.push_back({"_N/trainer_id", DType::int64, {n_inner}});
+    DGLD_ASSIGN_OR_RETURN(auto nw, ArrayFileWriter::create(staging_ / "node_feat.dgld", ArrayFileKind::node_features, nspecs));
+    for (const Column& c : columns_) DGLD_RETURN_IF_ERROR(nw->append(c.data.data(), c.data.size()));
+    const std::vector<int64_t> trainer(static_cast<size_t>(n_inner), me_);
+    DGLD_RETURN_IF_ERROR(nw->write_array(std::span<const int64_t>(trainer)));
+    DGLD_RETURN_IF_ERROR(nw->finish());
+    DGLD_ASSIGN_OR_RETURN(auto ew, ArrayFileWriter::create(staging_ / "edge_feat.dgld", ArrayFileKind::edge_features, {}));
+    DGLD_RETURN_IF_ERROR(ew->finish());
+    halo_nodes_ = static_cast<int64_t>(halo.size());
+    return Status::ok();
+  }
+
+  // ---- 7. every rank wrote its partition: each renames its own into place.
+  Status commit_partition() {
+    const fs::path final_dir = o_.output / fmt::format("part{}", me_);
+    std::error_code ec;
+    if (fs::exists(final_dir)) {
+      if (!o_.overwrite) {
+        return invalid_argument(fmt::format("{} exists (give --overwrite to replace it)", final_dir.string()));
+      }
+      fs::remove_all(final_dir, ec);
+    }
+    fs::rename(staging_, final_dir, ec);
+    if (ec) return io_error(fmt::format("renaming {} to {}: {}", staging_.string(), final_dir.string(), ec.message()));
+    staging_.clear();
+    return Status::ok();
+  }
+
+  Status write_config() {
+    PartitionConfig c;
+    c.graph_name = o_.graph_name.empty() ? g_.graph_name : o_.graph_name;
+    c.num_nodes = g_.num_nodes();
+    c.num_edges = num_edges_;
+    c.part_method = "ptscotch";
+    c.num_parts = P_;
+    c.halo_hops = 1;
+    const auto& edge_counts = edge_counts_all_;
+    int64_t e = 0;
+    for (int p = 0; p < P_; ++p) {
+      c.node_map.push_back({part_start_[static_cast<size_t>(p)], part_start_[static_cast<size_t>(p) + 1]});
+      c.edge_map.push_back({e, e + edge_counts[static_cast<size_t>(p)]});
+      e += edge_counts[static_cast<size_t>(p)];
+      const std::string dir = fmt::format("part{}", p);
+      c.parts.push_back({dir + "/node_feat.dgld", dir + "/edge_feat.dgld", dir + "/graph.dgld", ""});
+    }
+    const std::string name = c.graph_name + ".json";
+    DGLD_RETURN_IF_ERROR(validate_part_config(c, name));
+    return write_file_atomic(o_.output / name, part_config_to_json(c));
+  }
+
+ public:
+  // Figures for the summary and benchmarks: gathered on every rank (collective).
+  nlohmann::json figures() {
+    const int64_t share = (n_local_ + 1) * 8 + share_edges_ * 8 + feature_bytes_;
+    const auto rss = comm_.allgather<int64_t>(peak_rss_bytes());
+    const auto shares = comm_.allgather<int64_t>(share);
+    const auto halos = comm_.allgather<int64_t>(halo_nodes_);
+    const int64_t cut = comm_.sum(cut_);
+    nlohmann::json j;
+    j["num_parts"] = P_;
+    j["num_nodes"] = g_.num_nodes();
+    j["num_edges"] = num_edges_;
+    j["edge_cut"] = cut;
+    j["peak_rss_bytes"] = rss;
+    j["share_bytes"] = shares;
+    j["halo_nodes"] = halos;
+    double worst = 0;
+    for (int r = 0; r < P_; ++r) {
+      worst = std::max(worst, static_cast<double>(rss[static_cast<size_t>(r)]) / static_cast<double>(std::max<int64_t>(1, shares[static_cast<size_t>(r)])));
+    }
+    j["max_rss_over_share"] = worst;
+    j["scotch_s"] = scotch_s_;
+    j["total_s"] = total_s_;
+    return j;
+  }
+
+  // Run after a failure: a rank's hidden partial directory goes.
+  void clean_up() {
+    std::error_code ec;
+    if (!staging_.empty()) fs::remove_all(staging_, ec);
+  }
+
+  std::vector<int64_t> edge_counts_all_;
+
+ private:
+  struct Column {
+    std::string name;
+    DType dtype = DType::float32;
+    int64_t cols = 1;
+    std::vector<std::byte> data;  // rows of this rank's nodes (then of its partition)
+  };
+
+  const Comm& comm_;
+  const DistPartitionOptions& o_;
+  const int P_, me_;
+  ChunkedGraph g_;
+  std::vector<int64_t> starts_;  // original node range of each rank
+  int64_t n_local_ = 0, share_edges_ = 0, feature_bytes_ = 0;
+  std::vector<Column> columns_;
+  std::vector<EdgeRec> read_, in_, out_;
+  std::vector<int32_t> part_;
+  std::vector<SCOTCH_Num> vert_, adj_;  // this rank's rows of the symmetrised adjacency
+  std::vector<int64_t> counts_, part_start_, new_id_, orig_, out_new_eid_;
+  int64_t edge_start_ = 0, num_edges_ = 0, cut_ = 0, halo_nodes_ = 0;
+  double scotch_s_ = 0, total_s_ = 0;
+  fs::path staging_;
+};
+
+}  // namespace
+
+int run_partition_rank(int argc, const char* const argv[]) {
+  namespace po = boost::program_options;
+  DistPartitionOptions o;
+  LogOptions log;
+  log.program = "dgl-partition-rank";
+  std::string chunks, output, stats_json;
+  po::options_description desc("dgl-partition-rank options (started by dgl-partition --distributed through mpirun)");
+  desc.add_options()("chunks", po::value(&chunks)->required(), "the chunked graph (metadata.json), on every machine")
+      ("output", po::value(&output)->required(), "where this machine's part<rank> goes; rank 0 writes the config")
+      ("graph-name", po::value(&o.graph_name), "name of the partitioned graph (default: the chunked graph's)")
+      ("seed", po::value(&o.seed)->default_value(o.seed), "PT-Scotch's random seed")
+      ("imbalance", po::value(&o.imbalance)->default_value(o.imbalance), "PT-Scotch's load imbalance ratio")
+      ("overwrite", po::bool_switch(&o.overwrite), "replace an existing part<rank> and config")
+      ("stats-json", po::value(&stats_json), "rank 0 writes the run's figures here");
+  add_log_options(desc, log);
+  po::variables_map vm;
+  if (auto r = parse_command_line(argc, argv, "dgl-partition-rank", "--chunks DIR --output DIR [options]", desc, vm);
+      r != CliOutcome::run) {
+    return r == CliOutcome::exit_ok ? 0 : 2;
+  }
+  o.chunks = chunks;
+  o.output = output;
+  o.stats_json = stats_json;
+  // PT-Scotch's own threads call MPI, which MPI_Init (MPI_THREAD_SINGLE) does
+  // not allow: with them, 4 ranks on this 2-core machine hung in
+  // SCOTCH_dgraphPart; with one thread per rank they finish in 0.15 s. Parallelism comes
+  // from the ranks (one per machine). An explicit setting is kept.
+  setenv("SCOTCH_PTHREAD_NUMBER", "1", /*overwrite=*/0);
+  int argc_mpi = 0;
+  char** argv_mpi = nullptr;
+  MPI_Init(&argc_mpi, &argv_mpi);
+  int rc = 0;
+  {
+    Comm comm(MPI_COMM_WORLD);
+    log.program = fmt::format("dgl-partition-rank[{}]", comm.rank());
+    if (!setup_logging(log).is_ok()) {
+      MPI_Abort(MPI_COMM_WORLD, 2);
+      return 2;
+    }
+    std::error_code ec;
+    fs::create_directories(o.output, ec);
+    RankJob job(comm, o);
+    Status st = job.run();
+    if (st.is_ok()) {
+      nlohmann::json j = job.figures();
+      if (comm.rank() == 0) {
+        std::cout << fmt::format("distributed partition: {} ranks, {} nodes, {} edges, edge cut {} ({:.2f}%), "
+                                 "PT-Scotch {:.2f} s, total {:.2f} s, peak rss / share of the input at most {:.2f}x\n",
+                                 j["num_parts"].get<int>(), j["num_nodes"].get<int64_t>(), j["num_edges"].get<int64_t>(),
+                                 j["edge_cut"].get<int64_t>(),
+                                 100.0 * static_cast<double>(j["edge_cut"].get<int64_t>()) /
+                                     static_cast<double>(std::max<int64_t>(1, j["num_edges"].get<int64_t>())),
+                                 j["scotch_s"].get<double>(), j["total_s"].get<double>(),
+                                 j["max_rss_over_share"].get<double>());
+        if (!o.stats_json.empty()) st = write_file_atomic(o.stats_json, j.dump(2) + "\n");
+      }
+    }
+    if (!st.is_ok()) {
+      job.clean_up();
+      std::cerr << "dgl-partition-rank: rank " << comm.rank() << ": " << st.message() << "\n";
+      rc = 1;
+    }
+  }
+  MPI_Finalize();
+  return rc;
+}
+
+}  // namespace dgld
