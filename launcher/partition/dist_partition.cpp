@@ -154,10 +154,11 @@ class RankJob {
     DGLD_RETURN_IF_ERROR(step("writing its partition", [&] { return write_partition(); }));
     DGLD_RETURN_IF_ERROR(step("putting its partition in place", [&] { return commit_partition(); }));
     total_s_ = seconds_since(t0);
-    // The config goes to every machine (the first rank of each writes it), so
-    // that each holds its partition and the config, ready for dgl-launch --no-copy.
-    const bool writes = first_on_machine();
-    return step("writing the partition config", [&] { return writes ? write_config() : Status::ok(); });
+    // Every rank writes the config (the same bytes, atomically), so that every
+    // machine holds its partition and the config, ready for dgl-launch
+    // --no-copy. (MPI's processor name cannot tell machines apart: hosts in
+    // network namespaces share the host name.)
+    return step("writing the partition config", [&] { return write_config(); });
   }
 
  private:
@@ -226,20 +227,6 @@ class RankJob {
     std::cerr << "dgl-partition-rank: rank " << me_ << ": internal error: " << what << "\n";
     MPI_Abort(comm_.get(), 3);
     std::abort();
-  }
-
-  // Whether no lower rank runs on this machine (MPI's processor name).
-  bool first_on_machine() const {
-    struct Name {
-      char s[MPI_MAX_PROCESSOR_NAME + 1];
-    } mine{};
-    int len = 0;
-    MPI_Get_processor_name(mine.s, &len);
-    const auto all = comm_.allgather(mine);
-    for (int r = 0; r < me_; ++r) {
-      if (std::strcmp(all[static_cast<size_t>(r)].s, mine.s) == 0) return false;
-    }
-    return true;
   }
 
   int owner_of_orig(int64_t v) const {

@@ -8,9 +8,9 @@
 // all-to-all so that it ends with exactly partition r, and writes partition r
 // on its own machine in the single-process format (partition-format.md: ids
 // relabelled to contiguous per-partition ranges, halo nodes, original ids,
-// checksums). Once every rank has its partition in place, the first rank of
-// each machine writes the partition config there (so every machine holds its
-// partition and the config); no rank holds more than its share plus what it
+// checksums). Once every rank has its partition in place, every rank writes
+// the partition config (the same bytes) next to it, so every machine holds its
+// partition and the config; no rank holds more than its share plus what it
 // exchanges.
 //
 // Every step ends with an agreement: a rank that fails (a missing chunk, a bad

@@ -121,6 +121,55 @@ TEST_CASE("multi-host: partitions copied per host, training completes, metrics c
   c.check_nothing_left();
 }
 
+TEST_CASE("multi-host: dgl-partition --distributed partitions across 2 hosts, each keeps its partition, then trains",
+          "[launch][ssh][distributed]") {
+  Cluster c;
+  // The chunked graph at the same path on both hosts (each rank reads its own block).
+  const fs::path chunks = c.hosts.src() / "chunks";
+  auto to = Process::start({partition_bin().string(), "--generate", "sbm:nodes=4000,avg_degree=8,classes=4,feat_dim=8,seed=5",
+                            "--to-chunks", "2", "--graph-name", "g", "--output", chunks.string()},
+                           c.hosts.src() / "to-chunks.log");
+  REQUIRE(to.wait(120s) == std::optional<int>(0));
+  for (int h = 0; h < 2; ++h) fs::copy(chunks, c.hosts.host_dir(h) / "chunks", fs::copy_options::recursive);
+  std::vector<std::string> argv = {"/usr/sbin/ip", "netns", "exec", c.hosts.launcher_ns(), partition_bin().string(),
+                                   "--distributed", "--ip-config", (c.hosts.src() / "ip_config.txt").string(),
+                                   "--chunks", (c.workspace / "chunks").string(), "--output",
+                                   (c.workspace / "dparts").string()};
+  const auto ssh = c.hosts.ssh_flags();
+  argv.insert(argv.end(), ssh.begin(), ssh.end());
+  auto part = Process::start(argv, c.hosts.src() / "distributed.log");
+  const auto rc = part.wait(240s);
+  INFO(part.log());
+  REQUIRE(rc == std::optional<int>(0));
+  CHECK_THAT(part.log(), Catch::Contains("distributed partition: 2 ranks, 4000 nodes"));
+  // Each host holds its own partition and the config, and not the other partition.
+  for (int h = 0; h < 2; ++h) {
+    const fs::path d = c.hosts.host_dir(h) / "dparts";
+    CHECK(fs::exists(d / "g.json"));
+    CHECK(fs::exists(d / ("part" + std::to_string(h)) / "graph.dgld"));
+    CHECK_FALSE(fs::exists(d / ("part" + std::to_string(1 - h))));
+  }
+  CHECK_FALSE(fs::exists(c.hosts.workspace() / "dparts"));  // nothing on the launcher's side
+
+  // Training on the partitions where they are (dgl-launch --no-copy: the
+  // ip_config must be on every host too).
+  for (int h = 0; h < 2; ++h) fs::copy_file(c.hosts.src() / "ip_config.txt", c.hosts.host_dir(h) / "ip_config.txt");
+  fs::create_directories(c.hosts.src() / "dparts");
+  fs::copy_file(c.hosts.host_dir(0) / "dparts" / "g.json", c.hosts.src() / "dparts" / "g.json");
+  std::vector<std::string> args = {"--workspace", c.workspace.string(), "--ip-config", "ip_config.txt",
+                                   "--part-config", "dparts/g.json", "--job-id", c.job_id, "--no-copy"};
+  args.insert(args.end(), ssh.begin(), ssh.end());
+  args.push_back("--");
+  const auto cmd = trainer_command(3);
+  args.insert(args.end(), cmd.begin(), cmd.end());
+  auto train = start_launch(args, c.hosts.src(), c.hosts.src() / "train.log", c.hosts.launcher_ns());
+  const auto trc = train.wait(180s);
+  INFO(train.log());
+  REQUIRE(trc == std::optional<int>(0));
+  CHECK_THAT(train.log(), Catch::Contains("done (rank 1 of 2)"));
+  c.check_nothing_left();
+}
+
 TEST_CASE("multi-host: a Python training script (DGL's API on the dgld package) trains over ssh", "[launch][ssh][python]") {
   const fs::path package = build_root() / "python" / "dgld";
   bool built = false;

@@ -7,6 +7,7 @@ The package and the binaries come from the build directory:
 DGLD_BUILD_ROOT (set by meson test), else <repo>/build."""
 
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -32,13 +33,23 @@ def binary(path):
 
 
 def free_port_block(span=20):
-    """A base port with `span` free ports above it (probed by binding)."""
+    """A base port with `span` free ports above it (probed by binding), below
+    the kernel's ephemeral range as tests/support/process.cpp picks them: a
+    port from that range that is free now can be taken as the local port of
+    any outgoing connection before a graph-server binds it (a busy machine
+    left no block of 20 free ephemeral ports in 200 tries)."""
+    ephemeral_lo = 32768
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            ephemeral_lo = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        pass
+    lo, width = 10000, ephemeral_lo - 1000 - 10000
+    if width < 2000:
+        lo, width = 20000, 30000
+    rng = random.Random()
     for _ in range(200):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            base = s.getsockname()[1]
-        if base + span >= 65535:
-            continue
+        base = lo + rng.randrange(width)
         ok = True
         for p in range(base, base + span):
             with socket.socket() as s:
