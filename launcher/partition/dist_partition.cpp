@@ -1,5 +1,7 @@
 #include "launcher/partition/dist_partition.h"
 
+// The C API only (OpenMPI's C++ bindings warn under -Wextra).
+#define OMPI_SKIP_MPICXX 1
 #include <mpi.h>
 // PT-Scotch needs mpi.h first.
 #include <scotch/ptscotch.h>
@@ -83,6 +85,53 @@ class Comm {
     return out;
   }
 
+  // `send` grouped by destination (counts[r] items for rank r) goes out in
+  // one all-to-all straight from and into flat buffers; returns what every
+  // rank sent here, by rank. Falls back to exchange() past MPI's int counts.
+  template <typename T>
+  std::vector<T> route(std::vector<T>&& send, const std::vector<int64_t>& counts) const {
+    static_assert(std::is_trivially_copyable_v<T>);
+    const auto P = static_cast<size_t>(size_);
+    std::vector<int64_t> in_n(P);
+    MPI_Alltoall(counts.data(), 1, MPI_INT64_T, in_n.data(), 1, MPI_INT64_T, c_);
+    const int64_t out_total = std::accumulate(counts.begin(), counts.end(), int64_t{0});
+    const int64_t in_total = std::accumulate(in_n.begin(), in_n.end(), int64_t{0});
+    const int64_t limit = INT32_MAX / static_cast<int64_t>(sizeof(T));
+    int big = out_total > limit || in_total > limit ? 1 : 0, any_big = 0;
+    MPI_Allreduce(&big, &any_big, 1, MPI_INT, MPI_MAX, c_);
+    if (any_big) {
+      std::vector<std::vector<T>> parts(P);
+      size_t at = 0;
+      for (size_t r = 0; r < P; ++r) {
+        parts[r].assign(send.begin() + static_cast<std::ptrdiff_t>(at), send.begin() + static_cast<std::ptrdiff_t>(at + counts[r]));
+        at += static_cast<size_t>(counts[r]);
+      }
+      std::vector<T>().swap(send);
+      auto got = exchange(parts);
+      std::vector<T> out;
+      out.reserve(static_cast<size_t>(in_total));
+      for (auto& g : got) {
+        out.insert(out.end(), g.begin(), g.end());
+        std::vector<T>().swap(g);
+      }
+      return out;
+    }
+    std::vector<int> sc(P), sd(P), rc(P), rd(P);
+    int so = 0, ro = 0;
+    for (size_t r = 0; r < P; ++r) {
+      sc[r] = static_cast<int>(counts[r] * static_cast<int64_t>(sizeof(T)));
+      rc[r] = static_cast<int>(in_n[r] * static_cast<int64_t>(sizeof(T)));
+      sd[r] = so;
+      rd[r] = ro;
+      so += sc[r];
+      ro += rc[r];
+    }
+    std::vector<T> out(static_cast<size_t>(in_total));
+    MPI_Alltoallv(send.data(), sc.data(), sd.data(), MPI_BYTE, out.data(), rc.data(), rd.data(), MPI_BYTE, c_);
+    std::vector<T>().swap(send);
+    return out;
+  }
+
   // send[r] goes to rank r; returns what each rank sent here. Messages are
   // cut into pieces of at most 1 GiB (MPI counts are int).
   template <typename T>
@@ -135,9 +184,24 @@ class Comm {
 
 // ---------------------------------------------------------------- the job
 
+// An edge on its way: endpoints (original ids, later new ids; both below
+// 2^31, which read_share checks) and its original edge id. 16 bytes.
 struct EdgeRec {
-  int64_t u, v, eid;  // endpoints (original, later new ids) and the original edge id
+  int32_t u, v;
+  int64_t eid;
 };
+
+// `items` in the order of key(item) in [0, P) (stable), with the count per key.
+template <typename T, typename Key>
+std::vector<T> group_by(const std::vector<T>& items, int P, Key&& key, std::vector<int64_t>* counts) {
+  counts->assign(static_cast<size_t>(P), 0);
+  for (const T& x : items) ++(*counts)[static_cast<size_t>(key(x))];
+  std::vector<int64_t> at(static_cast<size_t>(P), 0);
+  for (int r = 1; r < P; ++r) at[static_cast<size_t>(r)] = at[static_cast<size_t>(r) - 1] + (*counts)[static_cast<size_t>(r) - 1];
+  std::vector<T> out(items.size());
+  for (const T& x : items) out[static_cast<size_t>(at[static_cast<size_t>(key(x))]++)] = x;
+  return out;
+}
 
 class RankJob {
  public:
@@ -207,7 +271,11 @@ class RankJob {
         DGLD_ASSIGN_OR_RETURN(NodeDataChunk chunk, read_node_data_chunk(g_, d.name, c));
         col.dtype = chunk.dtype;
         col.cols = chunk.cols;
-        col.data.insert(col.data.end(), chunk.data.begin(), chunk.data.end());
+        if (col.data.empty()) {
+          col.data = std::move(chunk.data);  // one chunk per rank (--to-chunks P): no copy
+        } else {
+          col.data.insert(col.data.end(), chunk.data.begin(), chunk.data.end());
+        }
       }
       columns_.push_back(std::move(col));
     }
@@ -215,7 +283,10 @@ class RankJob {
     for (int c = eb; c < ee; ++c) {
       DGLD_ASSIGN_OR_RETURN(EdgeChunk chunk, read_edge_chunk(g_, c));
       const int64_t first = g_.edge_chunk_start(c);
-      for (size_t k = 0; k < chunk.src.size(); ++k) read_.push_back({chunk.src[k], chunk.dst[k], first + static_cast<int64_t>(k)});
+      read_.reserve(read_.size() + chunk.src.size());
+      for (size_t k = 0; k < chunk.src.size(); ++k) {
+        read_.push_back({static_cast<int32_t>(chunk.src[k]), static_cast<int32_t>(chunk.dst[k]), first + static_cast<int64_t>(k)});
+      }
       share_edges_ += static_cast<int64_t>(chunk.src.size());
     }
     for (const Column& c : columns_) feature_bytes_ += static_cast<int64_t>(c.data.size());
@@ -236,15 +307,10 @@ class RankJob {
   // ---- 2. every edge to the rank of its destination (in-edges) and of its
   // source (out-edges, for the symmetric adjacency PT-Scotch wants).
   Status shuffle_edges() {
-    std::vector<std::vector<EdgeRec>> to_dst(static_cast<size_t>(P_)), to_src(static_cast<size_t>(P_));
-    for (const EdgeRec& e : read_) {
-      to_dst[static_cast<size_t>(owner_of_orig(e.v))].push_back(e);
-      to_src[static_cast<size_t>(owner_of_orig(e.u))].push_back(e);
-    }
+    std::vector<int64_t> counts;
+    in_ = comm_.route(group_by(read_, P_, [&](const EdgeRec& e) { return owner_of_orig(e.v); }, &counts), counts);
+    out_ = comm_.route(group_by(read_, P_, [&](const EdgeRec& e) { return owner_of_orig(e.u); }, &counts), counts);
     std::vector<EdgeRec>().swap(read_);
-    in_ = flatten(comm_.exchange(to_dst));
-    to_dst.clear();
-    out_ = flatten(comm_.exchange(to_src));
     return Status::ok();
   }
 
@@ -369,12 +435,12 @@ class RankJob {
       return it->second;
     };
     for (EdgeRec& e : in_) {
-      e.u = renew(e.u);
-      e.v = new_id_[static_cast<size_t>(e.v - starts_[me_])];
+      e.u = static_cast<int32_t>(renew(e.u));
+      e.v = static_cast<int32_t>(new_id_[static_cast<size_t>(e.v - starts_[me_])]);
     }
     for (EdgeRec& e : out_) {
-      e.u = new_id_[static_cast<size_t>(e.u - starts_[me_])];
-      e.v = renew(e.v);
+      e.u = static_cast<int32_t>(new_id_[static_cast<size_t>(e.u - starts_[me_])]);
+      e.v = static_cast<int32_t>(renew(e.v));
     }
     return Status::ok();
   }
@@ -431,14 +497,17 @@ class RankJob {
     for (int64_t v = 0; v < n; ++v) {
       if (orig_[static_cast<size_t>(v)] < 0) fatal(fmt::format("node {} of partition {} never arrived", first + v, me_));
     }
-    std::vector<std::vector<EdgeRec>> to(static_cast<size_t>(P_));
-    for (const EdgeRec& e : in_) to[static_cast<size_t>(part_of_new(e.v))].push_back(e);
-    std::vector<EdgeRec>().swap(in_);
-    in_ = flatten(comm_.exchange(to));
-    to.assign(static_cast<size_t>(P_), {});
-    for (const EdgeRec& e : out_) to[static_cast<size_t>(part_of_new(e.u))].push_back(e);
-    std::vector<EdgeRec>().swap(out_);
-    out_ = flatten(comm_.exchange(to));
+    std::vector<int64_t> counts;
+    {
+      auto send = group_by(in_, P_, [&](const EdgeRec& e) { return part_of_new(e.v); }, &counts);
+      std::vector<EdgeRec>().swap(in_);
+      in_ = comm_.route(std::move(send), counts);
+    }
+    {
+      auto send = group_by(out_, P_, [&](const EdgeRec& e) { return part_of_new(e.u); }, &counts);
+      std::vector<EdgeRec>().swap(out_);
+      out_ = comm_.route(std::move(send), counts);
+    }
     // In-edges in the single-process order: by destination, then input order.
     std::sort(in_.begin(), in_.end(), [](const EdgeRec& a, const EdgeRec& b) { return a.v != b.v ? a.v < b.v : a.eid < b.eid; });
     const auto edge_counts = comm_.allgather<int64_t>(static_cast<int64_t>(in_.size()));
