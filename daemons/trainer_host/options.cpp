@@ -61,6 +61,9 @@ ParsedTrainerHostOptions parse_trainer_host_options(int argc, const char* const 
        "link: uniform (over every node) | local-uniform (over this machine's nodes)")
       ("exclude", po::value(&t.exclude)->default_value(t.exclude),
        "link: the batch's edges left out of its blocks: reverse_id (them and their reverses) | none")
+      ("keep-best", po::value(&t.keep_best)->default_value(t.keep_best),
+       "model selection: keep the weights of the evaluation with the best validation metric and report its "
+       "figures: off (the last) | acc (--task node) | mrr | auc (--task link)")
       ("neg-exclude-positives", po::bool_switch(&t.neg_exclude_positives),
        "link: redraw a negative that is the edge itself, another positive of the batch or a held-out edge")
       ("seed", po::value(&t.seed)->default_value(t.seed), "random seed (weights, shuffling, sampling, dropout)")

@@ -108,6 +108,7 @@ Status validate_train_config(const TrainConfig& c) {
         {!c.save_model.empty(), "--save-model"},
         {c.infer || !c.output_dir.empty(), "offline inference (--infer, --output-dir)"},
         {!c.checkpoint_dir.empty(), "--checkpoint-dir"},
+        {c.keep_best != "off", "--keep-best (the embeddings of featureless node types are not rolled back)"},
         {c.learnable_features != LearnableFeatures::off,
          "--learnable-features (node types without features always get a learnable embedding)"},
     };
@@ -142,6 +143,26 @@ Status validate_train_config(const TrainConfig& c) {
       return invalid_argument("--exclude '" + c.exclude + "': expected reverse_id or none");
     }
     if (!c.checkpoint_dir.empty()) return invalid_argument("--checkpoint-dir is not supported with --task link yet");
+  }
+  if (c.keep_best != "off") {
+    const bool node_metric = c.keep_best == "acc", link_metric = c.keep_best == "mrr" || c.keep_best == "auc";
+    if (!node_metric && !link_metric) {
+      return invalid_argument("--keep-best '" + c.keep_best + "': expected off, acc (--task node), mrr or auc "
+                              "(--task link)");
+    }
+    if (node_metric != (c.task == "node")) {
+      return invalid_argument(fmt::format("--keep-best {} is a metric of --task {}, but this run is --task {}",
+                                          c.keep_best, node_metric ? "node" : "link", c.task));
+    }
+    if (c.eval_every < 0) return invalid_argument("--keep-best needs evaluations: --eval-every -1 never evaluates");
+    if (c.infer) return invalid_argument("--keep-best with --infer: --infer does not train");
+    if (c.learnable_features != LearnableFeatures::off) {
+      return invalid_argument("--keep-best with --learnable-features: the embedding lives on the graph-servers and "
+                              "is not rolled back with the weights");
+    }
+    if (!c.checkpoint_dir.empty()) {
+      return invalid_argument("--keep-best with --checkpoint-dir: checkpoints do not hold the best weights yet");
+    }
   }
   if (c.embeddings_layer >= 0 && c.output_dir.empty()) {
     return invalid_argument("--embeddings-layer needs --output-dir");
@@ -199,7 +220,8 @@ nlohmann::json config_json(const TrainConfig& c) {
           {"num_negatives", c.num_negatives},
           {"neg_sampler", c.neg_sampler},
           {"neg_exclude_positives", c.neg_exclude_positives},
-          {"exclude", c.exclude}};
+          {"exclude", c.exclude},
+          {"keep_best", c.keep_best}};
 }
 
 nlohmann::json link_metrics_json(const LinkMetrics& m) {
@@ -246,6 +268,7 @@ std::string metrics_json(const TrainResult& r) {
     j["val"] = link_metrics_json(r.val_link);
     j["test"] = link_metrics_json(r.test_link);
   }
+  if (r.config.keep_best != "off") j["best_epoch"] = r.best_epoch;
   j["total_time_s"] = r.total_time_s;
   if (!r.output_files.empty()) {
     j["output_files"] = r.output_files;

@@ -82,6 +82,10 @@ struct TrainConfig {
   // The batch's edges left out of its blocks: reverse_id (them and their
   // reverse edges, DGL's exclude='reverse_id') | none.
   std::string exclude = "reverse_id";
+  // Model selection: after training, the weights of the evaluation with the
+  // best validation metric (acc for --task node, mrr or auc for --task link)
+  // are restored, and that evaluation's figures are the run's; off: the last.
+  std::string keep_best = "off";  // off | acc | mrr | auc
   // Heterogeneous graphs (docs/heterogeneous.md): the labelled node type to
   // classify (empty: the partition config's target_ntype), and R-GCN's basis
   // count (0: one weight per relation). Every node type is embedded into
@@ -136,8 +140,9 @@ struct TrainResult {
   int resumed_from_epoch = -1;  // the checkpoint's last epoch; -1: a fresh run
   std::vector<EpochMetrics> epochs;
   std::vector<EvalMetrics> evals;
-  double val_acc = 0, test_acc = 0;  // from the last evaluation
-  LinkMetrics val_link, test_link;   // from the last evaluation (--task link)
+  double val_acc = 0, test_acc = 0;  // from the last evaluation (--keep-best: the best one)
+  LinkMetrics val_link, test_link;   // from the last evaluation (--task link; --keep-best: the best one)
+  int best_epoch = -1;               // --keep-best: the epoch whose weights were kept
   double total_time_s = 0;
   std::vector<std::string> output_files;  // inference outputs written (rank 0), and the saved model
   double inference_time_s = 0;

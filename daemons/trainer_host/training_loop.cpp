@@ -5,6 +5,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <optional>
+#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -86,6 +89,10 @@ class Loop {
   torch::Tensor score(const torch::Tensor& hu, const torch::Tensor& hv);
   Result<EvalMetrics> evaluate_link(int epoch);
   Result<LinkMetrics> link_metrics(bool test, const RowReader& read, int64_t width);
+  // --keep-best: remembers the weights when `e` is the best evaluation so
+  // far; puts the best weights back and makes that evaluation the run's.
+  void remember_if_best(const EvalMetrics& e);
+  void restore_best();
 
   TrainingBackend& b_;
   const TrainConfig& c_;
@@ -97,6 +104,13 @@ class Loop {
   std::vector<torch::Tensor> params_;          // the model's and the scorer's
   std::unique_ptr<torch::optim::Adam> optimizer_;
   std::unique_ptr<SparseEmbedding> embedding_;
+  struct Best {
+    double metric = -std::numeric_limits<double>::infinity();
+    EvalMetrics eval;
+    std::string model_state;            // the model's weights and buffers (a serialized archive)
+    std::vector<torch::Tensor> params;  // every trained parameter (the scorer's and projections' too)
+  };
+  std::optional<Best> best_;
   const GraphTypeInfo* types_ = nullptr;     // heterogeneous graphs only
   std::vector<torch::nn::Linear> type_proj_;  // by node type; null for a type without features
   std::unique_ptr<CheckpointDir> ckpt_;
@@ -715,6 +729,45 @@ Status Loop::write_outputs() {
   return Status::ok();
 }
 
+void Loop::remember_if_best(const EvalMetrics& e) {
+  // Every trainer sees the same (allreduced) metrics, so all keep the same epoch.
+  const double metric = c_.keep_best == "acc" ? e.val_acc : c_.keep_best == "mrr" ? e.val_link.mrr : e.val_link.auc;
+  if (best_ && !(metric > best_->metric)) return;  // ties keep the earlier epoch
+  if (!best_) best_.emplace();
+  best_->metric = metric;
+  best_->eval = e;
+  torch::NoGradGuard no_grad;
+  torch::serialize::OutputArchive archive;
+  model_->impl().save_state(archive);
+  std::ostringstream out;
+  archive.save_to(out);
+  best_->model_state = std::move(out).str();
+  best_->params.clear();
+  for (const auto& p : params_) best_->params.push_back(p.detach().clone());
+}
+
+void Loop::restore_best() {
+  const EvalMetrics& e = best_->eval;
+  if (r_.evals.empty() || r_.evals.back().epoch != e.epoch) {
+    torch::NoGradGuard no_grad;
+    torch::serialize::InputArchive archive;
+    std::istringstream in(best_->model_state);
+    archive.load_from(in);
+    model_->impl().load_state(archive);
+    for (size_t i = 0; i < params_.size(); ++i) params_[i].copy_(best_->params[i]);
+  }
+  r_.best_epoch = e.epoch;
+  r_.val_acc = e.val_acc;
+  r_.test_acc = e.test_acc;
+  r_.val_link = e.val_link;
+  r_.test_link = e.test_link;
+  log_->info("kept the weights of epoch {} (best validation {} {:.4f}); its test {}", e.epoch, c_.keep_best,
+             best_->metric,
+             link_ ? fmt::format("MRR {:.4f} AUC {:.4f}", e.test_link.mrr, e.test_link.auc)
+                   : fmt::format("acc {:.4f}", e.test_acc));
+  best_.reset();
+}
+
 Result<TrainResult> Loop::run() {
   const auto t_start = Clock::now();
   DGLD_RETURN_IF_ERROR(setup());
@@ -753,10 +806,12 @@ Result<TrainResult> Loop::run() {
       r_.val_link = e.val_link;
       r_.test_link = e.test_link;
       r_.evals.push_back(e);
+      if (c_.keep_best != "off") remember_if_best(e);
     }
     r_.total_time_s = previous_time_s_ + seconds_since(t_start);
     if (ckpt_) DGLD_RETURN_IF_ERROR(save_checkpoint(epoch));
   }
+  if (best_) restore_best();
   if (!c_.save_model.empty() && b_.rank() == 0) {  // every trainer holds the same weights
     model_->impl().set_training(false);  // saved in eval mode, ready for inference
     Status st = model_->save_torchscript(c_.save_model);

@@ -5,7 +5,9 @@
 # dot scorer, hidden 128, lr 0.005, 5 negatives per training edge, fanout 10,10,
 # row-normalised features, dropout 0.5, 100 epochs, 1024 training edges per step
 # over all trainers (--batch-size 1024 / trainers, so every configuration takes
-# the same steps); test ROC-AUC and MRR, mean of seeds 0..2, for
+# the same steps), evaluated every 5 epochs with the weights of the best
+# validation ROC-AUC kept (--keep-best auc; --keep-best off: the last epoch's);
+# test ROC-AUC and MRR, mean of seeds 0..2, for
 #   - 2 partitions x 1 trainer (the reference configuration),
 #   - a feature-only MLP encoder (--fan-out 0,0) in the same configuration,
 #   - 1 partition x 1 trainer and 2 partitions x 2 trainers (4 trainers).
@@ -14,13 +16,15 @@
 #   ratio: cora_link_mrr_sage_minus_mlp <v> (target > 0)
 #   ratio: cora_link_auc_spread_1_2_4_trainers <v> (target <= 0.01)
 #
-# Usage: scripts/bench/link_accuracy.sh [--cora DIR] [--epochs E] [--seeds "0 1 2"] [--exclude reverse_id|none] [--build DIR]
+# Usage: scripts/bench/link_accuracy.sh [--cora DIR] [--epochs E] [--seeds "0 1 2"] [--exclude reverse_id|none]
+#                                      [--keep-best auc|mrr|off] [--build DIR]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cora=../shared/datasets/cora
 epochs=100
 seeds="0 1 2"
 exclude=reverse_id
+keep_best=auc
 build=build
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -28,6 +32,7 @@ while [[ $# -gt 0 ]]; do
     --epochs) epochs="$2"; shift 2 ;;
     --seeds) seeds="$2"; shift 2 ;;
     --exclude) exclude="$2"; shift 2 ;;
+    --keep-best) keep_best="$2"; shift 2 ;;
     --build) build="$2"; shift 2 ;;
     -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "link_accuracy.sh: unknown argument '$1'" >&2; exit 2 ;;
@@ -45,7 +50,8 @@ for parts in 1 2; do
     --graph-name cora --output "$work/p$parts" --link-split 0.85,0.05,0.1 --seed 0 >/dev/null
 done
 flags=(--task link --scorer dot --num-hidden 128 --lr 0.005 --num-negatives 5 --row-normalize --dropout 0.5
-       --num-epochs "$epochs" --eval-every 0 --log-every 0 --no-progress --exclude "$exclude")
+       --num-epochs "$epochs" --log-every 0 --no-progress --exclude "$exclude" --keep-best "$keep_best")
+if [[ "$keep_best" == off ]]; then flags+=(--eval-every 0); else flags+=(--eval-every 5); fi
 global_batch=1024
 
 # run <name> <parts> <trainers per machine> <seed> <extra flags...>: prints "name seed auc mrr"

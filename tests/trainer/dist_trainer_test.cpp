@@ -222,11 +222,21 @@ TEST_CASE("dist trainer: link prediction (--task link) trains and ranks held-out
   // (features alone barely separate the classes); see bench/link results
   // for GraphSAGE on Cora.
   job.run_all(8, {"--task", "link", "--model", "gcn", "--num-hidden", "32", "--batch-size", "512", "--lr", "0.01",
-                  "--eval-every", "0", "--num-negatives", "5", "--neg-exclude-positives", "--fan-out", "10,10",
-                  "--dropout", "0"});
+                  "--eval-every", "2", "--keep-best", "mrr", "--num-negatives", "5", "--neg-exclude-positives",
+                  "--fan-out", "10,10", "--dropout", "0"});
   const auto j = job.read_metrics();
   CHECK(j["task"] == "link");
   REQUIRE(j["epochs"].size() == 8);
+  // --keep-best mrr: the reported figures are those of the evaluation with
+  // the best validation MRR (the first of equals).
+  REQUIRE(j["evals"].size() == 4);
+  size_t best = 0;
+  for (size_t i = 1; i < j["evals"].size(); ++i) {
+    if (j["evals"][i]["val"]["mrr"].get<double>() > j["evals"][best]["val"]["mrr"].get<double>()) best = i;
+  }
+  CHECK(j["best_epoch"] == j["evals"][best]["epoch"]);
+  CHECK(j["test"] == j["evals"][best]["test"]);
+  CHECK(j["val"] == j["evals"][best]["val"]);
   CHECK(j["epochs"][7]["loss"].get<double>() < j["epochs"][0]["loss"].get<double>());
   const auto& t = j["test"];
   WARN("generated graph, link prediction, 8 epochs: test MRR " << t["mrr"].get<double>() << ", AUC "

@@ -154,6 +154,45 @@ TEST_CASE("training is deterministic given the seed; GCN and GAT train too", "[s
   }
 }
 
+TEST_CASE("--keep-best puts back the weights of the best validation accuracy", "[sbm]") {
+  testing::TempDir dir{"dgld-keep-best"};
+  // A high learning rate, so that validation accuracy goes up and down on
+  // its plateau (here: best at epoch 14, 0.929, the last 0.922).
+  TrainConfig c = short_run(20, 5, 0.2, 1);
+  c.keep_best = "acc";
+  c.save_model = (dir.path() / "best.pt").string();
+  auto r = train_standalone(sbm().config.string(), c);
+  REQUIRE(r.is_ok());
+  REQUIRE(r->evals.size() == 20);
+  auto best = r->evals.begin();
+  for (auto it = r->evals.begin(); it != r->evals.end(); ++it) {
+    if (it->val_acc > best->val_acc) best = it;
+  }
+  WARN("--keep-best acc: epoch " << best->epoch << " of 20, val " << best->val_acc << " (last "
+                                 << r->evals.back().val_acc << "), test " << best->test_acc);
+  CHECK(r->best_epoch == best->epoch);
+  CHECK(r->val_acc == best->val_acc);
+  CHECK(r->test_acc == best->test_acc);
+  const auto j = nlohmann::json::parse(metrics_json(*r));
+  CHECK(j["best_epoch"] == best->epoch);
+  CHECK(j["test_acc"].get<double>() == best->test_acc);
+  // What the test is about: the best epoch is not the last, so the weights
+  // had to be put back.
+  REQUIRE(best->epoch != r->evals.back().epoch);
+  REQUIRE(best->val_acc != r->evals.back().val_acc);
+
+  // The saved model is the best epoch's: inference with it gives that
+  // evaluation's accuracies, not the last one's.
+  TrainConfig infer = quiet({});
+  infer.infer = true;
+  infer.model_file = c.save_model;
+  infer.output_dir = (dir.path() / "out").string();
+  auto i = train_standalone(sbm().config.string(), infer);
+  REQUIRE(i.is_ok());
+  CHECK(i->val_acc == Approx(best->val_acc).margin(1e-12));
+  CHECK(i->test_acc == Approx(best->test_acc).margin(1e-12));
+}
+
 TEST_CASE("a diverging run stops with a NaN-loss error", "[sbm]") {
   TrainConfig c = quiet({});
   c.num_epochs = 3;
@@ -181,6 +220,18 @@ TEST_CASE("bad flags give clear errors") {
   c = {};
   c.dropout = 1.5;
   CHECK(msg(c).find("--dropout") != std::string::npos);
+  c = {};
+  c.keep_best = "loss";
+  CHECK(msg(c).find("--keep-best 'loss': expected off, acc (--task node), mrr or auc") != std::string::npos);
+  c.keep_best = "mrr";
+  CHECK(msg(c).find("--keep-best mrr is a metric of --task link, but this run is --task node") != std::string::npos);
+  c.keep_best = "acc";
+  CHECK(validate_train_config(c).is_ok());
+  c.eval_every = -1;
+  CHECK(msg(c).find("--keep-best needs evaluations") != std::string::npos);
+  c.eval_every = 1;
+  c.learnable_features = LearnableFeatures::concat;
+  CHECK(msg(c).find("--keep-best with --learnable-features") != std::string::npos);
   auto f = parse_fan_out("-1, 5,0");
   REQUIRE(f.is_ok());
   CHECK(*f == std::vector<int64_t>{-1, 5, 0});
