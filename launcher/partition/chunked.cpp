@@ -686,15 +686,19 @@ Result<NodeDataChunk> read_npy(const fs::path& path) {
   return c;
 }
 
-Result<NodeDataChunk> read_node_data_chunk(const ChunkedGraph& g, const std::string& name, int i) {
+Result<NpyHeader> check_node_data_chunk(const ChunkedGraph& g, const std::string& name, int i) {
   const ChunkedNodeData* d = find_node_data(g, name);
   if (d == nullptr) return not_found(metadata_file(g) + ": no node data '" + name + "'");
   if (i < 0 || i >= g.num_node_chunks()) {
     return invalid_argument(metadata_file(g) + ": no node chunk " + std::to_string(i) + " (" +
                             std::to_string(g.num_node_chunks()) + " chunks)");
   }
-  DGLD_RETURN_IF_ERROR(checked_header(g, *d, i).status());
-  return read_npy(g.dir / d->files[i]);
+  return checked_header(g, *d, i);
+}
+
+Result<NodeDataChunk> read_node_data_chunk(const ChunkedGraph& g, const std::string& name, int i) {
+  DGLD_RETURN_IF_ERROR(check_node_data_chunk(g, name, i).status());
+  return read_npy(g.dir / find_node_data(g, name)->files[i]);
 }
 
 Result<std::unique_ptr<GraphSource>> make_chunked_source(const fs::path& dir) {

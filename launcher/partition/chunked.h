@@ -95,6 +95,8 @@ struct NpyHeader {
   uint64_t data_offset = 0;  // bytes before the data
 };
 Result<NpyHeader> read_npy_header(const std::filesystem::path& path);
+// read_node_data_chunk's checks on the file's header only, without the rows.
+Result<NpyHeader> check_node_data_chunk(const ChunkedGraph& g, const std::string& name, int i);
 // The whole array (the file's size must match the header's shape).
 Result<NodeDataChunk> read_npy(const std::filesystem::path& path);
 

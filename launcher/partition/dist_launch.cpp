@@ -38,7 +38,9 @@ std::vector<std::string> mpirun_command(const DistLaunchOptions& o, const std::v
   // containers often lack); every rank's lines tagged with its rank.
   argv.insert(argv.end(), {"--mca", "btl", "self,tcp", "--tag-output", rank_binary.string(), "--chunks",
                            fs::absolute(o.chunks).string(), "--output", fs::absolute(o.output).string(), "--seed",
-                           std::to_string(o.seed), "--imbalance", fmt::format("{}", o.imbalance), "--log-level",
+                           std::to_string(o.seed), "--imbalance", fmt::format("{}", o.imbalance),
+                           "--scotch-edge-fraction",
+                           o.scotch_edge_fraction > 0 ? fmt::format("{}", o.scotch_edge_fraction) : "auto", "--log-level",
                            o.log_level});
   if (!o.graph_name.empty()) argv.insert(argv.end(), {"--graph-name", o.graph_name});
   if (o.overwrite) argv.push_back("--overwrite");
@@ -46,9 +48,27 @@ std::vector<std::string> mpirun_command(const DistLaunchOptions& o, const std::v
   return argv;
 }
 
+Result<double> parse_scotch_edge_fraction(const std::string& text) {
+  if (text == "auto") return 0.0;
+  size_t used = 0;
+  double f = 0;
+  try {
+    f = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || !(f > 0 && f <= 1)) {
+    return invalid_argument("--scotch-edge-fraction '" + text + "': expected auto or a number in (0, 1]");
+  }
+  return f;
+}
+
 Status run_distributed_partition(const DistLaunchOptions& o) {
   if (o.chunks.empty()) return invalid_argument("--distributed needs --chunks DIR (a chunked graph, --to-chunks)");
   if (o.output.empty()) return invalid_argument("--distributed needs --output DIR");
+  if (!(o.scotch_edge_fraction >= 0 && o.scotch_edge_fraction <= 1)) {
+    return invalid_argument(fmt::format("--scotch-edge-fraction must be auto or in (0, 1], got {}", o.scotch_edge_fraction));
+  }
   std::vector<std::string> hosts;
   if (o.local) {
     int n = o.num_parts;

@@ -22,6 +22,7 @@ struct DistLaunchOptions {
   std::string graph_name;
   uint64_t seed = 0;
   double imbalance = 0.05;  // PT-Scotch's load imbalance ratio
+  double scotch_edge_fraction = 0;  // the share of edges PT-Scotch cuts by (a symmetric sample); 1: all; 0: auto
   bool overwrite = false;
   std::string stats_json;
   std::string log_level = "info";
@@ -31,6 +32,9 @@ struct DistLaunchOptions {
   std::string mpirun = "mpirun";
   std::filesystem::path rank_binary;  // empty: dgl-partition-rank next to this executable
 };
+
+// --scotch-edge-fraction: "auto" (0) or a number in (0, 1]; the error names the flag.
+Result<double> parse_scotch_edge_fraction(const std::string& text);
 
 // The mpirun command line (argv) for `o` with `hosts` (one rank each).
 std::vector<std::string> mpirun_command(const DistLaunchOptions& o, const std::vector<std::string>& hosts,

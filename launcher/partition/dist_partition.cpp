@@ -5,15 +5,20 @@
 #include <mpi.h>
 // PT-Scotch needs mpi.h first.
 #include <scotch/ptscotch.h>
+#include <malloc.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <numeric>
-#include <unordered_map>
+#include <span>
+#include <cstdint>
+#include <utility>
 #include <vector>
 
 #include <boost/program_options.hpp>
@@ -27,6 +32,7 @@
 #include "common/partition/array_file.h"
 #include "common/partition/partition.h"
 #include "launcher/partition/chunked.h"
+#include "launcher/partition/dist_launch.h"
 
 namespace dgld {
 namespace fs = std::filesystem;
@@ -90,6 +96,14 @@ class Comm {
   // rank sent here, by rank. Falls back to exchange() past MPI's int counts.
   template <typename T>
   std::vector<T> route(std::vector<T>&& send, const std::vector<int64_t>& counts) const {
+    std::vector<T> out = route_from(std::span<const T>(send), counts);
+    std::vector<T>().swap(send);
+    return out;
+  }
+
+  // The same, sending from `send` without taking it.
+  template <typename T>
+  std::vector<T> route_from(std::span<const T> send, const std::vector<int64_t>& counts) const {
     static_assert(std::is_trivially_copyable_v<T>);
     const auto P = static_cast<size_t>(size_);
     std::vector<int64_t> in_n(P);
@@ -106,8 +120,8 @@ class Comm {
         parts[r].assign(send.begin() + static_cast<std::ptrdiff_t>(at), send.begin() + static_cast<std::ptrdiff_t>(at + counts[r]));
         at += static_cast<size_t>(counts[r]);
       }
-      std::vector<T>().swap(send);
       auto got = exchange(parts);
+      std::vector<std::vector<T>>().swap(parts);
       std::vector<T> out;
       out.reserve(static_cast<size_t>(in_total));
       for (auto& g : got) {
@@ -128,12 +142,12 @@ class Comm {
     }
     std::vector<T> out(static_cast<size_t>(in_total));
     MPI_Alltoallv(send.data(), sc.data(), sd.data(), MPI_BYTE, out.data(), rc.data(), rd.data(), MPI_BYTE, c_);
-    std::vector<T>().swap(send);
     return out;
   }
 
-  // send[r] goes to rank r; returns what each rank sent here. Messages are
-  // cut into pieces of at most 1 GiB (MPI counts are int).
+  // send[r] goes to rank r; returns what each rank sent here. Messages go in
+  // pieces of at most 64 MiB / P per rank (at least 1 MiB), so the two
+  // staging buffers stay small next to what is sent and received.
   template <typename T>
   std::vector<std::vector<T>> exchange(const std::vector<std::vector<T>>& send) const {
     static_assert(std::is_trivially_copyable_v<T>);
@@ -143,7 +157,8 @@ class Comm {
     MPI_Alltoall(out_n.data(), 1, MPI_INT64_T, in_n.data(), 1, MPI_INT64_T, c_);
     std::vector<std::vector<T>> recv(P);
     for (size_t r = 0; r < P; ++r) recv[r].resize(static_cast<size_t>(in_n[r]));
-    constexpr int64_t kPiece = (int64_t{1} << 30) / static_cast<int64_t>(sizeof(T));
+    const int64_t kPiece =
+        std::max<int64_t>(int64_t{1} << 20, (int64_t{64} << 20) / static_cast<int64_t>(P)) / static_cast<int64_t>(sizeof(T)) + 1;
     for (int64_t at = 0;; at += kPiece) {
       std::vector<int> sc(P), rc(P), sd(P), rd(P);
       std::vector<char> sbuf, rbuf;
@@ -191,6 +206,27 @@ struct EdgeRec {
   int64_t eid;
 };
 
+// --scotch-edge-fraction auto: the sample PT-Scotch sees is cut so that its
+// working memory, about kScotchBytesPerEnd per edge end (measured: 150 B at
+// 1 M nodes and 4 ranks), stays within kScotchBudget times the rank's share
+// of the input; with what the rank holds besides, the peak stays under 2.5x.
+constexpr double kScotchBytesPerEnd = 150;
+constexpr double kScotchBudget = 1.8;
+// Below this estimate the whole graph goes to PT-Scotch whatever the share
+// (small graphs, and graphs whose features are small beside their edges,
+// keep the best cut), and a sample never keeps less than kScotchMinFraction.
+constexpr double kScotchFreeBytes = 256.0 * (1 << 20);
+constexpr double kScotchMinFraction = 0.15;
+
+// splitmix64's finaliser: a well-mixed 64-bit hash of x.
+uint64_t mix64(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
 // `items` in the order of key(item) in [0, P) (stable), with the count per key.
 template <typename T, typename Key>
 std::vector<T> group_by(const std::vector<T>& items, int P, Key&& key, std::vector<int64_t>* counts) {
@@ -201,6 +237,28 @@ std::vector<T> group_by(const std::vector<T>& items, int P, Key&& key, std::vect
   std::vector<T> out(items.size());
   for (const T& x : items) out[static_cast<size_t>(at[static_cast<size_t>(key(x))]++)] = x;
   return out;
+}
+
+// `items` reordered in place so that key(item) in [0, P) ascends (the order
+// within a key is not kept); returns the count per key. No second buffer:
+// each item is swapped straight into its key's next free place.
+template <typename T, typename Key>
+std::vector<int64_t> group_in_place(std::vector<T>& items, int P, Key&& key) {
+  std::vector<int64_t> counts(static_cast<size_t>(P), 0);
+  for (const T& x : items) ++counts[static_cast<size_t>(key(x))];
+  std::vector<int64_t> next(static_cast<size_t>(P), 0), end(static_cast<size_t>(P), 0);
+  for (int b = 0; b < P; ++b) {
+    next[static_cast<size_t>(b)] = b == 0 ? 0 : end[static_cast<size_t>(b) - 1];
+    end[static_cast<size_t>(b)] = next[static_cast<size_t>(b)] + counts[static_cast<size_t>(b)];
+  }
+  for (int b = 0; b < P; ++b) {
+    while (next[static_cast<size_t>(b)] < end[static_cast<size_t>(b)]) {
+      T x = items[static_cast<size_t>(next[static_cast<size_t>(b)])];
+      for (int k = key(x); k != b; k = key(x)) std::swap(x, items[static_cast<size_t>(next[static_cast<size_t>(k)]++)]);
+      items[static_cast<size_t>(next[static_cast<size_t>(b)]++)] = x;
+    }
+  }
+  return counts;
 }
 
 class RankJob {
@@ -214,7 +272,9 @@ class RankJob {
     DGLD_RETURN_IF_ERROR(step("building its adjacency", [&] { return adjacency(); }));
     DGLD_RETURN_IF_ERROR(step("PT-Scotch", [&] { return cut(); }));
     DGLD_RETURN_IF_ERROR(step("relabelling", [&] { return relabel(); }));
-    DGLD_RETURN_IF_ERROR(step("moving nodes and edges to their partition", [&] { return move_to_partitions(); }));
+    DGLD_RETURN_IF_ERROR(step("moving edges to their partition", [&] { return move_edges(); }));
+    DGLD_RETURN_IF_ERROR(step("reading its node data", [&] { return read_node_data(); }));
+    DGLD_RETURN_IF_ERROR(step("moving nodes to their partition and writing their data", [&] { return move_nodes(); }));
     DGLD_RETURN_IF_ERROR(step("writing its partition", [&] { return write_partition(); }));
     DGLD_RETURN_IF_ERROR(step("putting its partition in place", [&] { return commit_partition(); }));
     total_s_ = seconds_since(t0);
@@ -263,6 +323,30 @@ class RankJob {
       (void)b;
     }
     n_local_ = starts_[me_ + 1] - starts_[me_];
+    // Node data is read when the nodes move (step 5), so that it does not
+    // sit in memory through PT-Scotch; its headers are checked now.
+    const auto [nb, ne] = block(g_.num_node_chunks(), P_, me_);
+    for (const ChunkedNodeData& d : g_.node_data) {
+      for (int c = nb; c < ne; ++c) {
+        DGLD_ASSIGN_OR_RETURN(NpyHeader h, check_node_data_chunk(g_, d.name, c));
+        feature_bytes_ += h.rows * h.cols * static_cast<int64_t>(dtype_size(h.dtype));
+      }
+    }
+    const auto [eb, ee] = block(g_.num_edge_chunks(), P_, me_);
+    for (int c = eb; c < ee; ++c) {
+      DGLD_ASSIGN_OR_RETURN(EdgeChunk chunk, read_edge_chunk(g_, c));
+      const int64_t first = g_.edge_chunk_start(c);
+      read_.reserve(read_.size() + chunk.src.size());
+      for (size_t k = 0; k < chunk.src.size(); ++k) {
+        read_.push_back({static_cast<int32_t>(chunk.src[k]), static_cast<int32_t>(chunk.dst[k]), first + static_cast<int64_t>(k)});
+      }
+      share_edges_ += static_cast<int64_t>(chunk.src.size());
+    }
+    return Status::ok();
+  }
+
+  // This rank's rows of every node data array (its block of node chunks).
+  Status read_node_data() {
     const auto [nb, ne] = block(g_.num_node_chunks(), P_, me_);
     for (const ChunkedNodeData& d : g_.node_data) {
       Column col;
@@ -279,18 +363,60 @@ class RankJob {
       }
       columns_.push_back(std::move(col));
     }
-    const auto [eb, ee] = block(g_.num_edge_chunks(), P_, me_);
-    for (int c = eb; c < ee; ++c) {
-      DGLD_ASSIGN_OR_RETURN(EdgeChunk chunk, read_edge_chunk(g_, c));
-      const int64_t first = g_.edge_chunk_start(c);
-      read_.reserve(read_.size() + chunk.src.size());
-      for (size_t k = 0; k < chunk.src.size(); ++k) {
-        read_.push_back({static_cast<int32_t>(chunk.src[k]), static_cast<int32_t>(chunk.dst[k]), first + static_cast<int64_t>(k)});
-      }
-      share_edges_ += static_cast<int64_t>(chunk.src.size());
-    }
-    for (const Column& c : columns_) feature_bytes_ += static_cast<int64_t>(c.data.size());
     return Status::ok();
+  }
+
+  // Edge records wait in files next to the output while the memory is
+  // needed for something else (PT-Scotch, the other direction's exchange,
+  // the node rows), then come back. They are 16 bytes per edge and
+  // direction; PT-Scotch needs about 110 per edge end it sees.
+  fs::path spill_path(const char* which) const {
+    return o_.output / fmt::format(".rank{}-{}.{}.spill", me_, getpid(), which);
+  }
+
+  Status spill(std::vector<EdgeRec>& v, const char* which, size_t& count) const {
+    const fs::path path = spill_path(which);
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    if (f == nullptr) return io_error(fmt::format("{}: cannot create: {}", path.string(), std::strerror(errno)));
+    bool ok = v.empty() || std::fwrite(v.data(), sizeof(EdgeRec), v.size(), f) == v.size();
+    ok = std::fclose(f) == 0 && ok;
+    if (!ok) return io_error(fmt::format("{}: writing {} edge records failed: {}", path.string(), v.size(), std::strerror(errno)));
+    count = v.size();
+    std::vector<EdgeRec>().swap(v);
+    return Status::ok();
+  }
+
+  Status unspill(std::vector<EdgeRec>& v, const char* which, size_t count) const {
+    const fs::path path = spill_path(which);
+    std::FILE* f = std::fopen(path.c_str(), "rb");
+    if (f == nullptr) return io_error(fmt::format("{}: cannot open: {}", path.string(), std::strerror(errno)));
+    v.resize(count);
+    const bool ok = v.empty() || std::fread(v.data(), sizeof(EdgeRec), v.size(), f) == v.size();
+    std::fclose(f);
+    if (!ok) return io_error(fmt::format("{}: reading back {} edge records failed", path.string(), count));
+    std::error_code ec;
+    fs::remove(path, ec);
+    return Status::ok();
+  }
+
+  Status spill_edges(bool in = true, bool out = true) {
+    if (in) DGLD_RETURN_IF_ERROR(spill(in_, "in", spilled_in_));
+    if (out) DGLD_RETURN_IF_ERROR(spill(out_, "out", spilled_out_));
+    return Status::ok();
+  }
+
+  Status unspill_edges(bool in = true, bool out = true) {
+    if (in) DGLD_RETURN_IF_ERROR(unspill(in_, "in", spilled_in_));
+    if (out) DGLD_RETURN_IF_ERROR(unspill(out_, "out", spilled_out_));
+    return Status::ok();
+  }
+
+  // Between two collectives a failure cannot be agreed on: it ends the job.
+  void or_fatal(const Status& st) const {
+    if (st.is_ok()) return;
+    std::cerr << "dgl-partition-rank: rank " << me_ << ": " << st.message() << "\n";
+    MPI_Abort(comm_.get(), 3);
+    std::abort();
   }
 
   // A broken invariant in the middle of collectives: the whole job stops.
@@ -307,11 +433,15 @@ class RankJob {
   // ---- 2. every edge to the rank of its destination (in-edges) and of its
   // source (out-edges, for the symmetric adjacency PT-Scotch wants).
   Status shuffle_edges() {
-    std::vector<int64_t> counts;
-    in_ = comm_.route(group_by(read_, P_, [&](const EdgeRec& e) { return owner_of_orig(e.v); }, &counts), counts);
-    out_ = comm_.route(group_by(read_, P_, [&](const EdgeRec& e) { return owner_of_orig(e.u); }, &counts), counts);
+    // read_ is sorted by destination rank in place and sent from there; the
+    // in-edges wait in their spill file while the out-edges go.
+    in_ = comm_.route_from(std::span<const EdgeRec>(read_),
+                           group_in_place(read_, P_, [&](const EdgeRec& e) { return owner_of_orig(e.v); }));
+    or_fatal(spill_edges(/*in=*/true, /*out=*/false));
+    out_ = comm_.route_from(std::span<const EdgeRec>(read_),
+                            group_in_place(read_, P_, [&](const EdgeRec& e) { return owner_of_orig(e.u); }));
     std::vector<EdgeRec>().swap(read_);
-    return Status::ok();
+    return unspill_edges(/*in=*/true, /*out=*/false);  // after the step's last collective
   }
 
   template <typename T>
@@ -350,15 +480,47 @@ class RankJob {
       vert[static_cast<size_t>(i)] = static_cast<SCOTCH_Num>(out);
       for (auto it = b; it != u; ++it) adj[out++] = *it;
     }
-    if (out > static_cast<size_t>(INT32_MAX)) {
+    vert[static_cast<size_t>(n_local_)] = static_cast<SCOTCH_Num>(out);
+    std::vector<int64_t>().swap(deg);
+    // The share of the edges PT-Scotch sees (the same on every rank).
+    double fraction = o_.scotch_edge_fraction;
+    if (fraction <= 0) {
+      const double need = kScotchBytesPerEnd * static_cast<double>(out);
+      const double budget = std::max(kScotchBudget * static_cast<double>(share_bytes()), kScotchFreeBytes);
+      const double mine = need <= budget ? 1.0 : std::max(kScotchMinFraction, budget / need);
+      MPI_Allreduce(&mine, &fraction, 1, MPI_DOUBLE, MPI_MIN, comm_.get());
+    }
+    scotch_fraction_ = fraction;
+    if (me_ == 0) {
+      logger("partition")->info("PT-Scotch cuts by {:.1f}% of the edges (--scotch-edge-fraction {})", 100 * fraction,
+                                o_.scotch_edge_fraction > 0 ? fmt::format("{}", o_.scotch_edge_fraction) : "auto");
+    }
+    if (out > static_cast<size_t>(INT32_MAX)) {  // after the collective above
       return resource_exhausted(fmt::format("{} adjacency entries on this rank: PT-Scotch (32-bit) takes at most 2^31-1", out));
     }
-    vert[static_cast<size_t>(n_local_)] = static_cast<SCOTCH_Num>(out);
+    if (fraction < 1.0) {
+      // An edge stays if the hash of its two ends says so: the same answer on
+      // both ends' ranks, so the adjacency stays symmetric as PT-Scotch wants.
+      const auto threshold = static_cast<uint64_t>(fraction * 18446744073709551615.0);
+      const uint64_t salt = o_.seed * 0x9e3779b97f4a7c15ULL;
+      size_t kept = 0;
+      for (int64_t i = 0; i < n_local_; ++i) {
+        const auto u = static_cast<uint64_t>(base + i);
+        const size_t b = static_cast<size_t>(vert[static_cast<size_t>(i)]), e = static_cast<size_t>(vert[static_cast<size_t>(i) + 1]);
+        vert[static_cast<size_t>(i)] = static_cast<SCOTCH_Num>(kept);
+        for (size_t k = b; k < e; ++k) {
+          const auto v = static_cast<uint64_t>(adj[k]);
+          if (mix64((std::min(u, v) << 32 | std::max(u, v)) ^ salt) < threshold) adj[kept++] = adj[k];
+        }
+      }
+      vert[static_cast<size_t>(n_local_)] = static_cast<SCOTCH_Num>(kept);
+      out = kept;
+    }
     adj.resize(out);
     adj.shrink_to_fit();
     vert_ = std::move(vert);
     adj_ = std::move(adj);
-    return Status::ok();
+    return spill_edges();
   }
 
   Status cut() {
@@ -389,7 +551,7 @@ class RankJob {
     for (int64_t i = 0; i < n_local_; ++i) part_[static_cast<size_t>(i)] = static_cast<int32_t>(parts[static_cast<size_t>(i)]);
     std::vector<SCOTCH_Num>().swap(vert_);
     std::vector<SCOTCH_Num>().swap(adj_);
-    return Status::ok();
+    return unspill_edges();  // after PT-Scotch's last collective
   }
 
   // ---- 4. new ids: partition-major, within a partition by original id
@@ -412,27 +574,38 @@ class RankJob {
     }
     new_id_.resize(static_cast<size_t>(n_local_));
     for (int64_t i = 0; i < n_local_; ++i) new_id_[static_cast<size_t>(i)] = next[static_cast<size_t>(part_[static_cast<size_t>(i)])]++;
-    // The new ids of the other ends of this rank's edges, asked of their ranks.
+    // The new ids of the other ends of this rank's edges, asked of their
+    // ranks: each node once, in increasing order (a bit per node of the graph
+    // marks them; far less than a list of every edge's other end).
     std::vector<std::vector<int64_t>> ask(static_cast<size_t>(P_));
-    for (const EdgeRec& e : in_) ask[static_cast<size_t>(owner_of_orig(e.u))].push_back(e.u);
-    for (const EdgeRec& e : out_) ask[static_cast<size_t>(owner_of_orig(e.v))].push_back(e.v);
-    for (auto& a : ask) {
-      std::sort(a.begin(), a.end());
-      a.erase(std::unique(a.begin(), a.end()), a.end());
+    {
+      std::vector<uint64_t> wanted((static_cast<size_t>(g_.num_nodes()) + 63) / 64, 0);
+      for (const EdgeRec& e : in_) wanted[static_cast<size_t>(e.u) >> 6] |= uint64_t{1} << (e.u & 63);
+      for (const EdgeRec& e : out_) wanted[static_cast<size_t>(e.v) >> 6] |= uint64_t{1} << (e.v & 63);
+      for (size_t w = 0; w < wanted.size(); ++w) {
+        for (uint64_t bits = wanted[w]; bits != 0; bits &= bits - 1) {
+          const auto v = static_cast<int64_t>(w * 64 + static_cast<size_t>(__builtin_ctzll(bits)));
+          ask[static_cast<size_t>(owner_of_orig(v))].push_back(v);
+        }
+      }
     }
     auto asked = comm_.exchange(ask);
-    for (auto& a : asked) {
-      for (int64_t& v : a) v = new_id_[static_cast<size_t>(v - starts_[me_])];
+    std::vector<std::vector<int64_t>> asked_answers(asked.size());
+    for (size_t r = 0; r < asked.size(); ++r) {
+      asked_answers[r].reserve(asked[r].size());
+      for (int64_t v : asked[r]) asked_answers[r].push_back(new_id_[static_cast<size_t>(v - starts_[me_])]);
     }
-    auto answers = comm_.exchange(asked);
-    std::unordered_map<int64_t, int64_t> remote;
-    for (int r = 0; r < P_; ++r) {
-      for (size_t k = 0; k < ask[static_cast<size_t>(r)].size(); ++k) remote[ask[static_cast<size_t>(r)][k]] = answers[static_cast<size_t>(r)][k];
-    }
+    std::vector<std::vector<int64_t>>().swap(asked);
+    const auto answers = comm_.exchange(asked_answers);
+    // ask[r] is sorted: the answer for v is at v's position in it (no hash
+    // map: at 5 M edges per rank one would cost more than the edges).
     auto renew = [&](int64_t v) {
-      const auto it = remote.find(v);
-      if (it == remote.end()) fatal(fmt::format("no new id came back for node {}", v));
-      return it->second;
+      const auto r = static_cast<size_t>(owner_of_orig(v));
+      const auto it = std::lower_bound(ask[r].begin(), ask[r].end(), v);
+      if (it == ask[r].end() || *it != v || answers[r].size() != ask[r].size()) {
+        fatal(fmt::format("no new id came back for node {}", v));
+      }
+      return answers[r][static_cast<size_t>(it - ask[r].begin())];
     };
     for (EdgeRec& e : in_) {
       e.u = static_cast<int32_t>(renew(e.u));
@@ -449,86 +622,59 @@ class RankJob {
     return static_cast<int>(std::upper_bound(part_start_.begin(), part_start_.end(), v) - part_start_.begin()) - 1;
   }
 
-  // ---- 5. nodes (with their data) and in-edges to the partition of their
-  // node, out-edges to the partition of their source.
-  Status move_to_partitions() {
-    // A node record: new id, original id, then each column's row.
-    size_t rec = 16;
-    for (const Column& c : columns_) rec += static_cast<size_t>(c.cols) * dtype_size(c.dtype);
-    std::vector<std::vector<std::byte>> nodes(static_cast<size_t>(P_));
-    for (int64_t i = 0; i < n_local_; ++i) {
-      auto& buf = nodes[static_cast<size_t>(part_[static_cast<size_t>(i)])];
-      const size_t at = buf.size();
-      buf.resize(at + rec);
-      std::byte* p = buf.data() + at;
-      const int64_t ids[2] = {new_id_[static_cast<size_t>(i)], starts_[me_] + i};
-      std::memcpy(p, ids, 16);
-      p += 16;
-      for (const Column& c : columns_) {
-        const size_t row = static_cast<size_t>(c.cols) * dtype_size(c.dtype);
-        std::memcpy(p, c.data.data() + static_cast<size_t>(i) * row, row);
-        p += row;
-      }
-    }
-    for (Column& c : columns_) std::vector<std::byte>().swap(c.data);
-    auto got = comm_.exchange(nodes);
-    nodes.clear();
-    // Partition me_'s nodes, by new id.
-    const int64_t first = part_start_[me_], n = part_start_[me_ + 1] - first;
-    orig_.assign(static_cast<size_t>(n), -1);
-    for (Column& c : columns_) c.data.assign(static_cast<size_t>(n) * static_cast<size_t>(c.cols) * dtype_size(c.dtype), std::byte{0});
-    for (const auto& buf : got) {
-      for (size_t at = 0; at + rec <= buf.size(); at += rec) {
-        int64_t ids[2];
-        std::memcpy(ids, buf.data() + at, 16);
-        const int64_t local = ids[0] - first;
-        if (local < 0 || local >= n || orig_[static_cast<size_t>(local)] >= 0) {
-          fatal(fmt::format("node {} (new id {}) arrived at the wrong partition or twice", ids[1], ids[0]));
-        }
-        orig_[static_cast<size_t>(local)] = ids[1];
-        const std::byte* p = buf.data() + at + 16;
-        for (Column& c : columns_) {
-          const size_t row = static_cast<size_t>(c.cols) * dtype_size(c.dtype);
-          std::memcpy(c.data.data() + static_cast<size_t>(local) * row, p, row);
-          p += row;
-        }
-      }
-    }
-    for (int64_t v = 0; v < n; ++v) {
-      if (orig_[static_cast<size_t>(v)] < 0) fatal(fmt::format("node {} of partition {} never arrived", first + v, me_));
-    }
+  // ---- 5. in-edges to the partition of their destination, out-edges to
+  // the partition of their source; then the edge records wait in the spill
+  // file while the nodes move.
+  Status move_edges() {
+    // One direction at a time: the other waits in the spill file meanwhile.
     std::vector<int64_t> counts;
+    or_fatal(spill_edges(/*in=*/false, /*out=*/true));
     {
       auto send = group_by(in_, P_, [&](const EdgeRec& e) { return part_of_new(e.v); }, &counts);
       std::vector<EdgeRec>().swap(in_);
       in_ = comm_.route(std::move(send), counts);
     }
+    or_fatal(spill_edges(/*in=*/true, /*out=*/false));
+    or_fatal(unspill_edges(/*in=*/false, /*out=*/true));
     {
       auto send = group_by(out_, P_, [&](const EdgeRec& e) { return part_of_new(e.u); }, &counts);
       std::vector<EdgeRec>().swap(out_);
       out_ = comm_.route(std::move(send), counts);
     }
+    or_fatal(unspill_edges(/*in=*/true, /*out=*/false));
     // In-edges in the single-process order: by destination, then input order.
     std::sort(in_.begin(), in_.end(), [](const EdgeRec& a, const EdgeRec& b) { return a.v != b.v ? a.v < b.v : a.eid < b.eid; });
     const auto edge_counts = comm_.allgather<int64_t>(static_cast<int64_t>(in_.size()));
     edge_counts_all_ = edge_counts;
     edge_start_ = std::accumulate(edge_counts.begin(), edge_counts.begin() + me_, int64_t{0});
     num_edges_ = std::accumulate(edge_counts.begin(), edge_counts.end(), int64_t{0});
-    // Out-edges: their new ids come from their destination's partition.
-    std::vector<std::vector<int64_t>> ask(static_cast<size_t>(P_));
-    for (const EdgeRec& e : out_) ask[static_cast<size_t>(part_of_new(e.v))].push_back(e.eid);
-    auto asked = comm_.exchange(ask);
-    std::unordered_map<int64_t, int64_t> new_eid;
-    new_eid.reserve(in_.size());
-    for (size_t k = 0; k < in_.size(); ++k) new_eid[in_[k].eid] = edge_start_ + static_cast<int64_t>(k);
-    for (auto& a : asked) {
-      for (int64_t& eid : a) {
-        auto it = new_eid.find(eid);
-        if (it == new_eid.end()) fatal(fmt::format("edge {} is not an in-edge of partition {}", eid, me_));
-        eid = it->second;
+    // Out-edges: their new ids come from their destination's partition,
+    // which finds each (destination, original edge id) in its sorted in_.
+    std::vector<int64_t> asks(static_cast<size_t>(P_), 0);
+    for (const EdgeRec& e : out_) ++asks[static_cast<size_t>(part_of_new(e.v))];
+    std::vector<std::vector<EdgeRec>> ask(static_cast<size_t>(P_));
+    for (int p = 0; p < P_; ++p) ask[static_cast<size_t>(p)].reserve(static_cast<size_t>(asks[static_cast<size_t>(p)]));
+    for (const EdgeRec& e : out_) ask[static_cast<size_t>(part_of_new(e.v))].push_back(e);
+    or_fatal(spill_edges(/*in=*/false, /*out=*/true));  // out_ waits while the queries are answered
+    auto asked_edges = comm_.exchange(ask);
+    std::vector<std::vector<EdgeRec>>().swap(ask);
+    std::vector<std::vector<int64_t>> asked(asked_edges.size());
+    for (size_t r = 0; r < asked_edges.size(); ++r) {
+      asked[r].reserve(asked_edges[r].size());
+      for (const EdgeRec& q : asked_edges[r]) {
+        const auto it = std::lower_bound(in_.begin(), in_.end(), q, [](const EdgeRec& a, const EdgeRec& b) {
+          return a.v != b.v ? a.v < b.v : a.eid < b.eid;
+        });
+        if (it == in_.end() || it->v != q.v || it->eid != q.eid) {
+          fatal(fmt::format("edge {} is not an in-edge of partition {}", q.eid, me_));
+        }
+        asked[r].push_back(edge_start_ + (it - in_.begin()));
       }
+      std::vector<EdgeRec>().swap(asked_edges[r]);
     }
-    auto answers = comm_.exchange(asked);
+    const auto answers = comm_.exchange(asked);
+    std::vector<std::vector<int64_t>>().swap(asked);
+    or_fatal(unspill_edges(/*in=*/false, /*out=*/true));
     std::vector<size_t> at(static_cast<size_t>(P_), 0);
     out_new_eid_.resize(out_.size());
     for (size_t k = 0; k < out_.size(); ++k) {
@@ -536,10 +682,94 @@ class RankJob {
       out_new_eid_[k] = answers[q][at[q]++];
     }
     for (const EdgeRec& e : in_) cut_ += part_of_new(e.u) != me_;
-    return Status::ok();
+    return spill_edges();  // after this step's last collective
   }
 
-  // ---- 6. partition me_ in the single-process format, under a hidden name.
+  // ---- 6. nodes with their rows to their partition; partition me_'s node
+  // data file is written at once (under the hidden staging name), so the rows
+  // are gone before the edge records come back.
+  Status move_nodes() {
+    // A node record: new id, original id, then each column's row. They go in
+    // rounds of at most 32 MiB from each rank (the same round count on every
+    // rank), straight into partition me_'s columns.
+    size_t rec = 16;
+    for (const Column& c : columns_) rec += static_cast<size_t>(c.cols) * dtype_size(c.dtype);
+    const int64_t first = part_start_[me_], n = part_start_[me_ + 1] - first;
+    orig_.assign(static_cast<size_t>(n), -1);
+    std::vector<Column> mine;
+    for (const Column& c : columns_) {
+      mine.push_back({c.name, c.dtype, c.cols, {}});
+      mine.back().data.assign(static_cast<size_t>(n) * static_cast<size_t>(c.cols) * dtype_size(c.dtype), std::byte{0});
+    }
+    constexpr int64_t kRoundBytes = int64_t{32} << 20;
+    int64_t rounds = std::max<int64_t>(1, (n_local_ * static_cast<int64_t>(rec) + kRoundBytes - 1) / kRoundBytes);
+    const auto all_rounds = comm_.allgather<int64_t>(rounds);
+    rounds = *std::max_element(all_rounds.begin(), all_rounds.end());
+    for (int64_t k = 0; k < rounds; ++k) {
+      const int64_t lo = n_local_ * k / rounds, hi = n_local_ * (k + 1) / rounds;
+      std::vector<int64_t> counts(static_cast<size_t>(P_), 0), at(static_cast<size_t>(P_), 0);
+      for (int64_t i = lo; i < hi; ++i) counts[static_cast<size_t>(part_[static_cast<size_t>(i)])] += static_cast<int64_t>(rec);
+      for (int p = 1; p < P_; ++p) at[static_cast<size_t>(p)] = at[static_cast<size_t>(p) - 1] + counts[static_cast<size_t>(p) - 1];
+      std::vector<std::byte> send(static_cast<size_t>(hi - lo) * rec);
+      for (int64_t i = lo; i < hi; ++i) {
+        std::byte* p = send.data() + at[static_cast<size_t>(part_[static_cast<size_t>(i)])];
+        at[static_cast<size_t>(part_[static_cast<size_t>(i)])] += static_cast<int64_t>(rec);
+        const int64_t ids[2] = {new_id_[static_cast<size_t>(i)], starts_[me_] + i};
+        std::memcpy(p, ids, 16);
+        p += 16;
+        for (const Column& c : columns_) {
+          const size_t row = static_cast<size_t>(c.cols) * dtype_size(c.dtype);
+          std::memcpy(p, c.data.data() + static_cast<size_t>(i) * row, row);
+          p += row;
+        }
+      }
+      const std::vector<std::byte> got = comm_.route(std::move(send), counts);
+      for (size_t off = 0; off + rec <= got.size(); off += rec) {
+        int64_t ids[2];
+        std::memcpy(ids, got.data() + off, 16);
+        const int64_t local = ids[0] - first;
+        if (local < 0 || local >= n || orig_[static_cast<size_t>(local)] >= 0) {
+          fatal(fmt::format("node {} (new id {}) arrived at the wrong partition or twice", ids[1], ids[0]));
+        }
+        orig_[static_cast<size_t>(local)] = ids[1];
+        const std::byte* p = got.data() + off + 16;
+        for (Column& c : mine) {
+          const size_t row = static_cast<size_t>(c.cols) * dtype_size(c.dtype);
+          std::memcpy(c.data.data() + static_cast<size_t>(local) * row, p, row);
+          p += row;
+        }
+      }
+    }
+    columns_ = std::move(mine);  // this rank's rows go; partition me_'s stay
+    for (int64_t v = 0; v < n; ++v) {
+      if (orig_[static_cast<size_t>(v)] < 0) fatal(fmt::format("node {} of partition {} never arrived", first + v, me_));
+    }
+    // The last collective is behind: what follows may fail on its own.
+    staging_ = o_.output / fmt::format(".part{}.partial-{}", me_, getpid());
+    fs::remove_all(staging_);
+    fs::create_directories(staging_);
+    // Node data: "_N/<name>" per column, and every node's trainer (this machine's one).
+    std::vector<ArraySpec> nspecs;
+    for (const Column& c : columns_) {
+      std::vector<int64_t> shape = {n};
+      if (c.cols > 1 || c.name == "features") shape.push_back(c.cols);
+      nspecs.push_back({"_N/" + c.name, c.dtype, shape});
+    }
+    nspecs.push_back({"_N/trainer_id", DType::int64, {n}});
+    DGLD_ASSIGN_OR_RETURN(auto nw, ArrayFileWriter::create(staging_ / "node_feat.dgld", ArrayFileKind::node_features, nspecs));
+    for (Column& c : columns_) {
+      DGLD_RETURN_IF_ERROR(nw->append(c.data.data(), c.data.size()));
+      std::vector<std::byte>().swap(c.data);
+    }
+    DGLD_RETURN_IF_ERROR(nw->write_array(std::span<const int64_t>(std::vector<int64_t>(static_cast<size_t>(n), me_))));
+    DGLD_RETURN_IF_ERROR(nw->finish());
+    return unspill_edges();
+  }
+
+  // ---- 7. partition me_'s graph in the single-process format, under the
+  // hidden name: each array computed, written and freed in turn (the edge
+  // arrays streamed in pieces), so that no two edge-sized arrays are held
+  // besides the edge records.
   Status write_partition() {
     namespace pa = part_arrays;
     const int64_t first = part_start_[me_], n_inner = part_start_[me_ + 1] - first;
@@ -550,6 +780,7 @@ class RankJob {
     for (const EdgeRec& e : out_) if (!inner(e.v)) halo.push_back(e.v);
     std::sort(halo.begin(), halo.end());
     halo.erase(std::unique(halo.begin(), halo.end()), halo.end());
+    halo.shrink_to_fit();
     auto local = [&](int64_t v) -> int64_t {
       if (inner(v)) return v - first;
       return n_inner + (std::lower_bound(halo.begin(), halo.end(), v) - halo.begin());
@@ -557,45 +788,16 @@ class RankJob {
     const int64_t n_local = n_inner + static_cast<int64_t>(halo.size());
     // CSC: inner rows hold every in-edge; a halo row the edges from inner
     // nodes to it (the out-edges of inner nodes), in input order.
-    std::vector<size_t> halo_edges(out_.size());
-    std::iota(halo_edges.begin(), halo_edges.end(), size_t{0});
-    halo_edges.erase(std::remove_if(halo_edges.begin(), halo_edges.end(), [&](size_t k) { return inner(out_[k].v); }),
-                     halo_edges.end());
-    std::sort(halo_edges.begin(), halo_edges.end(), [&](size_t a, size_t b) {
+    if (out_.size() > UINT32_MAX) {
+      return resource_exhausted(fmt::format("{} out-edges in partition {}: at most 2^32-1 per partition", out_.size(), me_));
+    }
+    std::vector<uint32_t> halo_edges;  // positions in out_
+    for (size_t k = 0; k < out_.size(); ++k) if (!inner(out_[k].v)) halo_edges.push_back(static_cast<uint32_t>(k));
+    std::sort(halo_edges.begin(), halo_edges.end(), [&](uint32_t a, uint32_t b) {
       return out_[a].v != out_[b].v ? out_[a].v < out_[b].v : out_[a].eid < out_[b].eid;
     });
     const int64_t e_inner = static_cast<int64_t>(in_.size()), e_local = e_inner + static_cast<int64_t>(halo_edges.size());
-    std::vector<int64_t> indptr(static_cast<size_t>(n_local) + 1, 0), indices, eids;
-    indices.reserve(static_cast<size_t>(e_local));
-    eids.reserve(static_cast<size_t>(e_local));
-    for (size_t k = 0; k < in_.size(); ++k) {
-      ++indptr[static_cast<size_t>(in_[k].v - first) + 1];
-      indices.push_back(local(in_[k].u));
-      eids.push_back(edge_start_ + static_cast<int64_t>(k));
-    }
-    for (size_t k : halo_edges) {
-      ++indptr[static_cast<size_t>(local(out_[k].v)) + 1];
-      indices.push_back(out_[k].u - first);
-      eids.push_back(out_new_eid_[k]);
-    }
-    std::partial_sum(indptr.begin(), indptr.end(), indptr.begin());
-    // Out-edges of inner nodes (CSR).
-    std::vector<size_t> order(out_.size());
-    std::iota(order.begin(), order.end(), size_t{0});
-    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-      return out_[a].u != out_[b].u ? out_[a].u < out_[b].u : out_new_eid_[a] < out_new_eid_[b];
-    });
-    std::vector<int64_t> out_indptr(static_cast<size_t>(n_inner) + 1, 0), out_indices, out_eids;
-    for (size_t k : order) {
-      ++out_indptr[static_cast<size_t>(out_[k].u - first) + 1];
-      out_indices.push_back(local(out_[k].v));
-      out_eids.push_back(out_new_eid_[k]);
-    }
-    std::partial_sum(out_indptr.begin(), out_indptr.end(), out_indptr.begin());
-
-    staging_ = o_.output / fmt::format(".part{}.partial-{}", me_, getpid());
-    fs::remove_all(staging_);
-    fs::create_directories(staging_);
+    const int64_t n_out = static_cast<int64_t>(out_.size());
     std::vector<ArraySpec> specs = {
         {pa::kMeta, DType::int64, {pa::kMetaSize}},
         {pa::kNodeGlobalId, DType::int64, {n_local}},
@@ -608,8 +810,8 @@ class RankJob {
         {pa::kEdgeInner, DType::uint8, {e_local}},
         {pa::kEdgeOrigId, DType::int64, {e_inner}},
         {pa::kOutIndptr, DType::int64, {n_inner + 1}},
-        {pa::kOutIndices, DType::int64, {static_cast<int64_t>(out_indices.size())}},
-        {pa::kOutEids, DType::int64, {static_cast<int64_t>(out_eids.size())}},
+        {pa::kOutIndices, DType::int64, {n_out}},
+        {pa::kOutEids, DType::int64, {n_out}},
     };
     DGLD_ASSIGN_OR_RETURN(auto w, ArrayFileWriter::create(staging_ / "graph.dgld", ArrayFileKind::partition_graph, specs));
     std::vector<int64_t> meta(pa::kMetaSize, 0);
@@ -619,55 +821,72 @@ class RankJob {
     meta[pa::kMetaNumLocalNodes] = n_local;
     meta[pa::kMetaNumInnerEdges] = e_inner;
     meta[pa::kMetaNumLocalEdges] = e_local;
-    meta[pa::kMetaNumOutEdges] = static_cast<int64_t>(out_indices.size());
+    meta[pa::kMetaNumOutEdges] = n_out;
     meta[pa::kMetaHaloHops] = 1;
-    std::vector<int64_t> gid(static_cast<size_t>(n_local));
-    std::vector<uint8_t> is_inner(static_cast<size_t>(n_local), 0);
-    std::vector<int32_t> owner(static_cast<size_t>(n_local));
-    for (int64_t i = 0; i < n_local; ++i) {
-      gid[static_cast<size_t>(i)] = i < n_inner ? first + i : halo[static_cast<size_t>(i - n_inner)];
-      is_inner[static_cast<size_t>(i)] = i < n_inner;
-      owner[static_cast<size_t>(i)] = part_of_new(gid[static_cast<size_t>(i)]);
-    }
-    std::vector<uint8_t> edge_inner(static_cast<size_t>(e_local), 0);
-    std::fill(edge_inner.begin(), edge_inner.begin() + e_inner, 1);
-    std::vector<int64_t> edge_orig(static_cast<size_t>(e_inner));
-    for (size_t k = 0; k < in_.size(); ++k) edge_orig[k] = in_[k].eid;
     DGLD_RETURN_IF_ERROR(w->write_array(std::span<const int64_t>(meta)));
-    DGLD_RETURN_IF_ERROR(w->write_array(std::span<const int64_t>(gid)));
-    DGLD_RETURN_IF_ERROR(w->write_array(std::span<const uint8_t>(is_inner)));
-    DGLD_RETURN_IF_ERROR(w->write_array(std::span<const int32_t>(owner)));
+    // Node arrays, one at a time.
+    auto gid = [&](int64_t i) { return i < n_inner ? first + i : halo[static_cast<size_t>(i - n_inner)]; };
+    DGLD_RETURN_IF_ERROR(stream<int64_t>(*w, n_local, [&](int64_t i) { return gid(i); }));
+    DGLD_RETURN_IF_ERROR(stream<uint8_t>(*w, n_local, [&](int64_t i) { return static_cast<uint8_t>(i < n_inner); }));
+    DGLD_RETURN_IF_ERROR(stream<int32_t>(*w, n_local, [&](int64_t i) { return static_cast<int32_t>(part_of_new(gid(i))); }));
     DGLD_RETURN_IF_ERROR(w->write_array(std::span<const int64_t>(orig_)));
-    DGLD_RETURN_IF_ERROR(w->write_array(std::span<const int64_t>(indptr)));
-    DGLD_RETURN_IF_ERROR(w->write_array(std::span<const int64_t>(indices)));
-    DGLD_RETURN_IF_ERROR(w->write_array(std::span<const int64_t>(eids)));
-    DGLD_RETURN_IF_ERROR(w->write_array(std::span<const uint8_t>(edge_inner)));
-    DGLD_RETURN_IF_ERROR(w->write_array(std::span<const int64_t>(edge_orig)));
-    DGLD_RETURN_IF_ERROR(w->write_array(std::span<const int64_t>(out_indptr)));
-    DGLD_RETURN_IF_ERROR(w->write_array(std::span<const int64_t>(out_indices)));
-    DGLD_RETURN_IF_ERROR(w->write_array(std::span<const int64_t>(out_eids)));
-    DGLD_RETURN_IF_ERROR(w->finish());
-
-    // Node data: "_N/<name>" per column, and every node's trainer (this machine's one).
-    std::vector<ArraySpec> nspecs;
-    for (const Column& c : columns_) {
-      std::vector<int64_t> shape = {n_inner};
-      if (c.cols > 1 || c.name == "features") shape.push_back(c.cols);
-      nspecs.push_back({"_N/" + c.name, c.dtype, shape});
+    std::vector<int64_t>().swap(orig_);
+    {
+      std::vector<int64_t> indptr(static_cast<size_t>(n_local) + 1, 0);
+      for (const EdgeRec& e : in_) ++indptr[static_cast<size_t>(e.v - first) + 1];
+      for (uint32_t k : halo_edges) ++indptr[static_cast<size_t>(local(out_[k].v)) + 1];
+      std::partial_sum(indptr.begin(), indptr.end(), indptr.begin());
+      DGLD_RETURN_IF_ERROR(w->write_array(std::span<const int64_t>(indptr)));
     }
-    nspecs.push_back({"_N/trainer_id", DType::int64, {n_inner}});
-    DGLD_ASSIGN_OR_RETURN(auto nw, ArrayFileWriter::create(staging_ / "node_feat.dgld", ArrayFileKind::node_features, nspecs));
-    for (const Column& c : columns_) DGLD_RETURN_IF_ERROR(nw->append(c.data.data(), c.data.size()));
-    const std::vector<int64_t> trainer(static_cast<size_t>(n_inner), me_);
-    DGLD_RETURN_IF_ERROR(nw->write_array(std::span<const int64_t>(trainer)));
-    DGLD_RETURN_IF_ERROR(nw->finish());
-    DGLD_ASSIGN_OR_RETURN(auto ew, ArrayFileWriter::create(staging_ / "edge_feat.dgld", ArrayFileKind::edge_features, {}));
-    DGLD_RETURN_IF_ERROR(ew->finish());
+    // In-edges (inner rows in order), then the halo rows' edges.
+    DGLD_RETURN_IF_ERROR(stream<int64_t>(*w, e_local, [&](int64_t k) {
+      return k < e_inner ? local(in_[static_cast<size_t>(k)].u)
+                         : out_[halo_edges[static_cast<size_t>(k - e_inner)]].u - first;
+    }));
+    DGLD_RETURN_IF_ERROR(stream<int64_t>(*w, e_local, [&](int64_t k) {
+      return k < e_inner ? edge_start_ + k : out_new_eid_[halo_edges[static_cast<size_t>(k - e_inner)]];
+    }));
+    DGLD_RETURN_IF_ERROR(stream<uint8_t>(*w, e_local, [&](int64_t k) { return static_cast<uint8_t>(k < e_inner); }));
+    DGLD_RETURN_IF_ERROR(stream<int64_t>(*w, e_inner, [&](int64_t k) { return in_[static_cast<size_t>(k)].eid; }));
+    std::vector<uint32_t>().swap(halo_edges);
     halo_nodes_ = static_cast<int64_t>(halo.size());
+    // Out-edges of inner nodes (CSR), by source then new edge id; in_ is no
+    // longer needed.
+    std::vector<EdgeRec>().swap(in_);
+    {
+      std::vector<int64_t> out_indptr(static_cast<size_t>(n_inner) + 1, 0);
+      for (const EdgeRec& e : out_) ++out_indptr[static_cast<size_t>(e.u - first) + 1];
+      std::partial_sum(out_indptr.begin(), out_indptr.end(), out_indptr.begin());
+      DGLD_RETURN_IF_ERROR(w->write_array(std::span<const int64_t>(out_indptr)));
+    }
+    std::vector<uint32_t> order(out_.size());
+    std::iota(order.begin(), order.end(), uint32_t{0});
+    std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+      return out_[a].u != out_[b].u ? out_[a].u < out_[b].u : out_new_eid_[a] < out_new_eid_[b];
+    });
+    DGLD_RETURN_IF_ERROR(stream<int64_t>(*w, n_out, [&](int64_t k) { return local(out_[order[static_cast<size_t>(k)]].v); }));
+    DGLD_RETURN_IF_ERROR(stream<int64_t>(*w, n_out, [&](int64_t k) { return out_new_eid_[order[static_cast<size_t>(k)]]; }));
+    DGLD_RETURN_IF_ERROR(w->finish());
+    DGLD_ASSIGN_OR_RETURN(auto ew, ArrayFileWriter::create(staging_ / "edge_feat.dgld", ArrayFileKind::edge_features, {}));
+    return ew->finish();
+  }
+
+  // Writes the next array of `w`, n values value(0..n-1), in pieces.
+  template <typename T, typename F>
+  static Status stream(ArrayFileWriter& w, int64_t n, F&& value) {
+    constexpr int64_t kPiece = 1 << 16;
+    std::vector<T> piece;
+    piece.reserve(static_cast<size_t>(std::min(n, kPiece)));
+    for (int64_t i = 0; i < n; i += kPiece) {
+      piece.clear();
+      const int64_t end = std::min(n, i + kPiece);
+      for (int64_t k = i; k < end; ++k) piece.push_back(value(k));
+      DGLD_RETURN_IF_ERROR(w.append(std::span<const T>(piece)));
+    }
     return Status::ok();
   }
 
-  // ---- 7. every rank wrote its partition: each renames its own into place.
+  // ---- 8. every rank wrote its partition: each renames its own into place.
   Status commit_partition() {
     const fs::path final_dir = o_.output / fmt::format("part{}", me_);
     std::error_code ec;
@@ -707,8 +926,11 @@ class RankJob {
 
  public:
   // Figures for the summary and benchmarks: gathered on every rank (collective).
+  // This rank's share of the input: an int64 CSR of its edges and its rows.
+  int64_t share_bytes() const { return (n_local_ + 1) * 8 + share_edges_ * 8 + feature_bytes_; }
+
   nlohmann::json figures() {
-    const int64_t share = (n_local_ + 1) * 8 + share_edges_ * 8 + feature_bytes_;
+    const int64_t share = share_bytes();
     const auto rss = comm_.allgather<int64_t>(peak_rss_bytes());
     const auto shares = comm_.allgather<int64_t>(share);
     const auto halos = comm_.allgather<int64_t>(halo_nodes_);
@@ -727,6 +949,7 @@ class RankJob {
     }
     j["max_rss_over_share"] = worst;
     j["scotch_s"] = scotch_s_;
+    j["scotch_edge_fraction"] = scotch_fraction_;
     j["total_s"] = total_s_;
     return j;
   }
@@ -735,6 +958,7 @@ class RankJob {
   void clean_up() {
     std::error_code ec;
     if (!staging_.empty()) fs::remove_all(staging_, ec);
+    for (const char* which : {"in", "out"}) fs::remove(spill_path(which), ec);
   }
 
   std::vector<int64_t> edge_counts_all_;
@@ -759,8 +983,9 @@ class RankJob {
   std::vector<SCOTCH_Num> vert_, adj_;  // this rank's rows of the symmetrised adjacency
   std::vector<int64_t> counts_, part_start_, new_id_, orig_, out_new_eid_;
   int64_t edge_start_ = 0, num_edges_ = 0, cut_ = 0, halo_nodes_ = 0;
-  double scotch_s_ = 0, total_s_ = 0;
+  double scotch_s_ = 0, total_s_ = 0, scotch_fraction_ = 1.0;
   fs::path staging_;
+  size_t spilled_in_ = 0, spilled_out_ = 0;  // edge records in the spill files
 };
 
 }  // namespace
@@ -770,13 +995,15 @@ int run_partition_rank(int argc, const char* const argv[]) {
   DistPartitionOptions o;
   LogOptions log;
   log.program = "dgl-partition-rank";
-  std::string chunks, output, stats_json;
+  std::string chunks, output, stats_json, fraction;
   po::options_description desc("dgl-partition-rank options (started by dgl-partition --distributed through mpirun)");
   desc.add_options()("chunks", po::value(&chunks)->required(), "the chunked graph (metadata.json), on every machine")
       ("output", po::value(&output)->required(), "where this machine's part<rank> goes; rank 0 writes the config")
       ("graph-name", po::value(&o.graph_name), "name of the partitioned graph (default: the chunked graph's)")
       ("seed", po::value(&o.seed)->default_value(o.seed), "PT-Scotch's random seed")
       ("imbalance", po::value(&o.imbalance)->default_value(o.imbalance), "PT-Scotch's load imbalance ratio")
+      ("scotch-edge-fraction", po::value(&fraction)->default_value("auto"),
+       "the share of undirected edges PT-Scotch sees (a symmetric hash sample); 1: all; auto: see dist_partition.h")
       ("overwrite", po::bool_switch(&o.overwrite), "replace an existing part<rank> and config")
       ("stats-json", po::value(&stats_json), "rank 0 writes the run's figures here");
   add_log_options(desc, log);
@@ -788,11 +1015,22 @@ int run_partition_rank(int argc, const char* const argv[]) {
   o.chunks = chunks;
   o.output = output;
   o.stats_json = stats_json;
+  if (auto f = parse_scotch_edge_fraction(fraction); f.is_ok()) {
+    o.scotch_edge_fraction = *f;
+  } else {
+    std::cerr << "dgl-partition-rank: " << f.status().message() << "\n";
+    return 2;
+  }
   // PT-Scotch's own threads call MPI, which MPI_Init (MPI_THREAD_SINGLE) does
   // not allow: with them, 4 ranks on this 2-core machine hung in
   // SCOTCH_dgraphPart; with one thread per rank they finish in 0.15 s. Parallelism comes
   // from the ranks (one per machine). An explicit setting is kept.
   setenv("SCOTCH_PTHREAD_NUMBER", "1", /*overwrite=*/0);
+  // Blocks of 1 MiB and more come straight from mmap and go back to the
+  // system when freed. glibc's default threshold rises to 32 MiB after the
+  // first large free, and the exchange buffers below it then stay in the
+  // heap: the peak RSS of a 1 M-node rank grew by a third that way.
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
   int argc_mpi = 0;
   char** argv_mpi = nullptr;
   MPI_Init(&argc_mpi, &argv_mpi);
@@ -812,12 +1050,14 @@ int run_partition_rank(int argc, const char* const argv[]) {
       nlohmann::json j = job.figures();
       if (comm.rank() == 0) {
         std::cout << fmt::format("distributed partition: {} ranks, {} nodes, {} edges, edge cut {} ({:.2f}%), "
-                                 "PT-Scotch {:.2f} s, total {:.2f} s, peak rss / share of the input at most {:.2f}x\n",
+                                 "PT-Scotch on {:.1f}% of the edges {:.2f} s, total {:.2f} s, peak rss / share of the "
+                                 "input at most {:.2f}x\n",
                                  j["num_parts"].get<int>(), j["num_nodes"].get<int64_t>(), j["num_edges"].get<int64_t>(),
                                  j["edge_cut"].get<int64_t>(),
                                  100.0 * static_cast<double>(j["edge_cut"].get<int64_t>()) /
                                      static_cast<double>(std::max<int64_t>(1, j["num_edges"].get<int64_t>())),
-                                 j["scotch_s"].get<double>(), j["total_s"].get<double>(),
+                                 100 * j["scotch_edge_fraction"].get<double>(), j["scotch_s"].get<double>(),
+                                 j["total_s"].get<double>(),
                                  j["max_rss_over_share"].get<double>());
         if (!o.stats_json.empty()) st = write_file_atomic(o.stats_json, j.dump(2) + "\n");
       }

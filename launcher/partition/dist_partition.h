@@ -29,6 +29,13 @@ struct DistPartitionOptions {
   std::string graph_name;        // empty: the chunked graph's
   uint64_t seed = 0;             // PT-Scotch's random seed
   double imbalance = 0.05;       // PT-Scotch's load imbalance ratio
+  // The share of the edges PT-Scotch sees: each undirected edge is kept with
+  // this probability (a hash of its ends and the seed, so both ends agree).
+  // Its working memory (~150 bytes per kept edge end) shrinks in proportion;
+  // the cut is still counted, and the partitions hold, on every edge. 1: all;
+  // 0 (auto): the largest fraction whose working memory fits 1.8x the
+  // rank's share of the input, the same on every rank.
+  double scotch_edge_fraction = 0;
   bool overwrite = false;        // replace existing part<r> / config
   std::filesystem::path stats_json;  // rank 0 writes the run's figures here (benchmarks)
 };

@@ -92,7 +92,7 @@ int run_partition_tool(int argc, const char* const argv[]) {
   int to_chunks = 0;
   DistLaunchOptions dist;
   bool distributed = false;
-  std::string chunks_dir, ip_config;
+  std::string chunks_dir, ip_config, scotch_edge_fraction;
   po::options_description desc("Options");
   desc.add_options()
       ("input", po::value(&in.spec), "ogb:DIR, edges:FILE or chunks:DIR")
@@ -137,6 +137,10 @@ int run_partition_tool(int argc, const char* const argv[]) {
       ("local", po::bool_switch(&dist.local), "--distributed: every rank on this machine (--num-parts of them)")
       ("imbalance", po::value(&dist.imbalance)->default_value(dist.imbalance),
        "--distributed: PT-Scotch's node count imbalance ratio")
+      ("scotch-edge-fraction", po::value(&scotch_edge_fraction)->default_value("auto"),
+       "--distributed: the share of edges PT-Scotch cuts by (each undirected edge kept with this probability); "
+       "below 1 its memory shrinks in proportion, at some cost in edge cut; auto: as much as keeps each rank "
+       "within 2.5x its share of the input; 1: every edge")
       ("identity-file", po::value(&dist.identity_file), "--distributed: ssh private key for the remote ranks")
       ("ssh-option", po::value(&dist.ssh_options)->composing(),
        "--distributed: extra ssh option K=V for the remote ranks (repeatable)");
@@ -179,6 +183,9 @@ int run_partition_tool(int argc, const char* const argv[]) {
     dist.overwrite = opts.overwrite;
     dist.stats_json = stats_json;
     dist.log_level = log_opts.level;
+    auto fraction = parse_scotch_edge_fraction(scotch_edge_fraction);
+    if (!fraction.is_ok()) return fail(fraction.status());
+    dist.scotch_edge_fraction = *fraction;
     Status st = run_distributed_partition(dist);
     if (!st.is_ok()) return fail(st);
     return 0;

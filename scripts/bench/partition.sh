@@ -11,7 +11,8 @@
 #   --json  also writes bench-results/partition-<nodes>.json
 #   --keep  keeps the partitions (under $TMPDIR) instead of deleting them
 #
-# scripts/bench/partition.sh --distributed [--ranks R] [--nodes N] [--avg-degree D] [--build DIR]
+# scripts/bench/partition.sh --distributed [--ranks R] [--nodes N] [--avg-degree D] [--scotch-edge-fraction F]
+#                                         [--build DIR]
 #   the same graph partitioned by single-process METIS into R parts and by
 #   dgl-partition --distributed --local (R ranks of PT-Scotch, from --to-chunks R);
 #   prints the distributed edge cut against METIS's (target <= 1.3 x) and every
@@ -28,6 +29,7 @@ write_json=0
 keep=0
 distributed=0
 ranks=4
+fraction=auto
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --nodes) nodes="$2"; shift 2 ;;
@@ -38,7 +40,8 @@ while [[ $# -gt 0 ]]; do
     --keep) keep=1; shift ;;
     --distributed) distributed=1; shift ;;
     --ranks) ranks="$2"; shift 2 ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    --scotch-edge-fraction) fraction="$2"; shift 2 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "partition.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -63,7 +66,7 @@ if [[ $distributed -eq 1 ]]; then
     --stats-json "$work/metis.json" --log-level warn >/dev/null
   "$tool" --generate "$spec" --to-chunks "$ranks" --output "$work/chunks" --graph-name bench --log-level warn >/dev/null
   "$tool" --distributed --local --num-parts "$ranks" --chunks "$work/chunks" --output "$work/dist" \
-    --stats-json "$work/dist.json" --log-level warn
+    --scotch-edge-fraction "$fraction" --stats-json "$work/dist.json" --log-level warn
   python3 - "$work/metis.json" "$work/dist.json" "$nodes" "$ranks" <<'PY'
 import json, os, sys
 metis, dist, nodes, ranks = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[3], int(sys.argv[4])
@@ -74,7 +77,8 @@ print(f"edge cut: METIS {metis['edge_cut']} ({100 * metis['edge_cut_fraction']:.
 for r, (rss, share) in enumerate(zip(dist["peak_rss_bytes"], dist["share_bytes"])):
     print(f"  rank {r}: peak rss {rss / mib:.0f} MiB, its share of the input {share / mib:.0f} MiB -> {rss / share:.2f} x")
 print(f"single-process METIS peak rss {metis['peak_rss_bytes'] / mib:.0f} MiB for the whole input "
-      f"{metis['input_bytes'] / mib:.0f} MiB; distributed: PT-Scotch {dist['scotch_s']:.2f} s, total {dist['total_s']:.2f} s")
+      f"{metis['input_bytes'] / mib:.0f} MiB; distributed: PT-Scotch {dist['scotch_s']:.2f} s on "
+      f"{100 * dist['scotch_edge_fraction']:.1f}% of the edges, total {dist['total_s']:.2f} s")
 os.makedirs("bench-results", exist_ok=True)
 json.dump({"benchmark": "partition-distributed", "nodes": nodes, "ranks": ranks, "metis": metis, "distributed": dist,
            "edge_cut_vs_metis": cut_ratio, "rank_rss_vs_share": dist["max_rss_over_share"]},

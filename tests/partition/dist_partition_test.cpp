@@ -103,10 +103,12 @@ struct Chunks {
     INFO(r.log);
     REQUIRE(r.code == 0);
   }
-  Run distributed(int ranks, const fs::path& out, const std::string& log_name = "dist.log") const {
-    return run_tool({"--distributed", "--local", "--num-parts", std::to_string(ranks), "--chunks", chunks.string(),
-                     "--output", out.string()},
-                    dir.path() / log_name);
+  Run distributed(int ranks, const fs::path& out, const std::string& log_name = "dist.log",
+                  const std::vector<std::string>& extra = {}) const {
+    std::vector<std::string> args = {"--distributed", "--local", "--num-parts", std::to_string(ranks),
+                                     "--chunks", chunks.string(), "--output", out.string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_tool(args, dir.path() / log_name);
   }
 };
 
@@ -145,6 +147,38 @@ TEST_CASE("distributed partitioning on this machine: 2 and 4 ranks give a valid 
     CHECK(static_cast<double>(got.cut) < 0.6 * random_cut);
     // No hidden partial directory left behind.
     CHECK(no_entry_named(out, ".part"));
+  }
+}
+
+TEST_CASE("distributed partitioning: PT-Scotch on a sample of the edges still partitions the whole graph",
+          "[distributed]") {
+  Chunks c;
+  const fs::path whole = c.dir.path() / "whole", sampled = c.dir.path() / "sampled";
+  auto w = c.distributed(2, whole, "whole.log");  // --scotch-edge-fraction auto
+  INFO(w.log);
+  REQUIRE(w.code == 0);
+  // The test graph is small: auto gives PT-Scotch every edge.
+  CHECK(w.log.find("PT-Scotch on 100.0% of the edges") != std::string::npos);
+  auto r = c.distributed(2, sampled, "sampled.log", {"--scotch-edge-fraction", "0.5"});
+  INFO(r.log);
+  REQUIRE(r.code == 0);
+  CHECK(r.log.find("PT-Scotch on 50.0% of the edges") != std::string::npos);
+  VerifyReport report;
+  REQUIRE(verify_partitions(sampled / "g.json", &report).is_ok());
+  const Content all = content_of(whole / "g.json"), got = content_of(sampled / "g.json");
+  CHECK(got.edges == all.edges);  // every edge is in the partitions, not only the sampled ones
+  CHECK(got.rows == all.rows);
+  const double random_cut = 0.5 * static_cast<double>(got.edges.size());
+  WARN("2 ranks: edge cut " << got.cut << " with half the edges seen by PT-Scotch, " << all.cut << " with all");
+  CHECK(got.cut != all.cut);  // PT-Scotch did see another graph
+  CHECK(static_cast<double>(got.cut) < 0.7 * random_cut);
+
+  for (const char* bad : {"0", "1.5", "half"}) {
+    INFO(bad);
+    auto b = c.distributed(2, c.dir.path() / "bad", "bad.log", {"--scotch-edge-fraction", bad});
+    CHECK(b.code != 0);
+    CHECK(b.log.find("--scotch-edge-fraction '" + std::string(bad) + "': expected auto or a number in (0, 1]") !=
+          std::string::npos);
   }
 }
 
