@@ -7,6 +7,7 @@
 #include <climits>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <numeric>
 
 #include <nlohmann/json.hpp>
@@ -558,7 +559,7 @@ Result<ChunkedGraph> read_chunked_metadata(const fs::path& dir) {
   return g;
 }
 
-Result<EdgeChunk> read_edge_chunk(const ChunkedGraph& g, int i) {
+Status for_each_edge_in_chunk(const ChunkedGraph& g, int i, const std::function<void(int64_t, int64_t)>& fn) {
   if (i < 0 || i >= g.num_edge_chunks()) {
     return invalid_argument(metadata_file(g) + ": no edge chunk " + std::to_string(i) + " (" +
                             std::to_string(g.num_edge_chunks()) + " chunks)");
@@ -571,11 +572,9 @@ Result<EdgeChunk> read_edge_chunk(const ChunkedGraph& g, int i) {
   }
   const int64_t n = g.num_nodes(), expected = g.edge_chunk_sizes[i];
   DGLD_ASSIGN_OR_RETURN(auto r, TextReader::open(path));
-  EdgeChunk c;
-  c.src.reserve(static_cast<size_t>(expected));
-  c.dst.reserve(static_cast<size_t>(expected));
   std::string_view line;
   int64_t v[2];
+  int64_t count = 0;
   for (;;) {
     DGLD_ASSIGN_OR_RETURN(bool more, r->next_line(&line));
     if (!more) break;
@@ -584,7 +583,7 @@ Result<EdgeChunk> read_edge_chunk(const ChunkedGraph& g, int i) {
       if (line.size() > 60) text += "...";
       return r->error("expected two node ids separated by " + delimiter_name(g.delimiter) + ", got '" + text + "'");
     }
-    if (static_cast<int64_t>(c.src.size()) == expected) {
+    if (count == expected) {
       return r->error("more edges than the " + std::to_string(expected) + " that num_edges_per_chunk[0][" +
                       std::to_string(i) + "] in " + metadata_file(g) + " gives");
     }
@@ -593,14 +592,27 @@ Result<EdgeChunk> read_edge_chunk(const ChunkedGraph& g, int i) {
         return r->error("node id " + std::to_string(v[k]) + " is out of range [0, " + std::to_string(n) + ")");
       }
     }
-    c.src.push_back(v[0]);
-    c.dst.push_back(v[1]);
+    fn(v[0], v[1]);
+    ++count;
   }
-  if (static_cast<int64_t>(c.src.size()) != expected) {
-    return invalid_argument(path.string() + ": has " + std::to_string(c.src.size()) + " edges, expected " +
+  if (count != expected) {
+    return invalid_argument(path.string() + ": has " + std::to_string(count) + " edges, expected " +
                             std::to_string(expected) + " (num_edges_per_chunk[0][" + std::to_string(i) + "] in " +
                             metadata_file(g) + ")");
   }
+  return Status::ok();
+}
+
+Result<EdgeChunk> read_edge_chunk(const ChunkedGraph& g, int i) {
+  EdgeChunk c;
+  if (i >= 0 && i < g.num_edge_chunks()) {
+    c.src.reserve(static_cast<size_t>(g.edge_chunk_sizes[i]));
+    c.dst.reserve(static_cast<size_t>(g.edge_chunk_sizes[i]));
+  }
+  DGLD_RETURN_IF_ERROR(for_each_edge_in_chunk(g, i, [&](int64_t u, int64_t v) {
+    c.src.push_back(u);
+    c.dst.push_back(v);
+  }));
   return c;
 }
 

@@ -27,6 +27,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -72,6 +73,9 @@ struct EdgeChunk {
   std::vector<int64_t> src, dst;
 };
 Result<EdgeChunk> read_edge_chunk(const ChunkedGraph& g, int i);
+// The same checks, each edge (src, dst) handed to fn in file order instead
+// of being kept.
+Status for_each_edge_in_chunk(const ChunkedGraph& g, int i, const std::function<void(int64_t, int64_t)>& fn);
 
 // One node data array's rows of node chunk i. dtype is float32, int64 or
 // uint8; `cols` values per row (1 for a vector). Errors name the file: not a

@@ -207,11 +207,13 @@ struct EdgeRec {
 };
 
 // --scotch-edge-fraction auto: the sample PT-Scotch sees is cut so that its
-// working memory, about kScotchBytesPerEnd per edge end (measured: 150 B at
-// 1 M nodes and 4 ranks), stays within kScotchBudget times the rank's share
-// of the input; with what the rank holds besides, the peak stays under 2.5x.
+// estimated working memory, kScotchBytesPerEnd per edge end, stays within
+// kScotchBudget times the rank's share of the input. Measured with 4 ranks:
+// about 150 B per end at 1 M nodes, about 200 B at products scale (2.45 M
+// nodes), so the budget leaves room for that growth: with 1.8 a products
+// rank peaked at 2.55x its share, with 1.65 see docs/performance.md.
 constexpr double kScotchBytesPerEnd = 150;
-constexpr double kScotchBudget = 1.8;
+constexpr double kScotchBudget = 1.65;
 // Below this estimate the whole graph goes to PT-Scotch whatever the share
 // (small graphs, and graphs whose features are small beside their edges,
 // keep the best cut), and a sample never keeps less than kScotchMinFraction.
@@ -334,13 +336,13 @@ class RankJob {
     }
     const auto [eb, ee] = block(g_.num_edge_chunks(), P_, me_);
     for (int c = eb; c < ee; ++c) {
-      DGLD_ASSIGN_OR_RETURN(EdgeChunk chunk, read_edge_chunk(g_, c));
-      const int64_t first = g_.edge_chunk_start(c);
-      read_.reserve(read_.size() + chunk.src.size());
-      for (size_t k = 0; k < chunk.src.size(); ++k) {
-        read_.push_back({static_cast<int32_t>(chunk.src[k]), static_cast<int32_t>(chunk.dst[k]), first + static_cast<int64_t>(k)});
-      }
-      share_edges_ += static_cast<int64_t>(chunk.src.size());
+      // Straight into 16-byte records: no 64-bit copy of the chunk's ids.
+      int64_t eid = g_.edge_chunk_start(c);
+      read_.reserve(read_.size() + static_cast<size_t>(g_.edge_chunk_sizes[static_cast<size_t>(c)]));
+      DGLD_RETURN_IF_ERROR(for_each_edge_in_chunk(g_, c, [&](int64_t u, int64_t v) {
+        read_.push_back({static_cast<int32_t>(u), static_cast<int32_t>(v), eid++});
+      }));
+      share_edges_ += g_.edge_chunk_sizes[static_cast<size_t>(c)];
     }
     return Status::ok();
   }
@@ -374,26 +376,28 @@ class RankJob {
     return o_.output / fmt::format(".rank{}-{}.{}.spill", me_, getpid(), which);
   }
 
-  Status spill(std::vector<EdgeRec>& v, const char* which, size_t& count) const {
+  template <typename T>
+  Status spill(std::vector<T>& v, const char* which, size_t& count) const {
     const fs::path path = spill_path(which);
     std::FILE* f = std::fopen(path.c_str(), "wb");
     if (f == nullptr) return io_error(fmt::format("{}: cannot create: {}", path.string(), std::strerror(errno)));
-    bool ok = v.empty() || std::fwrite(v.data(), sizeof(EdgeRec), v.size(), f) == v.size();
+    bool ok = v.empty() || std::fwrite(v.data(), sizeof(T), v.size(), f) == v.size();
     ok = std::fclose(f) == 0 && ok;
-    if (!ok) return io_error(fmt::format("{}: writing {} edge records failed: {}", path.string(), v.size(), std::strerror(errno)));
+    if (!ok) return io_error(fmt::format("{}: writing {} records failed: {}", path.string(), v.size(), std::strerror(errno)));
     count = v.size();
-    std::vector<EdgeRec>().swap(v);
+    std::vector<T>().swap(v);
     return Status::ok();
   }
 
-  Status unspill(std::vector<EdgeRec>& v, const char* which, size_t count) const {
+  template <typename T>
+  Status unspill(std::vector<T>& v, const char* which, size_t count) const {
     const fs::path path = spill_path(which);
     std::FILE* f = std::fopen(path.c_str(), "rb");
     if (f == nullptr) return io_error(fmt::format("{}: cannot open: {}", path.string(), std::strerror(errno)));
     v.resize(count);
-    const bool ok = v.empty() || std::fread(v.data(), sizeof(EdgeRec), v.size(), f) == v.size();
+    const bool ok = v.empty() || std::fread(v.data(), sizeof(T), v.size(), f) == v.size();
     std::fclose(f);
-    if (!ok) return io_error(fmt::format("{}: reading back {} edge records failed", path.string(), count));
+    if (!ok) return io_error(fmt::format("{}: reading back {} records failed", path.string(), count));
     std::error_code ec;
     fs::remove(path, ec);
     return Status::ok();
@@ -461,15 +465,26 @@ class RankJob {
   Status adjacency() {
     if (P_ == 1) return Status::ok();
     const int64_t base = starts_[me_];
+    // The edge records wait in their spill files from here to the end of
+    // PT-Scotch; the adjacency is built from them in pieces (two passes).
+    or_fatal(spill_edges());  // this step has a collective below: a failure here cannot be agreed on
     std::vector<int64_t> deg(static_cast<size_t>(n_local_) + 1, 0);
-    for (const EdgeRec& e : in_) if (e.u != e.v) ++deg[static_cast<size_t>(e.v - base) + 1];
-    for (const EdgeRec& e : out_) if (e.u != e.v) ++deg[static_cast<size_t>(e.u - base) + 1];
+    or_fatal(for_each_spilled("in", spilled_in_, [&](const EdgeRec& e) {
+      if (e.u != e.v) ++deg[static_cast<size_t>(e.v - base) + 1];
+    }));
+    or_fatal(for_each_spilled("out", spilled_out_, [&](const EdgeRec& e) {
+      if (e.u != e.v) ++deg[static_cast<size_t>(e.u - base) + 1];
+    }));
     std::partial_sum(deg.begin(), deg.end(), deg.begin());
     std::vector<SCOTCH_Num> adj(static_cast<size_t>(deg.back()));
     {
       std::vector<int64_t> pos(deg.begin(), deg.end() - 1);
-      for (const EdgeRec& e : in_) if (e.u != e.v) adj[static_cast<size_t>(pos[static_cast<size_t>(e.v - base)]++)] = static_cast<SCOTCH_Num>(e.u);
-      for (const EdgeRec& e : out_) if (e.u != e.v) adj[static_cast<size_t>(pos[static_cast<size_t>(e.u - base)]++)] = static_cast<SCOTCH_Num>(e.v);
+      or_fatal(for_each_spilled("in", spilled_in_, [&](const EdgeRec& e) {
+        if (e.u != e.v) adj[static_cast<size_t>(pos[static_cast<size_t>(e.v - base)]++)] = static_cast<SCOTCH_Num>(e.u);
+      }));
+      or_fatal(for_each_spilled("out", spilled_out_, [&](const EdgeRec& e) {
+        if (e.u != e.v) adj[static_cast<size_t>(pos[static_cast<size_t>(e.u - base)]++)] = static_cast<SCOTCH_Num>(e.v);
+      }));
     }
     std::vector<SCOTCH_Num> vert(static_cast<size_t>(n_local_) + 1, 0);
     size_t out = 0;
@@ -520,7 +535,7 @@ class RankJob {
     adj.shrink_to_fit();
     vert_ = std::move(vert);
     adj_ = std::move(adj);
-    return spill_edges();
+    return Status::ok();
   }
 
   Status cut() {
@@ -650,39 +665,56 @@ class RankJob {
     num_edges_ = std::accumulate(edge_counts.begin(), edge_counts.end(), int64_t{0});
     // Out-edges: their new ids come from their destination's partition,
     // which finds each (destination, original edge id) in its sorted in_.
-    std::vector<int64_t> asks(static_cast<size_t>(P_), 0);
-    for (const EdgeRec& e : out_) ++asks[static_cast<size_t>(part_of_new(e.v))];
-    std::vector<std::vector<EdgeRec>> ask(static_cast<size_t>(P_));
-    for (int p = 0; p < P_; ++p) ask[static_cast<size_t>(p)].reserve(static_cast<size_t>(asks[static_cast<size_t>(p)]));
-    for (const EdgeRec& e : out_) ask[static_cast<size_t>(part_of_new(e.v))].push_back(e);
-    or_fatal(spill_edges(/*in=*/false, /*out=*/true));  // out_ waits while the queries are answered
-    auto asked_edges = comm_.exchange(ask);
-    std::vector<std::vector<EdgeRec>>().swap(ask);
-    std::vector<std::vector<int64_t>> asked(asked_edges.size());
-    for (size_t r = 0; r < asked_edges.size(); ++r) {
-      asked[r].reserve(asked_edges[r].size());
-      for (const EdgeRec& q : asked_edges[r]) {
-        const auto it = std::lower_bound(in_.begin(), in_.end(), q, [](const EdgeRec& a, const EdgeRec& b) {
-          return a.v != b.v ? a.v < b.v : a.eid < b.eid;
-        });
-        if (it == in_.end() || it->v != q.v || it->eid != q.eid) {
-          fatal(fmt::format("edge {} is not an in-edge of partition {}", q.eid, me_));
-        }
-        asked[r].push_back(edge_start_ + (it - in_.begin()));
+    // The out-edges wait in their spill file and are read back a slice per
+    // round (at most 32 MiB of queries from each rank; every rank takes the
+    // same number of rounds).
+    or_fatal(spill(out_, "out", spilled_out_));
+    out_new_eid_.assign(spilled_out_, -1);  // after the spill: never beside both edge directions
+    constexpr int64_t kRoundEdges = (int64_t{32} << 20) / static_cast<int64_t>(sizeof(EdgeRec));
+    const auto n_out = static_cast<int64_t>(spilled_out_);
+    const auto all_rounds = comm_.allgather<int64_t>(std::max<int64_t>(1, (n_out + kRoundEdges - 1) / kRoundEdges));
+    const int64_t rounds = *std::max_element(all_rounds.begin(), all_rounds.end());
+    std::FILE* f = std::fopen(spill_path("out").c_str(), "rb");
+    if (f == nullptr) or_fatal(io_error(fmt::format("{}: cannot open: {}", spill_path("out").string(), std::strerror(errno))));
+    std::vector<EdgeRec> slice;
+    for (int64_t k = 0; k < rounds; ++k) {
+      const int64_t lo = n_out * k / rounds, hi = n_out * (k + 1) / rounds;
+      slice.resize(static_cast<size_t>(hi - lo));
+      if (!slice.empty() && std::fread(slice.data(), sizeof(EdgeRec), slice.size(), f) != slice.size()) {
+        std::fclose(f);
+        or_fatal(io_error(fmt::format("{}: reading back out-edges {}..{} failed", spill_path("out").string(), lo, hi)));
       }
-      std::vector<EdgeRec>().swap(asked_edges[r]);
+      std::vector<std::vector<EdgeRec>> ask(static_cast<size_t>(P_));
+      for (const EdgeRec& e : slice) ask[static_cast<size_t>(part_of_new(e.v))].push_back(e);
+      auto asked_edges = comm_.exchange(ask);
+      std::vector<std::vector<EdgeRec>>().swap(ask);
+      std::vector<std::vector<int64_t>> asked(asked_edges.size());
+      for (size_t r = 0; r < asked_edges.size(); ++r) {
+        asked[r].reserve(asked_edges[r].size());
+        for (const EdgeRec& q : asked_edges[r]) {
+          const auto it = std::lower_bound(in_.begin(), in_.end(), q, [](const EdgeRec& x, const EdgeRec& y) {
+            return x.v != y.v ? x.v < y.v : x.eid < y.eid;
+          });
+          if (it == in_.end() || it->v != q.v || it->eid != q.eid) {
+            fatal(fmt::format("edge {} is not an in-edge of partition {}", q.eid, me_));
+          }
+          asked[r].push_back(edge_start_ + (it - in_.begin()));
+        }
+        std::vector<EdgeRec>().swap(asked_edges[r]);
+      }
+      const auto answers = comm_.exchange(asked);
+      std::vector<size_t> at(static_cast<size_t>(P_), 0);
+      for (int64_t j = lo; j < hi; ++j) {
+        const auto q = static_cast<size_t>(part_of_new(slice[static_cast<size_t>(j - lo)].v));
+        out_new_eid_[static_cast<size_t>(j)] = answers[q][at[q]++];
+      }
     }
-    const auto answers = comm_.exchange(asked);
-    std::vector<std::vector<int64_t>>().swap(asked);
-    or_fatal(unspill_edges(/*in=*/false, /*out=*/true));
-    std::vector<size_t> at(static_cast<size_t>(P_), 0);
-    out_new_eid_.resize(out_.size());
-    for (size_t k = 0; k < out_.size(); ++k) {
-      const auto q = static_cast<size_t>(part_of_new(out_[k].v));
-      out_new_eid_[k] = answers[q][at[q]++];
-    }
+    std::fclose(f);
     for (const EdgeRec& e : in_) cut_ += part_of_new(e.u) != me_;
-    return spill_edges();  // after this step's last collective
+    // After this step's last collective: the in-edges wait too (the
+    // out-edges already do), and so do the out-edges' new ids.
+    DGLD_RETURN_IF_ERROR(spill(out_new_eid_, "out-eids", spilled_out_eids_));
+    return spill_edges(/*in=*/true, /*out=*/false);
   }
 
   // ---- 6. nodes with their rows to their partition; partition me_'s node
@@ -763,41 +795,52 @@ class RankJob {
     }
     DGLD_RETURN_IF_ERROR(nw->write_array(std::span<const int64_t>(std::vector<int64_t>(static_cast<size_t>(n), me_))));
     DGLD_RETURN_IF_ERROR(nw->finish());
-    return unspill_edges();
+    return unspill_edges(/*in=*/true, /*out=*/false);  // the out-edges wait until step 8's second half
   }
 
   // ---- 7. partition me_'s graph in the single-process format, under the
   // hidden name: each array computed, written and freed in turn (the edge
-  // arrays streamed in pieces), so that no two edge-sized arrays are held
-  // besides the edge records.
+  // arrays streamed in pieces). The in-edge arrays are written with the
+  // out-edges in their spill file (only the halo rows' edges are taken from
+  // it); then the in-edges go and the out-edges come back for the out CSR.
   Status write_partition() {
     namespace pa = part_arrays;
     const int64_t first = part_start_[me_], n_inner = part_start_[me_ + 1] - first;
     auto inner = [&](int64_t v) { return v >= first && v < first + n_inner; };
-    // Halo nodes: sources of in-edges and destinations of out-edges elsewhere.
+    // The halo rows' edges: out-edges of inner nodes to nodes elsewhere, by
+    // destination then original edge id, with their new edge ids.
+    struct HaloEdge {
+      int32_t v, u;
+      int64_t eid, neid;
+    };
+    std::vector<HaloEdge> halo_edges;
+    // Halo nodes: sources of in-edges and destinations of out-edges
+    // elsewhere (a bit per node of the graph marks them).
+    std::vector<uint64_t> is_halo((static_cast<size_t>(g_.num_nodes()) + 63) / 64, 0);
+    auto mark = [&](int64_t v) { is_halo[static_cast<size_t>(v) >> 6] |= uint64_t{1} << (v & 63); };
+    for (const EdgeRec& e : in_) if (!inner(e.u)) mark(e.u);
+    DGLD_RETURN_IF_ERROR(for_each_spilled_out([&](const EdgeRec& e, int64_t neid) {
+      if (!inner(e.v)) {
+        mark(e.v);
+        halo_edges.push_back({e.v, e.u, e.eid, neid});
+      }
+    }));
+    std::sort(halo_edges.begin(), halo_edges.end(),
+              [](const HaloEdge& a, const HaloEdge& b) { return a.v != b.v ? a.v < b.v : a.eid < b.eid; });
     std::vector<int64_t> halo;
-    for (const EdgeRec& e : in_) if (!inner(e.u)) halo.push_back(e.u);
-    for (const EdgeRec& e : out_) if (!inner(e.v)) halo.push_back(e.v);
-    std::sort(halo.begin(), halo.end());
-    halo.erase(std::unique(halo.begin(), halo.end()), halo.end());
-    halo.shrink_to_fit();
+    for (size_t w = 0; w < is_halo.size(); ++w) {
+      for (uint64_t bits = is_halo[w]; bits != 0; bits &= bits - 1) {
+        halo.push_back(static_cast<int64_t>(w * 64 + static_cast<size_t>(__builtin_ctzll(bits))));
+      }
+    }
+    std::vector<uint64_t>().swap(is_halo);
     auto local = [&](int64_t v) -> int64_t {
       if (inner(v)) return v - first;
       return n_inner + (std::lower_bound(halo.begin(), halo.end(), v) - halo.begin());
     };
     const int64_t n_local = n_inner + static_cast<int64_t>(halo.size());
-    // CSC: inner rows hold every in-edge; a halo row the edges from inner
-    // nodes to it (the out-edges of inner nodes), in input order.
-    if (out_.size() > UINT32_MAX) {
-      return resource_exhausted(fmt::format("{} out-edges in partition {}: at most 2^32-1 per partition", out_.size(), me_));
-    }
-    std::vector<uint32_t> halo_edges;  // positions in out_
-    for (size_t k = 0; k < out_.size(); ++k) if (!inner(out_[k].v)) halo_edges.push_back(static_cast<uint32_t>(k));
-    std::sort(halo_edges.begin(), halo_edges.end(), [&](uint32_t a, uint32_t b) {
-      return out_[a].v != out_[b].v ? out_[a].v < out_[b].v : out_[a].eid < out_[b].eid;
-    });
     const int64_t e_inner = static_cast<int64_t>(in_.size()), e_local = e_inner + static_cast<int64_t>(halo_edges.size());
-    const int64_t n_out = static_cast<int64_t>(out_.size());
+    const auto n_out = static_cast<int64_t>(spilled_out_);
     std::vector<ArraySpec> specs = {
         {pa::kMeta, DType::int64, {pa::kMetaSize}},
         {pa::kNodeGlobalId, DType::int64, {n_local}},
@@ -834,25 +877,28 @@ class RankJob {
     {
       std::vector<int64_t> indptr(static_cast<size_t>(n_local) + 1, 0);
       for (const EdgeRec& e : in_) ++indptr[static_cast<size_t>(e.v - first) + 1];
-      for (uint32_t k : halo_edges) ++indptr[static_cast<size_t>(local(out_[k].v)) + 1];
+      for (const HaloEdge& h : halo_edges) ++indptr[static_cast<size_t>(local(h.v)) + 1];
       std::partial_sum(indptr.begin(), indptr.end(), indptr.begin());
       DGLD_RETURN_IF_ERROR(w->write_array(std::span<const int64_t>(indptr)));
     }
     // In-edges (inner rows in order), then the halo rows' edges.
     DGLD_RETURN_IF_ERROR(stream<int64_t>(*w, e_local, [&](int64_t k) {
-      return k < e_inner ? local(in_[static_cast<size_t>(k)].u)
-                         : out_[halo_edges[static_cast<size_t>(k - e_inner)]].u - first;
+      return k < e_inner ? local(in_[static_cast<size_t>(k)].u) : halo_edges[static_cast<size_t>(k - e_inner)].u - first;
     }));
     DGLD_RETURN_IF_ERROR(stream<int64_t>(*w, e_local, [&](int64_t k) {
-      return k < e_inner ? edge_start_ + k : out_new_eid_[halo_edges[static_cast<size_t>(k - e_inner)]];
+      return k < e_inner ? edge_start_ + k : halo_edges[static_cast<size_t>(k - e_inner)].neid;
     }));
     DGLD_RETURN_IF_ERROR(stream<uint8_t>(*w, e_local, [&](int64_t k) { return static_cast<uint8_t>(k < e_inner); }));
     DGLD_RETURN_IF_ERROR(stream<int64_t>(*w, e_inner, [&](int64_t k) { return in_[static_cast<size_t>(k)].eid; }));
-    std::vector<uint32_t>().swap(halo_edges);
-    halo_nodes_ = static_cast<int64_t>(halo.size());
-    // Out-edges of inner nodes (CSR), by source then new edge id; in_ is no
-    // longer needed.
+    std::vector<HaloEdge>().swap(halo_edges);
     std::vector<EdgeRec>().swap(in_);
+    halo_nodes_ = static_cast<int64_t>(halo.size());
+    // Out-edges of inner nodes (CSR), by source then new edge id.
+    DGLD_RETURN_IF_ERROR(unspill(out_, "out", spilled_out_));
+    DGLD_RETURN_IF_ERROR(unspill(out_new_eid_, "out-eids", spilled_out_eids_));
+    if (out_.size() > UINT32_MAX) {
+      return resource_exhausted(fmt::format("{} out-edges in partition {}: at most 2^32-1 per partition", out_.size(), me_));
+    }
     {
       std::vector<int64_t> out_indptr(static_cast<size_t>(n_inner) + 1, 0);
       for (const EdgeRec& e : out_) ++out_indptr[static_cast<size_t>(e.u - first) + 1];
@@ -869,6 +915,58 @@ class RankJob {
     DGLD_RETURN_IF_ERROR(w->finish());
     DGLD_ASSIGN_OR_RETURN(auto ew, ArrayFileWriter::create(staging_ / "edge_feat.dgld", ArrayFileKind::edge_features, {}));
     return ew->finish();
+  }
+
+  // fn(record) for every edge record in spill file `which`, read in pieces.
+  template <typename F>
+  Status for_each_spilled(const char* which, size_t count, F&& fn) const {
+    const fs::path path = spill_path(which);
+    std::FILE* f = std::fopen(path.c_str(), "rb");
+    if (f == nullptr) return io_error(fmt::format("{}: cannot open: {}", path.string(), std::strerror(errno)));
+    constexpr size_t kPiece = size_t{1} << 20;
+    std::vector<EdgeRec> piece;
+    for (size_t at = 0; at < count; at += kPiece) {
+      piece.resize(std::min(kPiece, count - at));
+      if (std::fread(piece.data(), sizeof(EdgeRec), piece.size(), f) != piece.size()) {
+        std::fclose(f);
+        return io_error(fmt::format("{}: reading back records {}..{} failed", path.string(), at, at + piece.size()));
+      }
+      for (const EdgeRec& e : piece) fn(e);
+    }
+    std::fclose(f);
+    return Status::ok();
+  }
+
+  // fn(out-edge, its new edge id) for every out-edge in its spill file, read
+  // in pieces (the files stay for the out CSR).
+  template <typename F>
+  Status for_each_spilled_out(F&& fn) const {
+    const fs::path edges = spill_path("out"), eids = spill_path("out-eids");
+    std::FILE* fe = std::fopen(edges.c_str(), "rb");
+    std::FILE* fi = std::fopen(eids.c_str(), "rb");
+    auto close = [&] {
+      if (fe) std::fclose(fe);
+      if (fi) std::fclose(fi);
+    };
+    if (fe == nullptr || fi == nullptr) {
+      close();
+      return io_error(fmt::format("{}: cannot open: {}", (fe == nullptr ? edges : eids).string(), std::strerror(errno)));
+    }
+    constexpr size_t kPiece = size_t{1} << 20;
+    std::vector<EdgeRec> e;
+    std::vector<int64_t> n;
+    for (size_t at = 0; at < spilled_out_; at += kPiece) {
+      const size_t count = std::min(kPiece, spilled_out_ - at);
+      e.resize(count);
+      n.resize(count);
+      if (std::fread(e.data(), sizeof(EdgeRec), count, fe) != count || std::fread(n.data(), sizeof(int64_t), count, fi) != count) {
+        close();
+        return io_error(fmt::format("{}: reading back out-edges {}..{} failed", edges.string(), at, at + count));
+      }
+      for (size_t k = 0; k < count; ++k) fn(e[k], n[k]);
+    }
+    close();
+    return Status::ok();
   }
 
   // Writes the next array of `w`, n values value(0..n-1), in pieces.
@@ -958,7 +1056,7 @@ class RankJob {
   void clean_up() {
     std::error_code ec;
     if (!staging_.empty()) fs::remove_all(staging_, ec);
-    for (const char* which : {"in", "out"}) fs::remove(spill_path(which), ec);
+    for (const char* which : {"in", "out", "out-eids"}) fs::remove(spill_path(which), ec);
   }
 
   std::vector<int64_t> edge_counts_all_;
@@ -985,7 +1083,7 @@ class RankJob {
   int64_t edge_start_ = 0, num_edges_ = 0, cut_ = 0, halo_nodes_ = 0;
   double scotch_s_ = 0, total_s_ = 0, scotch_fraction_ = 1.0;
   fs::path staging_;
-  size_t spilled_in_ = 0, spilled_out_ = 0;  // edge records in the spill files
+  size_t spilled_in_ = 0, spilled_out_ = 0, spilled_out_eids_ = 0;  // records in the spill files
 };
 
 }  // namespace

@@ -33,7 +33,7 @@ struct DistPartitionOptions {
   // this probability (a hash of its ends and the seed, so both ends agree).
   // Its working memory (~150 bytes per kept edge end) shrinks in proportion;
   // the cut is still counted, and the partitions hold, on every edge. 1: all;
-  // 0 (auto): the largest fraction whose working memory fits 1.8x the
+  // 0 (auto): the largest fraction whose working memory fits 1.65x the
   // rank's share of the input, the same on every rank.
   double scotch_edge_fraction = 0;
   bool overwrite = false;        // replace existing part<r> / config
