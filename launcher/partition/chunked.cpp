@@ -283,20 +283,7 @@ std::string delimiter_name(char c) {
 // Sorts every CSC row by source (carrying the original ids) and reports whether the
 // graph is symmetric with no self loops and no duplicate edges.
 bool sort_rows_check_symmetric_simple(GraphData* g) {
-  bool simple = true;
-  std::vector<std::pair<int32_t, int64_t>> row;
-  for (int64_t v = 0; v < g->num_nodes; ++v) {
-    const int64_t b = g->indptr[v], e = g->indptr[v + 1];
-    row.clear();
-    for (int64_t k = b; k < e; ++k) row.emplace_back(g->src[k], g->orig_eid[k]);
-    std::sort(row.begin(), row.end());
-    for (int64_t k = b; k < e; ++k) {
-      g->src[k] = row[k - b].first;
-      g->orig_eid[k] = row[k - b].second;
-      if (g->src[k] == v || (k > b && g->src[k] == g->src[k - 1])) simple = false;
-    }
-  }
-  if (!simple) return false;
+  if (!sort_rows_check_simple(g)) return false;
   // Symmetric: u is in row v (u -> v) exactly when v is in row u.
   for (int64_t v = 0; v < g->num_nodes; ++v) {
     for (int64_t k = g->indptr[v]; k < g->indptr[v + 1]; ++k) {

@@ -219,24 +219,6 @@ Status read_features(const fs::path& path, int64_t n, int64_t d, std::vector<flo
   return Status::ok();
 }
 
-// Sorts every CSC row by source (carrying the original ids) and reports whether the
-// graph has no self loops and no duplicate edges.
-bool sort_rows_check_simple(GraphData* g) {
-  bool simple = true;
-  std::vector<std::pair<int32_t, int64_t>> row;
-  for (int64_t v = 0; v < g->num_nodes; ++v) {
-    const int64_t b = g->indptr[v], e = g->indptr[v + 1];
-    row.clear();
-    for (int64_t k = b; k < e; ++k) row.emplace_back(g->src[k], g->orig_eid[k]);
-    std::sort(row.begin(), row.end());
-    for (int64_t k = b; k < e; ++k) {
-      g->src[k] = row[k - b].first;
-      g->orig_eid[k] = row[k - b].second;
-      if (g->src[k] == v || (k > b && g->src[k] == g->src[k - 1])) simple = false;
-    }
-  }
-  return simple;
-}
 
 class OgbSource final : public GraphSource {
  public:
@@ -378,6 +360,23 @@ class EdgeListSource final : public GraphSource {
 };
 
 }  // namespace
+
+bool sort_rows_check_simple(GraphData* g) {
+  bool simple = true;
+  std::vector<std::pair<int32_t, int64_t>> row;
+  for (int64_t v = 0; v < g->num_nodes; ++v) {
+    const int64_t b = g->indptr[v], e = g->indptr[v + 1];
+    row.clear();
+    for (int64_t k = b; k < e; ++k) row.emplace_back(g->src[k], g->orig_eid[k]);
+    std::sort(row.begin(), row.end());
+    for (int64_t k = b; k < e; ++k) {
+      g->src[k] = row[k - b].first;
+      g->orig_eid[k] = row[k - b].second;
+      if (g->src[k] == v || (k > b && g->src[k] == g->src[k - 1])) simple = false;
+    }
+  }
+  return simple;
+}
 
 void build_csc(int64_t num_nodes, const std::vector<int32_t>& src, const std::vector<int32_t>& dst, GraphData* g) {
   g->num_nodes = num_nodes;

@@ -117,6 +117,9 @@ class GraphSource {
 // Ids must already be checked to lie in [0, num_nodes).
 void build_csc(int64_t num_nodes, const std::vector<int32_t>& src, const std::vector<int32_t>& dst,
                GraphData* g);
+// Sorts every CSC row by source (carrying the original ids) and reports whether the
+// graph has no self loops and no duplicate edges.
+bool sort_rows_check_simple(GraphData* g);
 // The same for a typed edge list: edge i has type etype[i]; each CSC row is sorted
 // by edge type, then by input order, and g->edge_type is filled.
 void build_typed_csc(int64_t num_nodes, const std::vector<int32_t>& src, const std::vector<int32_t>& dst,

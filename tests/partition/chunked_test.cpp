@@ -22,6 +22,7 @@ namespace {
 namespace fs = std::filesystem;
 using Catch::Contains;
 using testing::no_entry_named;
+using testing::require_verified;
 using testing::TempDir;
 using testing::write_text;
 
@@ -89,12 +90,6 @@ PartitionOptions options_for(const fs::path& out, int parts) {
   return o;
 }
 
-void require_verified(const fs::path& json) {
-  VerifyReport r;
-  Status st = verify_partitions(json, &r);
-  INFO(st.to_string());
-  REQUIRE(st.is_ok());
-}
 
 // Runs dgl-partition with `args`; the exit status, stdout and stderr.
 int run_tool(const std::vector<std::string>& args, std::string* out, std::string* err) {

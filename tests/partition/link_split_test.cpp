@@ -96,13 +96,8 @@ LinkSplitOptions random_split(double train, double valid, double test, int64_t n
   return l;
 }
 
-void require_verified(const fs::path& json) {
-  VerifyReport r;
-  Status st = verify_partitions(json, &r);
-  INFO(st.to_string());
-  REQUIRE(st.is_ok());
-  CHECK(r.link_split);
-}
+// --verify passes and checked the link split.
+void require_verified_split(const fs::path& json) { CHECK(testing::require_verified(json).link_split); }
 
 // A partitioned graph read back in original ids.
 struct Loaded {
@@ -232,7 +227,7 @@ TEST_CASE("a random link split of a symmetric graph: fractions, removal, train m
       Status st = partition(d.spec(), out, parts, random_split(0.7, 0.1, 0.2, 5), 11, &stats);
       INFO(st.to_string());
       REQUIRE(st.is_ok());
-      require_verified(out / "g.json");
+      require_verified_split(out / "g.json");
       Loaded L(out / "g.json");
       const LinkSplitInfo& ls = L.c.link_split;
       CHECK(ls.present);
@@ -291,7 +286,7 @@ TEST_CASE("a random link split of a directed graph holds out directed edges") {
   write_text(dir / "edges.csv", text);
   const std::string spec = "edges:" + (dir / "edges.csv").string();
   REQUIRE(partition(spec, dir / "out", 2, random_split(0.6, 0.2, 0.2, 4), 9).is_ok());
-  require_verified(dir / "out" / "g.json");
+  require_verified_split(dir / "out" / "g.json");
   Loaded L(dir / "out" / "g.json");
   CHECK_FALSE(L.c.link_split.symmetric);
   CHECK(L.c.link_split.num_valid + L.c.link_split.num_test + static_cast<int64_t>(L.edges.size()) ==
@@ -322,7 +317,7 @@ TEST_CASE("held-out edges and negatives use the node data's ids (generated graph
   o.link = random_split(0.85, 0.05, 0.1);
   PartitionStats stats;
   REQUIRE(partition_graph(*src, o, &stats).is_ok());
-  require_verified(dir / "out" / "g.json");
+  require_verified_split(dir / "out" / "g.json");
   Loaded L(dir / "out" / "g.json");
   std::vector<int64_t> label;  // by new global id
   for (const auto& p : L.parts) {
@@ -370,7 +365,7 @@ TEST_CASE("a link split of Cora (OGB raw layout)") {
   TempDir dir;
   PartitionStats stats;
   REQUIRE(partition("ogb:" + cora.string(), dir / "out", 2, random_split(0.85, 0.05, 0.1), 0, &stats).is_ok());
-  require_verified(dir / "out" / "g.json");
+  require_verified_split(dir / "out" / "g.json");
   Loaded L(dir / "out" / "g.json");
   // The node split (one column) is still read alongside.
   int64_t train_nodes = 0;
@@ -443,7 +438,7 @@ TEST_CASE("an OGB edge split with listed negatives") {
   s.make_negatives(d, 3);
   s.write(d.split());
   REQUIRE(partition(d.spec(), d.dir / "out", 2, {}, 0).is_ok());
-  require_verified(d.dir / "out" / "g.json");
+  require_verified_split(d.dir / "out" / "g.json");
   Loaded L(d.dir / "out" / "g.json");
   const LinkSplitInfo& ls = L.c.link_split;
   CHECK(ls.source == "ogb:lp");
@@ -503,7 +498,7 @@ TEST_CASE("an OGB edge split without negatives draws them, and --split picks it"
   Status st = partition_graph(**src, o, &stats);
   INFO(st.to_string());
   REQUIRE(st.is_ok());
-  require_verified(d.dir / "out" / "g.json");
+  require_verified_split(d.dir / "out" / "g.json");
   Loaded L(d.dir / "out" / "g.json");
   CHECK(L.c.link_split.num_negatives == 7);
   check_split(L, d.directed, true, false);
@@ -588,7 +583,7 @@ TEST_CASE("bad edge split files name the file and line and leave no output") {
     expect_error("use either --link-split or the input's edge split", random_split(0.8, 0.1, 0.1));
   }
   SECTION("the good split still partitions") {
-    require_verified(d.dir / "good" / "g.json");
+    require_verified_split(d.dir / "good" / "g.json");
   }
 }
 
@@ -611,18 +606,18 @@ TEST_CASE("--link-split and --link-negatives are checked") {
   CHECK(testing::no_entry_named(d.dir.path(), "out"));
   // K = 0: no negatives array; train 1.0: nothing held out.
   REQUIRE(partition(d.spec(), d.dir / "k0", 2, random_split(0.5, 0.25, 0.25, 0)).is_ok());
-  require_verified(d.dir / "k0" / "g.json");
+  require_verified_split(d.dir / "k0" / "g.json");
   Loaded L(d.dir / "k0" / "g.json");
   CHECK(L.link[0].valid.num_negatives == 0);
   CHECK(L.link[0].valid.neg_dst.empty());
   REQUIRE(partition(d.spec(), d.dir / "all", 2, random_split(1, 0, 0)).is_ok());
-  require_verified(d.dir / "all" / "g.json");
+  require_verified_split(d.dir / "all" / "g.json");
   Loaded all(d.dir / "all" / "g.json");
   CHECK(all.c.link_split.num_valid + all.c.link_split.num_test == 0);
   CHECK(all.c.link_split.num_train == d.num_undirected());
   // Everything held out: a graph without edges, still with a (empty) train mask.
   REQUIRE(partition(d.spec(), d.dir / "none", 2, random_split(0, 0.5, 0.5, 3)).is_ok());
-  require_verified(d.dir / "none" / "g.json");
+  require_verified_split(d.dir / "none" / "g.json");
   Loaded none(d.dir / "none" / "g.json");
   CHECK(none.c.num_edges == 0);
   CHECK(none.c.link_split.num_valid + none.c.link_split.num_test == d.num_undirected());
@@ -653,7 +648,7 @@ TEST_CASE("--verify checks the link split and names what is wrong") {
   OgbData d;
   const fs::path out = d.dir / "out", json = out / "g.json";
   REQUIRE(partition(d.spec(), out, 2, random_split(0.7, 0.15, 0.15, 4), 2).is_ok());
-  require_verified(json);
+  require_verified_split(json);
   // A partition with held-out validation edges.
   int p = 0;
   {

@@ -8,6 +8,27 @@
 namespace dgld::testing {
 namespace fs = std::filesystem;
 
+std::vector<std::unique_ptr<MappedPartition>> open_all(const fs::path& json, PartitionConfig* config) {
+  auto c = load_part_config(json);
+  REQUIRE(c.is_ok());
+  *config = *c;
+  std::vector<std::unique_ptr<MappedPartition>> parts;
+  for (int i = 0; i < c->num_parts; ++i) {
+    auto p = open_partition(*c, i, true);
+    REQUIRE(p.is_ok());
+    parts.push_back(std::move(p).value());
+  }
+  return parts;
+}
+
+VerifyReport require_verified(const fs::path& json) {
+  VerifyReport r;
+  Status st = verify_partitions(json, &r);
+  INFO(st.to_string());
+  REQUIRE(st.is_ok());
+  return r;
+}
+
 TempDir::TempDir() {
   static std::atomic<int> counter{0};
   path_ = fs::temp_directory_path() /

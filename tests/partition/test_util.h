@@ -5,10 +5,14 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "common/part_config.h"
 #include "common/partition/array_file.h"
+#include "common/partition/partition.h"
+#include "launcher/partition/verify.h"
 
 namespace dgld::testing {
 
@@ -32,6 +36,12 @@ void write_text(const std::filesystem::path& path, const std::string& text);
 // True when `dir` holds no entry whose name starts with `prefix` (no output and no
 // hidden staging directory left behind).
 bool no_entry_named(const std::filesystem::path& dir, const std::string& prefix);
+
+// Every partition of the config `json` (checksums verified); the config in *config.
+std::vector<std::unique_ptr<MappedPartition>> open_all(const std::filesystem::path& json, PartitionConfig* config);
+
+// --verify on `json` passes; its report.
+VerifyReport require_verified(const std::filesystem::path& json);
 
 // Rewrites an array file (with valid checksums) after `mutate(specs, data)` changed
 // its arrays: one spec and one byte vector per array.

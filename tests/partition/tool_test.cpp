@@ -16,6 +16,8 @@
 namespace dgld {
 namespace {
 namespace fs = std::filesystem;
+using testing::open_all;
+using testing::require_verified;
 using testing::rewrite_array;
 using testing::TempDir;
 using testing::write_text;
@@ -38,25 +40,6 @@ PartitionOptions options_for(const fs::path& out, int parts) {
   return o;
 }
 
-std::vector<std::unique_ptr<MappedPartition>> open_all(const fs::path& json, PartitionConfig* config) {
-  auto c = load_part_config(json);
-  REQUIRE(c.is_ok());
-  *config = *c;
-  std::vector<std::unique_ptr<MappedPartition>> parts;
-  for (int i = 0; i < c->num_parts; ++i) {
-    auto p = open_partition(*c, i, true);
-    REQUIRE(p.is_ok());
-    parts.push_back(std::move(p).value());
-  }
-  return parts;
-}
-
-void require_verified(const fs::path& json) {
-  VerifyReport r;
-  Status st = verify_partitions(json, &r);
-  INFO(st.to_string());
-  REQUIRE(st.is_ok());
-}
 
 // Every owned node's node data equals the input row of its original id.
 void check_node_data(const std::vector<std::unique_ptr<MappedPartition>>& parts, const GraphData& g) {
