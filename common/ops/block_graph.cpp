@@ -217,6 +217,44 @@ c10::intrusive_ptr<BlockGraph> BlockGraph::relation(int64_t r) {
   return relations_[static_cast<size_t>(r)];
 }
 
+Status BlockGraph::set_edge_order(torch::Tensor eids) {
+  if (!eids.defined()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    edge_order_ = torch::Tensor();
+    return Status::ok();
+  }
+  if (eids.dim() != 1 || eids.scalar_type() != torch::kInt64) {
+    return invalid_argument(fmt::format("block edge order must be a 1-d int64 tensor, got {}-d {}", eids.dim(),
+                                        std::string(c10::toString(eids.scalar_type()))));
+  }
+  if (!eids.device().is_cpu()) return invalid_argument("block edge order must be on the CPU");
+  const int64_t ne = num_edges();
+  if (eids.size(0) != ne) {
+    return invalid_argument(fmt::format("block edge order has {} entries for {} edges", eids.size(0), ne));
+  }
+  eids = eids.contiguous();
+  const int64_t* id = eids.data_ptr<int64_t>();
+  std::vector<bool> seen(static_cast<size_t>(ne), false);
+  for (int64_t p = 0; p < ne; ++p) {
+    if (id[p] < 0 || id[p] >= ne) {
+      return invalid_argument(fmt::format("block edge order: position {} has edge id {}, outside [0, {})", p, id[p], ne));
+    }
+    if (seen[static_cast<size_t>(id[p])]) {
+      return invalid_argument(
+          fmt::format("block edge order is not a permutation: edge id {} appears twice (again at position {})", id[p], p));
+    }
+    seen[static_cast<size_t>(id[p])] = true;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  edge_order_ = std::move(eids);
+  return Status::ok();
+}
+
+torch::Tensor BlockGraph::edge_order() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return edge_order_;
+}
+
 namespace {
 torch::Tensor int64_tensor(const std::vector<int64_t>& v) {
   auto t = torch::empty({static_cast<int64_t>(v.size())}, torch::kInt64);

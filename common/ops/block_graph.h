@@ -17,6 +17,11 @@
 // each have a type id) may carry edge types: set_etypes, then relation(r) is
 // the block restricted to the edges of type r (what R-GCN aggregates over).
 //
+// A general graph's edges have ids in the user's order, not the CSR's: an
+// optional edge order (set_edge_order) maps each CSR position to its edge
+// id, the row of that edge in edge-feature tensors (what gspmm.h's kernels
+// read and gsddmm writes). Sampled blocks have none: edge id = position.
+//
 // Private to training code (LibTorch). Not thread-safe beyond the lazily
 // built parts, which are guarded: one thread runs a model on a block at a time.
 
@@ -92,6 +97,15 @@ class BlockGraph : public torch::CustomClassHolder {
   c10::intrusive_ptr<BlockGraph> relation(int64_t r);
   bool has_relations() const;  // built already
 
+  // Edge ids. eids: int64 [num_edges], a permutation of 0 .. num_edges-1:
+  // CSR position p holds the edge whose id is eids[p]. An undefined tensor
+  // puts back the identity (id = position), the default. Kept as given (made
+  // contiguous). invalid_argument naming the wrong dtype or length, the first
+  // id out of range or the first repeated id.
+  Status set_edge_order(torch::Tensor eids);
+  // The permutation, or an undefined tensor for the identity.
+  torch::Tensor edge_order() const;
+
   // Optional global ids of the block's nodes (the kernels never read them).
   // Undefined tensors when not set.
   torch::Tensor src_ids, dst_ids, edge_ids;
@@ -117,6 +131,7 @@ class BlockGraph : public torch::CustomClassHolder {
   Reverse reverse_;
   torch::Tensor etypes_;  // int32 / int64 [num_edges], or undefined
   int64_t num_etypes_ = 0;
+  torch::Tensor edge_order_;  // int64 [num_edges], or undefined (identity)
   std::vector<c10::intrusive_ptr<BlockGraph>> relations_;  // [num_etypes_] once built
 };
 
