@@ -5,11 +5,14 @@
 //   torch.classes.dgld.Block(indptr, indices, num_src)
 //   torch.ops.dgld.copy_u_reduce(block, h, reduce="sum"|"mean", self_loop=False)
 //   torch.ops.dgld.gat_aggregate(block, z, attn_l, attn_r, negative_slope=0.2)
+//   torch.ops.dgld.gspmm(block, op, reduce, lhs, rhs, lhs_target="u", rhs_target="e")
+//   torch.ops.dgld.gsddmm(block, op, lhs, rhs, lhs_target="u", rhs_target="v")
 #include "common/ops/torch_library.h"
 
 #include <torch/custom_class.h>
 #include <torch/library.h>
 
+#include "common/ops/gspmm.h"
 #include "common/ops/message_passing.h"
 
 namespace dgld::ops {
@@ -29,6 +32,30 @@ torch::Tensor copy_u_reduce_op(const BlockGraphPtr& g, const torch::Tensor& h, c
 torch::Tensor gat_aggregate_op(const BlockGraphPtr& g, const torch::Tensor& z, const torch::Tensor& attn_l,
                                const torch::Tensor& attn_r, double negative_slope) {
   return gat_aggregate(g, z, attn_l, attn_r, negative_slope);
+}
+
+// The value of a parsed name, or c10::Error "<fn>: <what is wrong>".
+template <typename T>
+T parsed(Result<T> r, const char* fn) {
+  TORCH_CHECK(r.is_ok(), fn, ": ", r.status().message());
+  return std::move(r).value();
+}
+
+torch::Tensor gspmm_op(const BlockGraphPtr& g, const std::string& op, const std::string& reduce,
+                       const c10::optional<torch::Tensor>& lhs, const c10::optional<torch::Tensor>& rhs,
+                       const std::string& lhs_target, const std::string& rhs_target) {
+  return gspmm(g, parsed(parse_binary_op(op), "gspmm"), parsed(parse_spmm_reduce(reduce), "gspmm"),
+               lhs.value_or(torch::Tensor()), rhs.value_or(torch::Tensor()),
+               parsed(parse_target(lhs_target, "lhs_target"), "gspmm"),
+               parsed(parse_target(rhs_target, "rhs_target"), "gspmm"));
+}
+
+torch::Tensor gsddmm_op(const BlockGraphPtr& g, const std::string& op, const c10::optional<torch::Tensor>& lhs,
+                        const c10::optional<torch::Tensor>& rhs, const std::string& lhs_target,
+                        const std::string& rhs_target) {
+  return gsddmm(g, parsed(parse_binary_op(op), "gsddmm"), lhs.value_or(torch::Tensor()),
+                rhs.value_or(torch::Tensor()), parsed(parse_target(lhs_target, "lhs_target"), "gsddmm"),
+                parsed(parse_target(rhs_target, "rhs_target"), "gsddmm"));
 }
 
 }  // namespace
@@ -78,6 +105,14 @@ TORCH_LIBRARY(dgld, m) {
         TORCH_CHECK(device.is_cpu(), "dgld blocks live on the CPU, not ", device);
         return self;
       })
+      // Edge ids of the CSR positions (BlockGraph::set_edge_order); the
+      // getter returns an empty tensor for the identity.
+      .def("set_edge_order",
+           [](const BlockPtr& self, torch::Tensor eids) {
+             const dgld::Status st = self->set_edge_order(std::move(eids));
+             TORCH_CHECK(st.is_ok(), "dgld.Block.set_edge_order: ", st.message());
+           })
+      .def("edge_order", [](const BlockPtr& self) { return ids_or_empty(self->edge_order()); })
       .def_property("srcdata", [](const BlockPtr& self) { return node_data(self->src_data, self->src_ids); })
       .def_property("dstdata", [](const BlockPtr& self) { return node_data(self->dst_data, self->dst_ids); })
       .def_property("edata", [](const BlockPtr& self) { return node_data({}, self->edge_ids); });
@@ -87,6 +122,12 @@ TORCH_LIBRARY(dgld, m) {
   m.def("gat_aggregate(__torch__.torch.classes.dgld.Block block, Tensor z, Tensor attn_l, Tensor attn_r, "
         "float negative_slope=0.2) -> Tensor",
         &dgld::ops::gat_aggregate_op);
+  m.def("gspmm(__torch__.torch.classes.dgld.Block block, str op, str reduce, Tensor? lhs, Tensor? rhs, "
+        "str lhs_target=\"u\", str rhs_target=\"e\") -> Tensor",
+        &dgld::ops::gspmm_op);
+  m.def("gsddmm(__torch__.torch.classes.dgld.Block block, str op, Tensor? lhs, Tensor? rhs, "
+        "str lhs_target=\"u\", str rhs_target=\"v\") -> Tensor",
+        &dgld::ops::gsddmm_op);
   m.def("project_before_aggregating(__torch__.torch.classes.dgld.Block block, int in_dim, int out_dim, "
         "bool input_needs_grad, bool self_loop=False) -> bool",
         [](const BlockPtr& block, int64_t in_dim, int64_t out_dim, bool input_needs_grad, bool self_loop) {
