@@ -18,7 +18,10 @@ examples run unchanged and fast.
 import torch
 
 from . import _C
+from ._client import _interrupted
 from ._errors import InvalidArgument
+from .dist_dataloader import DistDataLoader
+from .dist_tensor import DistTensor, _as_ids
 
 __all__ = ["NeighborSampler", "MultiLayerNeighborSampler", "MultiLayerFullNeighborSampler", "DistNodeDataLoader",
            "DistDataLoader", "as_edge_prediction_sampler", "EdgePredictionSampler", "DistEdgeDataLoader",
@@ -80,7 +83,6 @@ def _raw_batches(loader):
         try:
             b = loader.next()
         except KeyboardInterrupt:
-            from .distributed import _interrupted
             _interrupted()
             raise
         if b is None:
@@ -94,7 +96,6 @@ class _EpochLoader:
     batches of one epoch, and the accumulated timings."""
 
     def _set_ids(self, g, ids, device, unit, count):
-        from .distributed import DistTensor, _as_ids
         if device is not None and torch.device(device).type != "cpu":
             raise InvalidArgument("dgld trains on the CPU: device must be 'cpu'")
         if isinstance(ids, dict):
@@ -278,29 +279,3 @@ class DistEdgeDataLoader(_EpochLoader):
                 yield input_nodes, pair, blocks
             else:
                 yield input_nodes, pair, _PairGraph(neg_u, neg_v, seeds), blocks
-
-
-class DistDataLoader:
-    """DGL's generic DistDataLoader: batches of `dataset` items passed
-    through collate_fn, which runs in this process (dgld's sampling runs in
-    C++; use DistNodeDataLoader for node mini-batches)."""
-
-    def __init__(self, dataset, batch_size, shuffle=False, collate_fn=None, drop_last=False, queue_size=None):
-        self.dataset = dataset
-        self.batch_size = int(batch_size)
-        if self.batch_size < 1:
-            raise InvalidArgument("batch_size must be >= 1")
-        self.shuffle = shuffle
-        self.collate_fn = collate_fn or (lambda items: items)
-        self.drop_last = drop_last
-
-    def __len__(self):
-        n = len(self.dataset)
-        return n // self.batch_size if self.drop_last else (n + self.batch_size - 1) // self.batch_size
-
-    def __iter__(self):
-        n = len(self.dataset)
-        order = torch.randperm(n) if self.shuffle else torch.arange(n)
-        for b in range(len(self)):
-            idx = order[b * self.batch_size:(b + 1) * self.batch_size]
-            yield self.collate_fn([self.dataset[int(i)] for i in idx])

@@ -12,9 +12,9 @@ script started by hand passes ip_config to initialize() and part_config to
 DistGraph(), and sets DGLD_MACHINE_ID when one host plays several machines.
 """
 
-import atexit
 import itertools
 import os
+import sys
 import types
 from collections.abc import MutableMapping
 
@@ -22,154 +22,28 @@ import numpy as np
 import torch
 
 from . import _C
-from ._errors import DGLError, InvalidArgument, NotFound
+from . import dist_optim as optim
+from ._client import (_DEFAULT_TIMEOUT_S, _client, _connect, _interrupted, _state, exit_client,  # noqa: F401
+                      initialize, is_initialized, trainer_rank)
+from ._errors import InvalidArgument, NotFound
+from .dataloading import DistEdgeDataLoader, DistNodeDataLoader, NeighborSampler
+from .dist_dataloader import DistDataLoader
+from .dist_tensor import DistTensor, EdgePartitionPolicy, NodePartitionPolicy, _as_ids  # noqa: F401
+from .embedding import DistEmbedding, SparseAdagrad, SparseAdam
 
 __all__ = [
     "initialize", "exit_client", "is_initialized", "DistGraph", "DistTensor", "GraphPartitionBook",
     "node_split", "edge_split", "sample_neighbors", "DistEmbedding", "SparseAdagrad", "SparseAdam",
-    "NodePartitionPolicy", "EdgePartitionPolicy", "NeighborSampler", "DistNodeDataLoader", "DistDataLoader",
+    "NodePartitionPolicy", "EdgePartitionPolicy", "NeighborSampler", "DistNodeDataLoader", "DistEdgeDataLoader",
+    "DistDataLoader", "optim",
 ]
 
-_state = {"ip_config": None, "client": None, "options": {}, "interrupted": False}
-_DEFAULT_TIMEOUT_S = 600.0
-
-
-def _env_int(name, default):
-    value = os.environ.get(name)
-    if value is None or value == "":
-        return default
-    try:
-        return int(value)
-    except ValueError:
-        raise InvalidArgument(f"environment variable {name}={value!r} is not an integer") from None
-
-
-def initialize(ip_config=None, max_queue_size=None, net_type=None, num_worker_threads=1, num_servers=None,
-               part_config=None, connect_timeout_s=30.0, call_timeout_s=60.0):
-    """Joins the job described by ip_config (DGL's dgl.distributed.initialize).
-
-    ip_config defaults to $DGL_IP_CONFIG. When the partition config is known
-    here ($DGL_CONF_PATH, as dgl-launch sets it, or part_config) the process
-    connects to every graph-server now; otherwise when DistGraph is created.
-    max_queue_size, net_type and num_worker_threads are DGL's and have no
-    effect (dgld has its own transport)."""
-    if _state["client"] is not None:
-        raise DGLError("dgld.distributed.initialize was called twice in this process")
-    ip_config = ip_config or os.environ.get("DGL_IP_CONFIG")
-    if not ip_config:
-        raise InvalidArgument("initialize needs ip_config (or DGL_IP_CONFIG in the environment)")
-    if not os.path.isfile(ip_config):
-        raise NotFound(f"ip_config file {ip_config!r} does not exist")
-    _state["ip_config"] = ip_config
-    _state["options"] = {
-        "num_servers": num_servers if num_servers is not None else _env_int("DGL_NUM_SERVER", 1),
-        "connect_timeout_s": float(connect_timeout_s),
-        "call_timeout_s": float(call_timeout_s),
-    }
-    part_config = part_config or os.environ.get("DGL_CONF_PATH")
-    if part_config:
-        _connect(part_config)
-
-
-def _connect(part_config):
-    if _state["client"] is not None:
-        return _state["client"]
-    if _state["ip_config"] is None:
-        raise DGLError("call dgld.distributed.initialize(ip_config) before creating a DistGraph")
-    if not os.path.isfile(part_config):
-        raise NotFound(f"partition config {part_config!r} does not exist")
-    o = _C.ClientOptions()
-    o.ip_config = _state["ip_config"]
-    o.part_config = part_config
-    o.machine_id = _env_int("DGLD_MACHINE_ID", -1)
-    o.rank = _env_int("DGLD_TRAINER_RANK", -1)
-    o.num_trainers = _env_int("DGLD_NUM_TRAINERS", 0)
-    o.num_servers = _state["options"]["num_servers"]
-    o.job_id = os.environ.get("DGLD_JOB_ID", "")
-    o.connect_timeout_s = _state["options"]["connect_timeout_s"]
-    o.call_timeout_s = _state["options"]["call_timeout_s"]
-    client = _C.Client(o)
-    _state["client"] = client
-    _state["part_config"] = part_config
-    atexit.register(exit_client)
-    return client
-
-
-def _client():
-    c = _state["client"]
-    if c is None:
-        raise DGLError("not connected to a dgld job: call dgld.distributed.initialize(ip_config) and create a "
-                       "DistGraph first")
-    return c
-
-
-def is_initialized():
-    return _state["ip_config"] is not None
-
-
-def exit_client():
-    """Leaves the job (at exit, or when called). Idempotent. After Ctrl-C
-    the connections are dropped at once instead (nothing waits for a
-    deadline on the way out)."""
-    c = _state["client"]
-    if c is not None:
-        _state["client"] = None
-        try:
-            c.close(abort=_state["interrupted"])
-        except DGLError:
-            pass  # the servers may already be gone at exit
-
-
-def _interrupted():
-    _state["interrupted"] = True
-
-
-# ---------------------------------------------------------------- ids
-
-def _as_ids(idx, length):
-    """An index (tensor, array, list, slice, int) as a 1-d int64 tensor; a
-    boolean mask of `length` values selects its true positions."""
-    if isinstance(idx, DistTensor):
-        idx = idx[0:len(idx)]
-    if isinstance(idx, slice):
-        start, stop, step = idx.indices(length)
-        return torch.arange(start, stop, step, dtype=torch.int64)
-    if isinstance(idx, (int, np.integer)):
-        return torch.tensor([int(idx)], dtype=torch.int64)
-    if isinstance(idx, np.ndarray):
-        idx = torch.from_numpy(idx)
-    elif not isinstance(idx, torch.Tensor):
-        idx = torch.as_tensor(idx)
-    if idx.dtype == torch.bool:
-        if idx.numel() != length:
-            raise InvalidArgument(f"a boolean index must have {length} values, got {idx.numel()}")
-        return torch.nonzero(idx, as_tuple=False).reshape(-1)
-    if idx.is_floating_point():
-        raise InvalidArgument(f"ids must be integers, got {idx.dtype}")
-    return idx.reshape(-1).to(torch.int64)
+# dgl.distributed.optim.SparseAdam (DGL 0.6+): `import dgld.distributed.optim`
+# finds the submodule here.
+sys.modules[__name__ + ".optim"] = optim
 
 
 # ---------------------------------------------------------------- partition book
-
-class NodePartitionPolicy:
-    """Rows partitioned like the nodes (DGL's NodePartitionPolicy)."""
-    policy_str = "node:_N"
-    is_node = True
-
-    def __init__(self, partition_book=None, ntype="_N"):
-        self.partition_book = partition_book
-        self.type_name = ntype
-
-
-class EdgePartitionPolicy:
-    """Rows partitioned like the edges (DGL's EdgePartitionPolicy)."""
-    policy_str = "edge:_E"
-    is_node = False
-
-    def __init__(self, partition_book=None, etype="_E"):
-        self.partition_book = partition_book
-        self.type_name = etype
-
 
 class GraphPartitionBook:
     """Which machine owns which ids (DGL's RangePartitionBook): every
@@ -236,126 +110,6 @@ class GraphPartitionBook:
     @property
     def etypes(self):
         return ["_E"]
-
-
-# ---------------------------------------------------------------- DistTensor
-
-_anonymous = itertools.count()
-
-
-class DistTensor:
-    """A tensor whose rows live on the graph-servers, partitioned like the
-    nodes (or edges) of the graph (DGL's dgl.distributed.DistTensor).
-
-    t[ids] pulls rows (rows of this machine are read from shared memory, the
-    others fetched from their owners, all at once), t[ids] = v pushes them.
-    Creation is collective: every trainer creates the same tensors in the
-    same order. `init_func(shape, dtype)` fills each machine's rows (called
-    by one trainer per machine); without it the rows start at zero."""
-
-    def __init__(self, shape, dtype, name=None, init_func=None, part_policy=None, persistent=False,
-                 is_gdata=True, attach=True, _from=None):
-        if _from is not None:
-            self._t = _from
-            self._policy = EdgePartitionPolicy() if _from.is_edge else NodePartitionPolicy()
-            self._recent = []
-            return
-        client = _client()
-        shape = tuple(int(s) for s in shape)
-        if len(shape) == 0:
-            raise InvalidArgument("a DistTensor needs at least one dimension")
-        if part_policy is None:
-            if shape[0] == client.num_nodes:
-                part_policy = NodePartitionPolicy()
-            elif shape[0] == client.num_edges:
-                part_policy = EdgePartitionPolicy()
-            else:
-                raise InvalidArgument(f"DistTensor of {shape[0]} rows: the graph has {client.num_nodes} nodes and "
-                                      f"{client.num_edges} edges; pass part_policy")
-        elif isinstance(part_policy, str):
-            part_policy = EdgePartitionPolicy() if part_policy.startswith("edge") else NodePartitionPolicy()
-        edges = not part_policy.is_node
-        want = client.num_edges if edges else client.num_nodes
-        if shape[0] != want:
-            raise InvalidArgument(f"DistTensor partitioned by {'edges' if edges else 'nodes'} must have {want} "
-                                  f"rows, got {shape[0]}")
-        if name is None:
-            name = f"anonymous-{next(_anonymous)}"
-            persistent = False
-        self._t = _C.DistTensor.create(client, name, list(shape), dtype, edges, "zeros", 0.0, 1.0, 0,
-                                       bool(persistent), _DEFAULT_TIMEOUT_S)
-        self._policy = part_policy
-        self._recent = []
-        if init_func is not None:
-            self._initialize(client, init_func, shape, dtype, edges)
-
-    def _initialize(self, client, init_func, shape, dtype, edges):
-        # Machine m's rows are filled by its first trainer, or, in a job with
-        # fewer trainers than machines, by trainer m % num_trainers.
-        ranges = client.edge_ranges() if edges else client.node_ranges()
-        trainers, machines = max(1, client.num_trainers), len(ranges)
-        per_machine = trainers // machines
-        for m, (start, end) in enumerate(ranges):
-            owner = m * per_machine if per_machine >= 1 else m % trainers
-            if owner == client.rank and end > start:
-                rows = init_func((end - start,) + tuple(shape[1:]), dtype)
-                self._t.push(torch.arange(start, end, dtype=torch.int64), torch.as_tensor(rows))
-        client.barrier(f"dgld.init.{self._t.name}", _DEFAULT_TIMEOUT_S)
-
-    @property
-    def shape(self):
-        return tuple(self._t.shape)
-
-    @property
-    def dtype(self):
-        return self._t.dtype
-
-    @property
-    def name(self):
-        return self._t.name
-
-    @property
-    def part_policy(self):
-        return self._policy
-
-    def __len__(self):
-        return self._t.shape[0]
-
-    def _remember(self, ids, rows):
-        """Rows the data loader fetched with a batch: t[ids] with that very
-        ids tensor returns them without a request."""
-        self._recent = [(ids, rows)] + self._recent[:1]
-
-    def _row_ids(self, idx):
-        """The homogeneous ids of rows `idx`. A node type's tensor of a
-        heterogeneous graph (g.nodes[ntype].data[name]) is indexed by that
-        type's ids, as in DGL."""
-        ids = _as_ids(idx, len(self))
-        if self._t.ntype >= 0:
-            ids = _client().to_homogeneous(self._t.ntype, ids)
-        return ids
-
-    def __getitem__(self, idx):
-        for ids, rows in self._recent:
-            if idx is ids:
-                return rows
-        scalar = isinstance(idx, (int, np.integer))
-        rows = self._t.pull(self._row_ids(idx))
-        return rows[0] if scalar else rows
-
-    def __setitem__(self, idx, value):
-        ids = self._row_ids(idx)
-        value = torch.as_tensor(value)
-        if value.dim() == len(self.shape) - 1:
-            value = value.expand((ids.numel(),) + tuple(self.shape[1:]))
-        self._recent = []
-        self._t.push(ids, value)
-
-    def __repr__(self):
-        return f"DistTensor(name={self.name!r}, shape={self.shape}, dtype={self.dtype})"
-
-    def __del__(self):
-        pass  # the rows live on the servers; non-persistent tensors go with the job
 
 
 # ---------------------------------------------------------------- DistGraph
@@ -522,7 +276,8 @@ class DistGraph:
         return EdgePartitionPolicy(self._gpb, etype)
 
     def rank(self):
-        return self._client.rank
+        """This trainer's rank (in a trainer's sampler process: that trainer's)."""
+        return trainer_rank()
 
     def barrier(self):
         """Waits until every trainer of the job reached its own barrier() call
@@ -554,6 +309,21 @@ class DistGraph:
 
     def __repr__(self):
         return f"DistGraph(name={self._name!r}, num_nodes={self.num_nodes()}, num_edges={self.num_edges()})"
+
+    def __reduce__(self):
+        # A handle: the graph's name and partition config, and the tensors
+        # assigned to ndata / edata (by name). Unpickled in a trainer's
+        # sampler process it opens the graph over that process's own client.
+        return _reopen, (self._name, _state.get("part_config"), dict(self.ndata._assigned),
+                         dict(self.edata._assigned))
+
+
+def _reopen(graph_name, part_config, ndata, edata):
+    """What a pickled DistGraph becomes."""
+    g = DistGraph(graph_name, part_config=part_config)
+    g.ndata._assigned.update(ndata)
+    g.edata._assigned.update(edata)
+    return g
 
 
 # ---------------------------------------------------------------- splits
@@ -639,9 +409,3 @@ def sample_neighbors(g, nodes, fanout, edge_dir="in", prob=None, exclude_edges=N
         prob_name = client.etype + "/" + prob if "/" not in prob else prob
     src, dst, eid = client.sample_neighbors(seeds, int(fanout), bool(replace), edge_dir == "out", prob_name, seed)
     return SampledSubgraph(src, dst, eid, g.num_nodes())
-
-
-# ---------------------------------------------------------------- embeddings
-
-from .embedding import DistEmbedding, SparseAdagrad, SparseAdam  # noqa: E402
-from .dataloading import NeighborSampler, DistNodeDataLoader, DistDataLoader  # noqa: E402

@@ -14,7 +14,9 @@ import itertools
 import torch
 import torch.distributed as tdist
 
+from ._client import _client
 from ._errors import InvalidArgument
+from .dist_tensor import DistTensor, _as_ids
 
 _names = itertools.count()
 
@@ -25,7 +27,6 @@ def _zeros(shape, dtype):
 
 class DistEmbedding:
     def __init__(self, num_embeddings, embedding_dim, name=None, init_func=None, part_policy=None):
-        from .distributed import DistTensor, _client
         self._client = _client()
         if name is None:
             name = f"dist-embedding-{next(_names)}"
@@ -42,7 +43,6 @@ class DistEmbedding:
         return self._name
 
     def __call__(self, idx, device=torch.device("cpu")):
-        from .distributed import _as_ids
         ids = _as_ids(idx, self.num_embeddings)
         rows = self.weight[ids]
         if torch.is_grad_enabled():
@@ -58,7 +58,6 @@ class _SparseOptimizer:
     """Owner-computes sparse updates over DistTensors (see the module doc)."""
 
     def __init__(self, params, lr, state_names):
-        from .distributed import DistTensor
         if isinstance(params, DistEmbedding):
             params = [params]
         for p in params:

@@ -1,0 +1,188 @@
+"""DistTensor (DGL's dgl.distributed.DistTensor): a tensor whose rows live
+on the graph-servers, partitioned like the nodes or the edges; the
+partition policies; and _as_ids, the index conversion every distributed
+call uses. A DistTensor pickles to its name and opens the same tensor in the
+process that unpickles it (a trainer's sampler process)."""
+
+import itertools
+
+import numpy as np
+import torch
+
+from . import _C
+from ._client import _DEFAULT_TIMEOUT_S, _client
+from ._errors import InvalidArgument
+
+__all__ = ["DistTensor", "NodePartitionPolicy", "EdgePartitionPolicy"]
+
+
+def _as_ids(idx, length):
+    """An index (tensor, array, list, slice, int) as a 1-d int64 tensor; a
+    boolean mask of `length` values selects its true positions."""
+    if isinstance(idx, DistTensor):
+        idx = idx[0:len(idx)]
+    if isinstance(idx, slice):
+        start, stop, step = idx.indices(length)
+        return torch.arange(start, stop, step, dtype=torch.int64)
+    if isinstance(idx, (int, np.integer)):
+        return torch.tensor([int(idx)], dtype=torch.int64)
+    if isinstance(idx, np.ndarray):
+        idx = torch.from_numpy(idx)
+    elif not isinstance(idx, torch.Tensor):
+        idx = torch.as_tensor(idx)
+    if idx.dtype == torch.bool:
+        if idx.numel() != length:
+            raise InvalidArgument(f"a boolean index must have {length} values, got {idx.numel()}")
+        return torch.nonzero(idx, as_tuple=False).reshape(-1)
+    if idx.is_floating_point():
+        raise InvalidArgument(f"ids must be integers, got {idx.dtype}")
+    return idx.reshape(-1).to(torch.int64)
+
+
+class NodePartitionPolicy:
+    """Rows partitioned like the nodes (DGL's NodePartitionPolicy)."""
+    policy_str = "node:_N"
+    is_node = True
+
+    def __init__(self, partition_book=None, ntype="_N"):
+        self.partition_book = partition_book
+        self.type_name = ntype
+
+
+class EdgePartitionPolicy:
+    """Rows partitioned like the edges (DGL's EdgePartitionPolicy)."""
+    policy_str = "edge:_E"
+    is_node = False
+
+    def __init__(self, partition_book=None, etype="_E"):
+        self.partition_book = partition_book
+        self.type_name = etype
+
+
+_anonymous = itertools.count()
+
+
+class DistTensor:
+    """A tensor whose rows live on the graph-servers, partitioned like the
+    nodes (or edges) of the graph (DGL's dgl.distributed.DistTensor).
+
+    t[ids] pulls rows (rows of this machine are read from shared memory, the
+    others fetched from their owners, all at once), t[ids] = v pushes them.
+    Creation is collective: every trainer creates the same tensors in the
+    same order. `init_func(shape, dtype)` fills each machine's rows (called
+    by one trainer per machine); without it the rows start at zero."""
+
+    def __init__(self, shape, dtype, name=None, init_func=None, part_policy=None, persistent=False,
+                 is_gdata=True, attach=True, _from=None):
+        if _from is not None:
+            self._t = _from
+            self._policy = EdgePartitionPolicy() if _from.is_edge else NodePartitionPolicy()
+            self._recent = []
+            return
+        client = _client()
+        shape = tuple(int(s) for s in shape)
+        if len(shape) == 0:
+            raise InvalidArgument("a DistTensor needs at least one dimension")
+        if part_policy is None:
+            if shape[0] == client.num_nodes:
+                part_policy = NodePartitionPolicy()
+            elif shape[0] == client.num_edges:
+                part_policy = EdgePartitionPolicy()
+            else:
+                raise InvalidArgument(f"DistTensor of {shape[0]} rows: the graph has {client.num_nodes} nodes and "
+                                      f"{client.num_edges} edges; pass part_policy")
+        elif isinstance(part_policy, str):
+            part_policy = EdgePartitionPolicy() if part_policy.startswith("edge") else NodePartitionPolicy()
+        edges = not part_policy.is_node
+        want = client.num_edges if edges else client.num_nodes
+        if shape[0] != want:
+            raise InvalidArgument(f"DistTensor partitioned by {'edges' if edges else 'nodes'} must have {want} "
+                                  f"rows, got {shape[0]}")
+        if name is None:
+            name = f"anonymous-{next(_anonymous)}"
+            persistent = False
+        self._t = _C.DistTensor.create(client, name, list(shape), dtype, edges, "zeros", 0.0, 1.0, 0,
+                                       bool(persistent), _DEFAULT_TIMEOUT_S)
+        self._policy = part_policy
+        self._recent = []
+        if init_func is not None:
+            self._initialize(client, init_func, shape, dtype, edges)
+
+    def _initialize(self, client, init_func, shape, dtype, edges):
+        # Machine m's rows are filled by its first trainer, or, in a job with
+        # fewer trainers than machines, by trainer m % num_trainers.
+        ranges = client.edge_ranges() if edges else client.node_ranges()
+        trainers, machines = max(1, client.num_trainers), len(ranges)
+        per_machine = trainers // machines
+        for m, (start, end) in enumerate(ranges):
+            owner = m * per_machine if per_machine >= 1 else m % trainers
+            if owner == client.rank and end > start:
+                rows = init_func((end - start,) + tuple(shape[1:]), dtype)
+                self._t.push(torch.arange(start, end, dtype=torch.int64), torch.as_tensor(rows))
+        client.barrier(f"dgld.init.{self._t.name}", _DEFAULT_TIMEOUT_S)
+
+    @property
+    def shape(self):
+        return tuple(self._t.shape)
+
+    @property
+    def dtype(self):
+        return self._t.dtype
+
+    @property
+    def name(self):
+        return self._t.name
+
+    @property
+    def part_policy(self):
+        return self._policy
+
+    def __len__(self):
+        return self._t.shape[0]
+
+    def _remember(self, ids, rows):
+        """Rows the data loader fetched with a batch: t[ids] with that very
+        ids tensor returns them without a request."""
+        self._recent = [(ids, rows)] + self._recent[:1]
+
+    def _row_ids(self, idx):
+        """The homogeneous ids of rows `idx`. A node type's tensor of a
+        heterogeneous graph (g.nodes[ntype].data[name]) is indexed by that
+        type's ids, as in DGL."""
+        ids = _as_ids(idx, len(self))
+        if self._t.ntype >= 0:
+            ids = _client().to_homogeneous(self._t.ntype, ids)
+        return ids
+
+    def __getitem__(self, idx):
+        for ids, rows in self._recent:
+            if idx is ids:
+                return rows
+        scalar = isinstance(idx, (int, np.integer))
+        rows = self._t.pull(self._row_ids(idx))
+        return rows[0] if scalar else rows
+
+    def __setitem__(self, idx, value):
+        ids = self._row_ids(idx)
+        value = torch.as_tensor(value)
+        if value.dim() == len(self.shape) - 1:
+            value = value.expand((ids.numel(),) + tuple(self.shape[1:]))
+        self._recent = []
+        self._t.push(ids, value)
+
+    def __repr__(self):
+        return f"DistTensor(name={self.name!r}, shape={self.shape}, dtype={self.dtype})"
+
+    def __reduce__(self):
+        # By name: the process that unpickles it (a trainer's sampler
+        # process) opens the same tensor over its own connection.
+        return _open_by_name, (self.name,)
+
+    def __del__(self):
+        pass  # the rows live on the servers; non-persistent tensors go with the job
+
+
+def _open_by_name(name):
+    """The job's DistTensor `name`, opened in this process (what a pickled
+    DistTensor becomes)."""
+    return DistTensor(None, None, _from=_C.DistTensor.open(_client(), name))
