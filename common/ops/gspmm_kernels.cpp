@@ -21,6 +21,23 @@ int64_t rows_per_task(int64_t rows, int64_t elements) {
   return std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(1, elements / rows));
 }
 
+// The sum of term(j) for j < n in kLanes partial sums: floating-point adds
+// do not reassociate by themselves, so one running sum would not vectorize.
+constexpr int64_t kLanes = 8;
+
+template <typename T, typename Term>
+inline T lane_sum(int64_t n, const Term& term) {
+  T part[kLanes] = {};
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes) {
+    for (int64_t l = 0; l < kLanes; ++l) part[l] += term(j + l);
+  }
+  T s = 0;
+  for (; j < n; ++j) s += term(j);
+  for (int64_t l = 0; l < kLanes; ++l) s += part[l];
+  return s;
+}
+
 // ------------------------------------------------ elementwise messages
 
 // Each: the message of two elements and its partial derivatives.
@@ -101,9 +118,7 @@ void dot_message_row(const T* __restrict a, const T* __restrict b, const Bcast& 
   for (int64_t i = 0; i < n; ++i) {
     const T* x = a + ix.l(i);
     const T* y = b + ix.r(i);
-    T s = 0;
-    for (int64_t j = 0; j < k; ++j) s += x[j] * y[j];
-    m[i] = s;
+    m[i] = lane_sum<T>(k, [&](int64_t j) { return x[j] * y[j]; });
   }
 }
 
@@ -115,9 +130,7 @@ void grad_row(const T* __restrict g, T s, const T* __restrict a, const T* __rest
   auto d = [](T x, T y) { return Lhs ? Op::template da<T>(x, y) : Op::template db<T>(x, y); };
   if constexpr (std::is_same_v<Idx, std::conditional_t<Lhs, LhsScalarIdx, RhsScalarIdx>>) {
     // Every output element reads the one element: a reduction.
-    T sum = 0;
-    for (int64_t i = 0; i < n; ++i) sum += g[i] * d(a[ix.l(i)], b[ix.r(i)]);
-    acc[0] += s * sum;
+    acc[0] += s * lane_sum<T>(n, [&](int64_t i) { return g[i] * d(a[ix.l(i)], b[ix.r(i)]); });
   } else {
     for (int64_t i = 0; i < n; ++i) acc[Lhs ? ix.l(i) : ix.r(i)] += s * g[i] * d(a[ix.l(i)], b[ix.r(i)]);
   }
