@@ -4,7 +4,9 @@
 # index_add_ reference, per model (GraphSAGE, GCN, GAT with 2 heads), in
 # alternating rounds of one run; and the fused step against the
 # memory-bandwidth bound of reading each block's CSR and the input rows once
-# (memcpy bandwidth measured in the same run).
+# (memcpy bandwidth measured in the same run); and DGL's update_all(u_mul_e,
+# sum) and apply_edges(u_dot_v) on each batch's input block, forward +
+# backward, the fused gspmm / gsddmm ops against index_select + index_add_.
 # Graph: the DistDGL benchmark graph (200,000 nodes, ~4.09 M edges, 100-dim
 # features, 47 classes), one partition; batches of 1000 seeds, fanout 10,25,
 # hidden 16, one LibTorch thread (as each trainer of the 2-trainer epoch
@@ -23,7 +25,7 @@ while [[ $# -gt 0 ]]; do
     --rounds) rounds="$2"; shift 2 ;;
     --threads) threads="$2"; shift 2 ;;
     --build) build="$2"; shift 2 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "kernels.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done

@@ -4,7 +4,10 @@
 // the index_select + index_add_ reference, in alternating rounds of one run
 // (scripts/bench/kernels.sh). Also a memory-bandwidth bound: the bytes a step
 // must read at least once (every block's CSR and the input rows), at the
-// memcpy bandwidth measured in the same run.
+// memcpy bandwidth measured in the same run. And two of DGL's built-in
+// message passings on each batch's input block, forward + backward, the
+// fused g-SpMM / g-SDDMM ops (common/ops/gspmm.h) against index_select +
+// index_add_: update_all(u_mul_e, sum) and apply_edges(u_dot_v).
 //
 // The batches are sampled in process from a 1-partition graph as trainer-host
 // --standalone samples them (fanouts, batch size); every timed step gets
@@ -27,6 +30,7 @@
 
 #include "common/cli.h"
 #include "common/memory.h"
+#include "common/ops/gspmm.h"
 #include "common/part_config.h"
 #include "common/partition/partition.h"
 #include "common/sampling/multi_layer_sampler.h"
@@ -94,6 +98,65 @@ StepTimes run_step(Model& model, const Sampled& s, int64_t feat_dim) {
   t0 = Clock::now();
   loss.backward();
   t.backward_s = seconds_since(t0);
+  return t;
+}
+
+// Forward + backward of one message passing on each batch's input block,
+// fused (gspmm / gsddmm) against the index_select + index_add_ reference, in
+// alternating rounds (round 0 warms up). Each step gets a fresh BlockGraph
+// (built untimed), so the fused op pays for the transposed CSR its backward
+// walks and the reference for the edges' dst ids it scatters to.
+struct MessageOpTimes {
+  double fwd_s[2] = {0, 0}, step_s[2] = {0, 0};  // fused, reference
+};
+
+MessageOpTimes time_message_op(const std::vector<Sampled>& sampled, int64_t d, int rounds, bool spmm) {
+  struct Input {
+    Tensor x, y, grad;  // x: src rows; y: edge weights (spmm) or dst rows (sddmm); grad: of the output
+  };
+  std::vector<Input> inputs;
+  for (const auto& s : sampled) {
+    const Block& b = s.batch.blocks[0];
+    Input in;
+    in.x = rows_tensor(s.rows, static_cast<int64_t>(s.batch.input_nodes.size()), d).clone().requires_grad_(true);
+    in.y = spmm ? torch::rand({b.num_edges(), 1}) : in.x.detach().narrow(0, 0, b.num_dst()).clone();
+    in.y.requires_grad_(true);
+    in.grad = spmm ? torch::randn({b.num_dst(), d}) : torch::randn({b.num_edges(), 1});
+    inputs.push_back(std::move(in));
+  }
+  std::vector<double> fwd[2], step[2];
+  for (int r = 0; r <= rounds; ++r) {
+    for (int k = 0; k < 2; ++k) {
+      double f = 0, total = 0;
+      for (size_t i = 0; i < sampled.size(); ++i) {
+        auto g = make_block_graph(sampled[i].batch.blocks[0]);
+        if (!g.is_ok()) throw std::runtime_error(g.status().to_string());
+        Input& in = inputs[i];
+        in.x.mutable_grad().reset();
+        in.y.mutable_grad().reset();
+        const auto t0 = Clock::now();
+        Tensor out;
+        if (spmm) {
+          out = (k == 0 ? ops::gspmm : ops::gspmm_reference)(*g, ops::BinaryOp::mul, ops::SpmmReduce::sum, in.x, in.y,
+                                                             ops::Target::u, ops::Target::e);
+        } else {
+          out = (k == 0 ? ops::gsddmm : ops::gsddmm_reference)(*g, ops::BinaryOp::dot, in.x, in.y, ops::Target::u,
+                                                               ops::Target::v);
+        }
+        f += seconds_since(t0);
+        out.backward(in.grad);
+        total += seconds_since(t0);
+      }
+      if (r == 0) continue;
+      fwd[k].push_back(f / static_cast<double>(sampled.size()));
+      step[k].push_back(total / static_cast<double>(sampled.size()));
+    }
+  }
+  MessageOpTimes t;
+  for (int k = 0; k < 2; ++k) {
+    t.fwd_s[k] = median(fwd[k]);
+    t.step_s[k] = median(step[k]);
+  }
   return t;
 }
 
@@ -227,8 +290,21 @@ int main(int argc, char** argv) {
 
   nlohmann::json out = {{"graph", pc->graph_name}, {"threads", threads}, {"batches", sampled.size()},
                         {"memcpy_gb_per_s", bw / 1e9}, {"bound_ms", bound_s * 1e3}, {"models", nlohmann::json::object()}};
-  std::printf("%-5s %-10s %10s %10s %10s\n", "model", "kernels", "fwd ms", "bwd ms", "step ms");
   std::vector<std::string> ratio_lines;
+  for (const bool spmm : {true, false}) {
+    const char* name = spmm ? "update_all_u_mul_e_sum" : "apply_edges_u_dot_v";
+    const auto t = time_message_op(sampled, d, rounds, spmm);
+    const double ratio = t.step_s[0] / t.step_s[1];
+    std::printf("%s on the input block (%lld-dim rows), forward + backward: fused %.2f ms (forward %.2f), "
+                "index_add %.2f ms (forward %.2f)\n",
+                name, static_cast<long long>(d), t.step_s[0] * 1e3, t.fwd_s[0] * 1e3, t.step_s[1] * 1e3,
+                t.fwd_s[1] * 1e3);
+    out["message_ops"][name] = {{"fused_ms", t.step_s[0] * 1e3},     {"reference_ms", t.step_s[1] * 1e3},
+                                {"fused_fwd_ms", t.fwd_s[0] * 1e3},  {"reference_fwd_ms", t.fwd_s[1] * 1e3},
+                                {"fused_over_reference", ratio}};
+    ratio_lines.push_back(fmt::format("ratio: kernels_{}_fused_over_index_add {:.2f} (target <= 0.5)", name, ratio));
+  }
+  std::printf("\n%-5s %-10s %10s %10s %10s\n", "model", "kernels", "fwd ms", "bwd ms", "step ms");
   std::stringstream names(models);
   for (std::string name; std::getline(names, name, ',');) {
     auto kind = parse_model_kind(name);
