@@ -4,12 +4,14 @@
 //   output and gradients equal the index_add / dense reference (double);
 // - the fused gradients match central differences (what
 //   torch.autograd.gradcheck checks);
-// - empty graphs, zero-width rows, float32 and non-contiguous inputs;
+// - a larger graph split over two threads; empty graphs, zero-width rows,
+//   float32 and non-contiguous inputs;
 // - the edge order's checks and the errors the ops raise, also through the
 //   registered torch.ops.dgld schemas.
 // LibTorch before Catch2: c10's glog macros must not replace Catch2's CHECK.
 #include "common/ops/gspmm.h"
 
+#include <ATen/Parallel.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <catch2/catch.hpp>
 #include <algorithm>
@@ -230,6 +232,27 @@ TEST_CASE("float32 and non-contiguous inputs give the double results") {
   const Tensor v = torch::randn({60, 8}, torch::kFloat64);
   CHECK(torch::allclose(gsddmm(g, BinaryOp::dot, u.to(torch::kFloat), v.to(torch::kFloat)),
                         gsddmm_reference(g, BinaryOp::dot, u, v).to(torch::kFloat), 1e-5, 1e-5));
+}
+
+TEST_CASE("on a larger graph split over threads, outputs and gradients equal the reference") {
+  torch::manual_seed(8);
+  const int threads = at::get_num_threads();
+  at::set_num_threads(2);
+  const auto g = random_graph(2000, 3000, 24000, true);
+  const std::vector<Message> messages{{BinaryOp::mul, Target::u, Target::e, {16}, {1}},
+                                      {BinaryOp::add, Target::v, Target::e, {16}, {16}},
+                                      {BinaryOp::dot, Target::u, Target::v, {2, 8}, {2, 8}},
+                                      {BinaryOp::copy_rhs, Target::u, Target::e, {}, {16}}};
+  for (const Message& m : messages) {
+    const auto x = operands(*g, m);
+    for (SpmmReduce r : kReducers) {
+      INFO("gspmm " << describe(m) << " reduce " << spmm_reduce_name(r));
+      CHECK(max_difference(message_fn(g, m, r, false), message_fn(g, m, r, true), x) < 1e-10);
+    }
+    INFO("gsddmm " << describe(m));
+    CHECK(max_difference(message_fn(g, m, std::nullopt, false), message_fn(g, m, std::nullopt, true), x) < 1e-10);
+  }
+  at::set_num_threads(threads);
 }
 
 TEST_CASE("graphs without edges or dst nodes, and zero-width rows, give zeros of the right shape") {
