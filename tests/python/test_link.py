@@ -53,14 +53,14 @@ for epoch in range(5):
         seeds = pair.ndata['_ID']
         u, v = pair.edges()
         nu, nv = neg.edges()
-        assert nu.numel() == 2 * u.numel() and torch.equal(blocks[-1].dst_ids(), seeds)
+        assert nu.numel() == 2 * u.numel() and torch.equal(blocks[-1].dstdata['_ID'], seeds)
         pu, pv = seeds[u].tolist(), seeds[v].tolist()
         if epoch == 0:
             seen += list(zip(pu, pv))
             pos = set((min(a, b), max(a, b)) for a, b in zip(pu, pv))
             for blk in blocks:
                 s, d = blk.edges()
-                src, dst = blk.src_ids()[s].tolist(), blk.dst_ids()[d].tolist()
+                src, dst = blk.srcdata['_ID'][s].tolist(), blk.dstdata['_ID'][d].tolist()
                 in_blocks += sum((min(a, b), max(a, b)) in pos for a, b in zip(src, dst))
             for a, b in zip(seeds[nu].tolist(), seeds[nv].tolist()):
                 neg_count += 1

@@ -5,5 +5,6 @@ of them runs eagerly in Python, scripted with torch.jit.script, and under
 trainer-host --model-file, with the same results."""
 
 from .conv import SAGEConv, GraphConv, GATConv, project_before_aggregating
+from . import functional
 
-__all__ = ["SAGEConv", "GraphConv", "GATConv", "project_before_aggregating"]
+__all__ = ["SAGEConv", "GraphConv", "GATConv", "project_before_aggregating", "functional"]

@@ -11,8 +11,18 @@ from torch import Tensor, nn
 
 from .. import _C  # noqa: F401 - registers torch.classes.dgld.Block and torch.ops.dgld
 from .._errors import InvalidArgument
+from ..graph import DGLGraph
 
 Block = torch.classes.dgld.Block
+
+
+def native_block(graph):
+    """The torch.classes.dgld.Block a layer's kernels run on: a DGLGraph's
+    or DGLBlock's CSR (made once per graph), or the Block itself. Eager
+    mode only: a scripted layer takes Blocks."""
+    if isinstance(graph, DGLGraph):
+        return graph._csr()
+    return graph
 
 def project_before_aggregating(num_edges: int, num_src: int, num_dst: int, in_dim: int, out_dim: int,
                                input_needs_grad: bool) -> bool:
@@ -79,6 +89,8 @@ class SAGEConv(nn.Module):
             nn.init.zeros_(self.bias)
 
     def forward(self, graph: Block, feat: Union[Tensor, Tuple[Tensor, Tensor]]) -> Tensor:
+        if not torch.jit.is_scripting():
+            graph = native_block(graph)
         if isinstance(feat, Tensor):
             h_src = self.feat_drop(feat)
             h_dst = h_src[:graph.num_dst_nodes()]
@@ -131,6 +143,8 @@ class GraphConv(nn.Module):
             nn.init.zeros_(self.bias)
 
     def forward(self, graph: Block, feat: Union[Tensor, Tuple[Tensor, Tensor]]) -> Tensor:
+        if not torch.jit.is_scripting():
+            graph = native_block(graph)
         if isinstance(feat, Tensor):
             h_src = feat
         else:
@@ -217,6 +231,8 @@ class GATConv(nn.Module):
             nn.init.xavier_normal_(self.res_fc.weight, gain=gain)
 
     def forward(self, graph: Block, feat: Union[Tensor, Tuple[Tensor, Tensor]]) -> Tensor:
+        if not torch.jit.is_scripting():
+            graph = native_block(graph)
         _check_degrees(graph, self._allow_zero_in_degree)
         if isinstance(feat, Tensor):
             h_src = self.feat_drop(feat)

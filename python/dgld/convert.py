@@ -1,0 +1,195 @@
+"""Making graphs: dgld.graph, dgld.create_block, dgld.to_block (DGL's
+dgl.graph, dgl.create_block, dgl.to_block), and the wrapping of the
+loaders' native blocks (torch.classes.dgld.Block) as DGLBlock objects."""
+
+import torch
+
+from ._errors import DGLError
+from ._ids import as_id_tensor
+from .graph import EID, NID, DGLBlock, DGLGraph
+
+__all__ = ["graph", "create_block", "to_block", "block_from_native", "pair_graph"]
+
+
+def _idtype_of(idtype):
+    if idtype is None:
+        return torch.int64
+    if idtype not in (torch.int32, torch.int64):
+        raise DGLError(f"idtype must be torch.int32 or torch.int64, got {idtype}")
+    return idtype
+
+
+def _check_device(device):
+    if device is not None and torch.device(device).type != "cpu":
+        raise DGLError(f"dgld keeps graphs on the CPU, not on {device}")
+
+
+def _count(ids, given, what):
+    """A node count: `given`, checked to cover every id, or max id + 1."""
+    need = int(ids.max()) + 1 if ids.numel() else 0
+    if given is None:
+        return need
+    given = int(given)
+    if given < need:
+        raise DGLError(f"{what} is {given} but the edges name node {need - 1}")
+    return given
+
+
+def _uv(data, what):
+    """The (src, dst) int64 tensors of DGL's graph data: (u, v), or
+    ('coo', (u, v)), ('csr', (indptr, indices, eids)), ('csc', ...)."""
+    if isinstance(data, tuple) and len(data) == 2 and isinstance(data[0], str):
+        kind, arrays = data
+        if kind == "coo":
+            return _uv(arrays, what)
+        if kind in ("csr", "csc"):
+            indptr = as_id_tensor(arrays[0], f"{what} indptr")
+            indices = as_id_tensor(arrays[1], f"{what} indices")
+            rows = torch.repeat_interleave(torch.arange(indptr.numel() - 1), indptr[1:] - indptr[:-1])
+            if len(arrays) > 2 and arrays[2] is not None and len(arrays[2]):
+                eids = as_id_tensor(arrays[2], f"{what} eids")
+                order = torch.argsort(eids)
+                rows, indices = rows[order], indices[order]
+            return (rows, indices) if kind == "csr" else (indices, rows)
+        raise DGLError(f"{what}: unknown sparse format {kind!r} (dgld takes 'coo', 'csr' and 'csc')")
+    if not isinstance(data, (tuple, list)) or len(data) != 2:
+        raise DGLError(f"{what} takes the edges as a pair (src ids, dst ids), got {type(data).__name__}")
+    src = as_id_tensor(data[0], f"{what} src")
+    dst = as_id_tensor(data[1], f"{what} dst")
+    if src.numel() != dst.numel():
+        raise DGLError(f"{what}: {src.numel()} src ids but {dst.numel()} dst ids")
+    if (src.numel() and int(src.min()) < 0) or (dst.numel() and int(dst.min()) < 0):
+        raise DGLError(f"{what}: node ids must be >= 0")
+    return src, dst
+
+
+def graph(data, num_nodes=None, idtype=None, device=None, row_sorted=False, col_sorted=False, **kwargs):
+    """A graph from its edges (DGL's dgl.graph): data is (src ids, dst ids)
+    or ('coo' | 'csr' | 'csc', arrays); num_nodes defaults to the largest id
+    + 1. Edge i is (src[i], dst[i])."""
+    if isinstance(data, dict):
+        raise DGLError("dgld.graph takes one edge type: pass (src, dst); typed graphs are not supported yet")
+    _check_device(device)
+    src, dst = _uv(data, "dgld.graph")
+    n = _count(torch.cat([src, dst]), num_nodes, "num_nodes")
+    return DGLGraph._from_coo(src, dst, n, n, _idtype_of(idtype))
+
+
+def create_block(data, num_src_nodes=None, num_dst_nodes=None, idtype=None, device=None, **kwargs):
+    """A block from its edges (DGL's dgl.create_block): src ids index the
+    block's source nodes, dst ids its destination nodes."""
+    if isinstance(data, dict):
+        if len(data) != 1:
+            raise DGLError("dgld.create_block takes one edge type; typed blocks are not supported yet")
+        data = next(iter(data.values()))
+    if isinstance(num_src_nodes, dict) or isinstance(num_dst_nodes, dict):
+        raise DGLError("dgld.create_block takes node counts as integers (one node type)")
+    _check_device(device)
+    src, dst = _uv(data, "dgld.create_block")
+    ns = _count(src, num_src_nodes, "num_src_nodes")
+    nd = _count(dst, num_dst_nodes, "num_dst_nodes")
+    return DGLBlock._from_coo(src, dst, ns, nd, _idtype_of(idtype))
+
+
+def _ordered_unique(x):
+    """The distinct values of x in order of first appearance, and each
+    element's index among them."""
+    if x.numel() == 0:
+        return x, x
+    uniq, inverse = torch.unique(x, return_inverse=True)
+    # The first position of each distinct value: the head of its run in a
+    # stable sort of the inverse.
+    sorted_inv, perm = torch.sort(inverse, stable=True)
+    heads = torch.ones_like(sorted_inv, dtype=torch.bool)
+    heads[1:] = sorted_inv[1:] != sorted_inv[:-1]
+    first = perm[heads]
+    order = torch.argsort(first)
+    rank = torch.empty_like(order)
+    rank[order] = torch.arange(order.numel(), dtype=torch.int64)
+    return uniq[order], rank[inverse]
+
+
+def _positions(values, keys, what, name, need):
+    """For each of `values`, its index in `keys` (distinct); DGLError naming
+    the first value that is not there (or appears twice in keys)."""
+    sorted_keys, perm = torch.sort(keys)
+    if sorted_keys.numel() > 1 and bool((sorted_keys[1:] == sorted_keys[:-1]).any()):
+        i = int(torch.nonzero(sorted_keys[1:] == sorted_keys[:-1])[0])
+        raise DGLError(f"{what}: node {int(sorted_keys[i])} appears twice in `{name}`")
+    if values.numel() == 0:
+        return values
+    pos = torch.searchsorted(sorted_keys, values).clamp(max=max(0, sorted_keys.numel() - 1))
+    found = sorted_keys[pos] == values if sorted_keys.numel() else torch.zeros_like(values, dtype=torch.bool)
+    if not bool(found.all()):
+        raise DGLError(f"{what}: node {int(values[~found][0])} does not exist in `{name}`. {need}")
+    return perm[pos]
+
+
+def to_block(g, dst_nodes=None, include_dst_in_src=True, src_nodes=None):
+    """The block of g's edges into dst_nodes (DGL's dgl.to_block): its
+    destination nodes are dst_nodes (default: every node with an in-edge),
+    its source nodes dst_nodes first (include_dst_in_src) and then the other
+    sources in order of first appearance over g's edges (in edge-id order).
+    Every edge of g is kept, in its order. g's node and edge data are copied
+    to the block's rows; srcdata/dstdata[dgl.NID] then hold the nodes' ids
+    in g and edata[dgl.EID] the edges' ids in g (for a frontier of
+    sample_neighbors, whose nodes are the DistGraph's, the node ids are
+    global; its global edge ids are frontier.edata[dgl.EID], read before
+    to_block, as DGL's scripts do)."""
+    if isinstance(dst_nodes, dict):
+        if len(dst_nodes) != 1:
+            raise DGLError("to_block: the graph has one node type; pass its dst nodes")
+        dst_nodes = next(iter(dst_nodes.values()))
+    if g.is_block:
+        raise DGLError("to_block takes a graph (e.g. a frontier), not a block")
+    src, dst = g._coo()
+    n = g.num_nodes()
+    if dst_nodes is None:
+        dst_nodes = torch.unique(dst)
+    else:
+        dst_nodes = as_id_tensor(dst_nodes, "to_block dst_nodes", n)
+    local_dst = _positions(dst, dst_nodes, "to_block", "dst_nodes",
+                           "Argument `dst_nodes` must contain all the edge destination nodes.")
+    if src_nodes is not None:
+        src_nodes = as_id_tensor(src_nodes, "to_block src_nodes", n)
+        if include_dst_in_src and not torch.equal(src_nodes[:dst_nodes.numel()], dst_nodes):
+            raise DGLError("to_block: src_nodes must start with dst_nodes when include_dst_in_src is True")
+        local_src = _positions(src, src_nodes, "to_block", "src_nodes",
+                               "Argument `src_nodes` must contain all the edge source nodes.")
+    elif include_dst_in_src:
+        src_nodes, inverse = _ordered_unique(torch.cat([dst_nodes, src]))
+        local_src = inverse[dst_nodes.numel():]
+    else:
+        src_nodes, local_src = _ordered_unique(src)
+    block = DGLBlock._from_coo(local_src, local_dst, src_nodes.numel(), dst_nodes.numel(), g.idtype)
+    # g's node and edge data come along, then the ids into g (DGL's order).
+    for k, v in g.ndata.items():
+        block.srcdata[k] = v[src_nodes]
+        block.dstdata[k] = v[dst_nodes]
+    for k, v in g.edata.items():
+        block.edata[k] = v
+    block.srcdata[NID] = src_nodes
+    block.dstdata[NID] = dst_nodes
+    block.edata[EID] = torch.arange(src.numel(), dtype=torch.int64)
+    return block
+
+
+def block_from_native(native):
+    """A loader's torch.classes.dgld.Block as a DGLBlock over the same CSR,
+    its frames holding what the loader attached (ids under dgl.NID /
+    dgl.EID, the fetched features and labels)."""
+    block = DGLBlock._from_native(native)
+    for frame, data in ((block._srcframe, native.srcdata), (block._dstframe, native.dstdata),
+                        (block._eframe, native.edata)):
+        for k, v in data.items():
+            if v.numel() or frame.num_rows == 0:
+                frame[k] = v
+    return block
+
+
+def pair_graph(src, dst, node_ids):
+    """The positive or negative pair graph of an edge batch: edges between
+    rows of the batch's seed nodes, ndata[dgl.NID] their global ids."""
+    g = DGLGraph._from_coo(src, dst, node_ids.numel(), node_ids.numel())
+    g.ndata[NID] = node_ids
+    return g
