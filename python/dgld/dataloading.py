@@ -20,12 +20,14 @@ import torch
 from . import _C
 from ._client import _interrupted
 from ._errors import InvalidArgument
+from .convert import block_from_native, pair_graph
+from .graph import DGLGraph
 from .dist_dataloader import DistDataLoader
 from .dist_tensor import DistTensor, _as_ids
 
 __all__ = ["NeighborSampler", "MultiLayerNeighborSampler", "MultiLayerFullNeighborSampler", "DistNodeDataLoader",
            "DistDataLoader", "as_edge_prediction_sampler", "EdgePredictionSampler", "DistEdgeDataLoader",
-           "negative_sampler"]
+           "negative_sampler", "NodeDataLoader", "EdgeDataLoader", "DataLoader"]
 
 
 class NeighborSampler:
@@ -33,7 +35,8 @@ class NeighborSampler:
     (input layer first; -1: all)."""
 
     def __init__(self, fanouts, edge_dir="in", prob=None, mask=None, replace=False, prefetch_node_feats=None,
-                 prefetch_labels=None, prefetch_edge_feats=None, output_device=None):
+                 prefetch_labels=None, prefetch_edge_feats=None, output_device=None, fused=True, return_eids=False):
+        # fused (DGL 1.x) and return_eids (DGL 0.6-0.7: blocks carry edata[dgl.EID] always) change nothing here.
         self.fanouts = [int(f) for f in fanouts]
         if not self.fanouts or any(f < -1 for f in self.fanouts):
             raise InvalidArgument(f"fanouts must be a non-empty list of values >= -1, got {fanouts}")
@@ -157,7 +160,7 @@ class DistNodeDataLoader(_EpochLoader):
                 feat._remember(input_nodes, features)
             if label is not None and labels is not None:
                 label._remember(seeds, labels)
-            yield input_nodes, seeds, blocks
+            yield input_nodes, seeds, [block_from_native(b) for b in blocks]
 
 
 class _NegativeSamplers:
@@ -206,36 +209,6 @@ def as_edge_prediction_sampler(sampler, exclude=None, reverse_eids=None, reverse
     return EdgePredictionSampler(sampler, exclude, reverse_eids, reverse_etypes, negative_sampler, prefetch_labels)
 
 
-class _PairGraph:
-    """The positive or negative pair graph of an edge batch (DGL's pair_graph
-    / neg_pair_graph): edges between rows of the batch's seed nodes, which
-    are the last block's dst nodes (ndata['_ID'] holds their global ids)."""
-
-    def __init__(self, src, dst, seeds):
-        self._src, self._dst, self._seeds = src, dst, seeds
-        self.ndata = {"_ID": seeds}
-
-    def edges(self, form="uv", order="eid"):
-        if form != "uv":
-            raise InvalidArgument("pair graphs give edges(form='uv') only")
-        return self._src, self._dst
-
-    def num_edges(self):
-        return int(self._src.numel())
-
-    number_of_edges = num_edges
-
-    def num_nodes(self):
-        return int(self._seeds.numel())
-
-    number_of_nodes = num_nodes
-
-    def to(self, device):
-        if torch.device(device).type != "cpu":
-            raise InvalidArgument("dgld trains on the CPU: device must be 'cpu'")
-        return self
-
-
 class DistEdgeDataLoader(_EpochLoader):
     """Mini-batches of `eids` (this trainer's training edges, e.g.
     edge_split(g.edata['train_mask'], ...)), as DGL's DistEdgeDataLoader
@@ -252,8 +225,15 @@ class DistEdgeDataLoader(_EpochLoader):
 
     def __init__(self, g, eids, graph_sampler, device=None, batch_size=1, shuffle=False, drop_last=False,
                  num_threads=2, prefetch=4, exclude_positives=False, feature_cache_mb=256, **kwargs):
+        if isinstance(graph_sampler, NeighborSampler):
+            # DGL 0.7-0.8's form: the edge-prediction options as the loader's arguments.
+            graph_sampler = as_edge_prediction_sampler(
+                graph_sampler, exclude=kwargs.pop("exclude", None), reverse_eids=kwargs.pop("reverse_eids", None),
+                reverse_etypes=kwargs.pop("reverse_etypes", None),
+                negative_sampler=kwargs.pop("negative_sampler", None))
         if not isinstance(graph_sampler, EdgePredictionSampler):
-            raise InvalidArgument("DistEdgeDataLoader needs as_edge_prediction_sampler(NeighborSampler(...), ...)")
+            raise InvalidArgument("DistEdgeDataLoader needs as_edge_prediction_sampler(NeighborSampler(...), ...) "
+                                  "or a NeighborSampler with negative_sampler=/exclude= arguments")
         if drop_last:
             raise InvalidArgument("DistEdgeDataLoader: drop_last is not supported by dgld yet")
         self._set_ids(g, eids, device, "edge", g.num_edges())
@@ -274,8 +254,36 @@ class DistEdgeDataLoader(_EpochLoader):
             self._add_timings(timings)
             if feat is not None and features is not None:
                 feat._remember(input_nodes, features)
-            pair = _PairGraph(pos_u, pos_v, seeds)
+            pair = pair_graph(pos_u, pos_v, seeds)
+            blocks = [block_from_native(b) for b in blocks]
             if self._sampler.negative_sampler is None:
                 yield input_nodes, pair, blocks
             else:
-                yield input_nodes, pair, _PairGraph(neg_u, neg_v, seeds), blocks
+                yield input_nodes, pair, pair_graph(neg_u, neg_v, seeds), blocks
+
+
+def _distributed_only(g, name):
+    if isinstance(g, DGLGraph):
+        raise InvalidArgument(f"{name}: dgld's loaders sample a DistGraph (dgld.distributed.DistGraph); sampling "
+                              "an in-memory DGLGraph is not supported")
+
+
+def NodeDataLoader(g, nids, graph_sampler, device=None, **kwargs):
+    """DGL 0.6-0.7's NodeDataLoader, which on a DistGraph is DistNodeDataLoader."""
+    _distributed_only(g, "NodeDataLoader")
+    return DistNodeDataLoader(g, nids, graph_sampler, device=device, **kwargs)
+
+
+def EdgeDataLoader(g, eids, graph_sampler, device=None, **kwargs):
+    """DGL 0.6-0.8's EdgeDataLoader, which on a DistGraph is DistEdgeDataLoader."""
+    _distributed_only(g, "EdgeDataLoader")
+    return DistEdgeDataLoader(g, eids, graph_sampler, device=device, **kwargs)
+
+
+def DataLoader(graph, indices, graph_sampler, device=None, **kwargs):
+    """DGL 0.8+'s DataLoader on a DistGraph: DistEdgeDataLoader for an
+    edge-prediction sampler, DistNodeDataLoader otherwise."""
+    _distributed_only(graph, "DataLoader")
+    if isinstance(graph_sampler, EdgePredictionSampler):
+        return DistEdgeDataLoader(graph, indices, graph_sampler, device=device, **kwargs)
+    return DistNodeDataLoader(graph, indices, graph_sampler, device=device, **kwargs)

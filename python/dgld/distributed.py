@@ -28,6 +28,7 @@ from ._client import (_DEFAULT_TIMEOUT_S, _client, _connect, _interrupted, _stat
 from ._errors import InvalidArgument, NotFound
 from .dataloading import DistEdgeDataLoader, DistNodeDataLoader, NeighborSampler
 from .dist_dataloader import DistDataLoader
+from .graph import EID, DGLGraph
 from .dist_tensor import DistTensor, EdgePartitionPolicy, NodePartitionPolicy, _as_ids  # noqa: F401
 from .embedding import DistEmbedding, SparseAdagrad, SparseAdam
 
@@ -367,36 +368,15 @@ def edge_split(edges, partition_book=None, etype="_E", rank=None, force_even=Tru
 
 # ---------------------------------------------------------------- sampling
 
-class SampledSubgraph:
-    """What sample_neighbors returns: the sampled edges in global ids
-    (edges() gives (src, dst); edata[dgl.EID] their edge ids)."""
-
-    def __init__(self, src, dst, eid, num_nodes):
-        self._src, self._dst = src, dst
-        self.edata = {"_ID": eid}
-        self._num_nodes = num_nodes
-
-    def edges(self, form="uv"):
-        if form == "all":
-            return self._src, self._dst, self.edata["_ID"]
-        return self._src, self._dst
-
-    def num_edges(self):
-        return int(self._src.numel())
-
-    number_of_edges = num_edges
-
-    def num_nodes(self):
-        return self._num_nodes
-
-
 def sample_neighbors(g, nodes, fanout, edge_dir="in", prob=None, exclude_edges=None, replace=False,
                      output_device=None, etype_sorted=True, _rng_seed=None):
     """Samples `fanout` in-neighbours (edge_dir='out': out-neighbours) of
     every seed in `nodes` (-1: all), as DGL's distributed sample_neighbors:
     seeds grouped by owner, one request per machine, local seeds sampled in
     process. `prob` names an edge tensor of weights. The random stream comes
-    from torch's global generator."""
+    from torch's global generator. Returns the frontier: a dgld.DGLGraph over
+    all of g's nodes holding the sampled edges (edata[dgl.EID]: their global
+    ids), as DGL's does."""
     if edge_dir not in ("in", "out"):
         raise InvalidArgument(f"edge_dir must be 'in' or 'out', got {edge_dir!r}")
     if exclude_edges is not None:
@@ -408,4 +388,10 @@ def sample_neighbors(g, nodes, fanout, edge_dir="in", prob=None, exclude_edges=N
     if prob is not None:
         prob_name = client.etype + "/" + prob if "/" not in prob else prob
     src, dst, eid = client.sample_neighbors(seeds, int(fanout), bool(replace), edge_dir == "out", prob_name, seed)
-    return SampledSubgraph(src, dst, eid, g.num_nodes())
+    # DGL's frontier: a graph over every node of g (global ids), the sampled
+    # edges' global ids in edata[dgl.EID]; dgld.to_block(frontier, seeds)
+    # makes it a block.
+    n = g.num_nodes()
+    frontier = DGLGraph._from_coo(src, dst, n, n)
+    frontier.edata[EID] = eid
+    return frontier
