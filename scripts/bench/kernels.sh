@@ -12,6 +12,9 @@
 # hidden 16, one LibTorch thread (as each trainer of the 2-trainer epoch
 # benchmark runs).
 #
+# Last, a GatedMean layer with UDFs against the same layer with built-ins
+# (Python, tests/bench/udf_bench.py): ratio gated_mean_udf_vs_builtin.
+#
 # Usage: scripts/bench/kernels.sh [--nodes N] [--rounds R] [--threads T] [--build DIR]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -43,3 +46,17 @@ echo "partitioning an SBM graph of ${nodes} nodes (1 part)..."
 mkdir -p bench-results
 OMP_NUM_THREADS="$threads" OMP_WAIT_POLICY=PASSIVE "$bench" --part-config "$work/p1/g.json" --rounds "$rounds" \
   --threads "$threads" --json bench-results/kernels.json
+
+# A GatedMean layer written with UDFs against the same layer with built-ins
+# (Python, dgld's graph API; tests/bench/udf_bench.py).
+if ls "$build"/python/dgld/_C*.so >/dev/null 2>&1; then
+  echo "GatedMean with UDFs vs built-ins (Python)..."
+  # glibc keeps large freed buffers for reuse, as in a trainer (a dgld client
+  # sets the same: common/memory.cpp's tune_allocator_for_large_buffers);
+  # without it every step page-faults its gradients afresh (3x slower here).
+  MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=268435456 \
+  PYTHONPATH="$build/python" OMP_NUM_THREADS="$threads" OMP_WAIT_POLICY=PASSIVE \
+    /usr/bin/python3 tests/bench/udf_bench.py --rounds "$rounds" --threads "$threads"
+else
+  echo "kernels.sh: the dgld Python package is not built: skipping the UDF comparison"
+fi
