@@ -46,11 +46,10 @@ def edge_softmax(graph, logits, eids="__ALL__", norm_by="dst"):
         raise DGLError(f"edge_softmax: norm_by must be 'dst' or 'src', got {norm_by!r}")
     if norm_by == "src":
         graph = reverse(graph)
-    g = graph._csr()
     flat = logits.dim() == 1
     x = logits.unsqueeze(-1) if flat else logits
-    top = _kernels.gspmm(g, "copy_rhs", "max", None, x.detach(), "u", "e")
-    shifted = torch.exp(_kernels.gsddmm(g, "sub", x, top, "e", "v"))
-    total = _kernels.gspmm(g, "copy_rhs", "sum", None, shifted, "u", "e")
-    out = _kernels.gsddmm(g, "div", shifted, total, "e", "v")
+    try:
+        out = _kernels.edge_softmax_native(graph._csr(), x)
+    except RuntimeError as e:
+        raise DGLError(str(e).split("\nException raised from")[0]) from None
     return out.squeeze(-1) if flat else out

@@ -61,10 +61,11 @@ def test_gatconv_equals_the_builtin_layer_and_its_plain_torch_path():
     assert got.shape == (20, 3, 4)
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(torch.jit.script(layer)(b, x), want, rtol=1e-5, atol=1e-6)
-    # The plain-torch path (used with attention dropout) computes the same
-    # with dropout switched off.
-    torch.testing.assert_close(layer._aggregate_with_dropout(b, layer.fc(x).view(-1, 3, 4))
+    # The general-kernel path (used with attention dropout or edge weights)
+    # computes the same with dropout switched off and unit edge weights.
+    torch.testing.assert_close(layer._aggregate_general(b, layer.fc(x).view(-1, 3, 4), None)
                                + layer.bias.view(1, 3, 4), want, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(layer(b, x, edge_weight=torch.ones(b.num_edges())), want, rtol=1e-5, atol=1e-5)
 
 
 def test_gradients_flow_to_every_parameter():
@@ -79,10 +80,12 @@ def test_gradients_flow_to_every_parameter():
 
 def test_zero_in_degree_is_refused_as_dgl_does():
     b = random_block(10, 20, 3, 5)  # dst 0 has no in-edges
-    with pytest.raises(RuntimeError, match="0-in-degree"):
+    with pytest.raises(dgld.DGLError, match="0-in-degree"):
         dglnn.GraphConv(4, 2)(b, torch.randn(20, 4))
-    with pytest.raises(RuntimeError, match="0-in-degree"):
+    with pytest.raises(dgld.DGLError, match="0-in-degree"):
         dglnn.GATConv(4, 2, 1)(b, torch.randn(20, 4))
+    with pytest.raises(torch.jit.Error, match="0-in-degree"):  # scripted: TorchScript's error
+        torch.jit.script(dglnn.GraphConv(4, 2))(b, torch.randn(20, 4))
     out = dglnn.GraphConv(4, 2, allow_zero_in_degree=True, bias=False)(b, torch.randn(20, 4))
     assert torch.equal(out[0], torch.zeros(2))
 
@@ -98,5 +101,5 @@ def test_block_api():
     assert b.to(torch.device("cpu")) is not None
     with pytest.raises(ValueError, match="src index 7 of 4"):
         _C.make_block(torch.tensor([0, 1]), torch.tensor([7]), 4)
-    with pytest.raises(ValueError, match="mean"):
-        dglnn.SAGEConv(2, 2, "lstm")
+    with pytest.raises(ValueError, match="aggregator_type must be one of mean, gcn, pool, lstm"):
+        dglnn.SAGEConv(2, 2, "median")

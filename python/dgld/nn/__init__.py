@@ -1,10 +1,21 @@
-"""dgld.nn: DGL's graph convolution layers on dgld's blocks (also reachable as
-dgld.nn.pytorch, DGL's module path). They take a torch.classes.dgld.Block
-and aggregate with dgld's fused kernels (torch.ops.dgld.*), so a model made
-of them runs eagerly in Python, scripted with torch.jit.script, and under
-trainer-host --model-file, with the same results."""
+"""dgld.nn: DGL's graph neural network modules (also reachable as
+dgld.nn.pytorch, DGL's module path), with DGL's constructor signatures,
+parameter names, initialisation and formulas, on dgld's fused kernels
+(torch.ops.dgld.*). Each takes a graph (dgld.DGLGraph or DGLBlock; a
+block's first num_dst_nodes source nodes are its destination nodes) and
+DGL's input forms (a tensor, or an (h_src, h_dst) pair). SAGEConv,
+GraphConv, GATConv, GATv2Conv and GINConv also script with
+torch.jit.script (then taking torch.classes.dgld.Block), so a model made of
+them runs under trainer-host --model-file."""
 
-from .conv import SAGEConv, GraphConv, GATConv, project_before_aggregating
 from . import functional
+from ._utils import project_before_aggregating
+from .gatconv import GATConv
+from .gatv2conv import GATv2Conv
+from .ginconv import GINConv
+from .graphconv import EdgeWeightNorm, GraphConv
+from .relgraphconv import RelGraphConv, TypedLinear
+from .sageconv import SAGEConv
 
-__all__ = ["SAGEConv", "GraphConv", "GATConv", "project_before_aggregating", "functional"]
+__all__ = ["SAGEConv", "GraphConv", "EdgeWeightNorm", "GATConv", "GATv2Conv", "GINConv", "RelGraphConv",
+           "TypedLinear", "project_before_aggregating", "functional"]

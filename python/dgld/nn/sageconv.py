@@ -1,0 +1,154 @@
+"""DGL's SAGEConv on dgld's kernels: the mean, gcn, pool and lstm
+aggregators with DGL's parameter names, initialisation and formula:
+
+    mean: rst = fc_self(h_dst) + fc_neigh(mean_{u->v} h_u)
+    gcn:  rst = fc_neigh((sum_{u->v} h_u + h_dst) / (in_degree + 1))
+    pool: rst = fc_self(h_dst) + fc_neigh(max_{u->v} relu(fc_pool(h_u)))
+    lstm: rst = fc_self(h_dst) + fc_neigh(LSTM over v's messages in edge order)
+    then + bias, activation, norm. With edge_weight each message is scaled
+    by its edge's weight.
+
+Scripts with torch.jit.script (then the graph is a torch.classes.dgld.Block);
+eager, it also takes dgld.DGLGraph / DGLBlock."""
+
+from typing import List, Optional, Tuple, Union
+
+import torch
+from torch import Tensor, nn
+
+from .._errors import InvalidArgument
+from ._utils import (Block, aggregate, check_width, native_block, no_weight, pair_sizes,
+                     project_before_aggregating)
+
+
+def _lstm_aggregate(lstm: nn.LSTM, graph: Block, msg: Tensor) -> Tensor:
+    """DGL's LSTM reducer: each dst node's messages (edge order) through the
+    LSTM, its last hidden state; nodes of one in-degree at a time (DGL's
+    degree bucketing); 0 for a node without in-edges."""
+    indptr = graph.indptr()
+    deg = indptr[1:] - indptr[:-1]
+    out = msg.new_zeros((graph.num_dst_nodes(), lstm.hidden_size))
+    degrees: List[int] = torch.unique(deg[deg > 0]).tolist()
+    for d in degrees:
+        nodes = torch.nonzero(deg == d).reshape(-1)
+        pos = indptr.index_select(0, nodes).unsqueeze(1) + torch.arange(d, dtype=torch.int64)
+        m = msg[pos]
+        h0 = m.new_zeros((1, nodes.numel(), lstm.hidden_size))
+        _, (h, _) = lstm(m, (h0, h0))
+        out = out.index_copy(0, nodes, h.squeeze(0))
+    return out
+
+
+def _messages_in_csr_order(graph: Block, h: Tensor, edge_weight: Tensor) -> Tensor:
+    """h[src] for every edge in CSR order (grouped by dst), times its weight."""
+    msg = h.index_select(0, graph.indices())
+    if edge_weight.numel() > 0:
+        w = edge_weight.reshape(edge_weight.shape[0], -1).to(h.dtype)
+        order = graph.edge_order()
+        if order.numel() > 0:
+            w = w.index_select(0, order)
+        msg = msg * w
+    return msg
+
+
+class SAGEConv(nn.Module):
+    """DGL's SAGEConv (see the module doc)."""
+
+    def __init__(self, in_feats, out_feats: int, aggregator_type: str = "mean", feat_drop: float = 0.0,
+                 bias: bool = True, norm=None, activation=None):
+        super().__init__()
+        valid = ("mean", "gcn", "pool", "lstm")
+        if aggregator_type not in valid:
+            raise InvalidArgument(f"SAGEConv: aggregator_type must be one of {', '.join(valid)}, got "
+                                  f"{aggregator_type!r}")
+        self._in_src_feats, self._in_dst_feats = pair_sizes(in_feats)
+        if aggregator_type == "gcn" and self._in_src_feats != self._in_dst_feats:
+            raise InvalidArgument(f"SAGEConv: the gcn aggregator adds a node to its neighbours, so source and "
+                                  f"destination widths must be equal, got {in_feats!r}")
+        self._out_feats = int(out_feats)
+        self._aggre_type = aggregator_type
+        self.norm = norm
+        self.feat_drop = nn.Dropout(feat_drop)
+        self.activation = activation
+        if aggregator_type == "pool":
+            self.fc_pool = nn.Linear(self._in_src_feats, self._in_src_feats)
+        else:
+            self.register_module("fc_pool", None)
+        if aggregator_type == "lstm":
+            self.lstm = nn.LSTM(self._in_src_feats, self._in_src_feats, batch_first=True)
+        else:
+            self.register_module("lstm", None)
+        if aggregator_type != "gcn":
+            self.fc_self = nn.Linear(self._in_dst_feats, self._out_feats, bias=False)
+        else:
+            self.register_module("fc_self", None)
+        self.fc_neigh = nn.Linear(self._in_src_feats, self._out_feats, bias=False)
+        if bias:
+            self.bias = nn.Parameter(torch.zeros(self._out_feats))
+        else:
+            self.register_buffer("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        gain = nn.init.calculate_gain("relu")
+        if self.fc_pool is not None:
+            nn.init.xavier_uniform_(self.fc_pool.weight, gain=gain)
+        if self.lstm is not None:
+            self.lstm.reset_parameters()
+        if self.fc_self is not None:
+            nn.init.xavier_uniform_(self.fc_self.weight, gain=gain)
+        nn.init.xavier_uniform_(self.fc_neigh.weight, gain=gain)
+        if self.bias is not None:
+            nn.init.zeros_(self.bias)
+
+    def forward(self, graph: Block, feat: Union[Tensor, Tuple[Tensor, Tensor]],
+                edge_weight: Optional[Tensor] = None) -> Tensor:
+        if not torch.jit.is_scripting():
+            graph = native_block(graph)
+        if isinstance(feat, Tensor):
+            h_src = self.feat_drop(feat)
+            h_dst = h_src[:graph.num_dst_nodes()]
+        else:
+            h_src = self.feat_drop(feat[0])
+            h_dst = self.feat_drop(feat[1])
+        check_width("SAGEConv", "source node", h_src, self._in_src_feats)
+        check_width("SAGEConv", "destination node", h_dst, self._in_dst_feats)
+        ew = no_weight()
+        if edge_weight is not None:
+            ew = edge_weight
+            if ew.shape[0] != graph.num_edges():
+                raise RuntimeError("SAGEConv: edge_weight has {} rows but the graph has {} edges".format(
+                    ew.shape[0], graph.num_edges()))
+        h_neigh = self._neighbours(graph, h_src, h_dst, ew)
+        fc_self = self.fc_self
+        if fc_self is None:
+            rst = h_neigh
+        else:
+            rst = fc_self(h_dst) + h_neigh
+        if self.bias is not None:
+            rst = rst + self.bias
+        if self.activation is not None:
+            rst = self.activation(rst)
+        if self.norm is not None:
+            rst = self.norm(rst)
+        return rst
+
+    def _neighbours(self, graph: Block, h_src: Tensor, h_dst: Tensor, ew: Tensor) -> Tensor:
+        """fc_neigh of the aggregated neighbours."""
+        fc_pool = self.fc_pool
+        lstm = self.lstm
+        if fc_pool is not None:
+            return self.fc_neigh(aggregate(graph, torch.relu(fc_pool(h_src)), "max", ew))
+        if lstm is not None:
+            return self.fc_neigh(_lstm_aggregate(lstm, graph, _messages_in_csr_order(graph, h_src, ew)))
+        first = project_before_aggregating(graph.num_edges(), graph.num_src_nodes(), graph.num_dst_nodes(),
+                                           self._in_src_feats, self._out_feats, h_src.requires_grad)
+        if self._aggre_type == "mean":
+            if first:
+                return aggregate(graph, self.fc_neigh(h_src), "mean", ew)
+            return self.fc_neigh(aggregate(graph, h_src, "mean", ew))
+        # gcn: (sum of the neighbours + the node itself) / (in-degree + 1)
+        deg = graph.in_degrees().to(h_src.dtype).unsqueeze(1) + 1.0
+        if first:
+            return (aggregate(graph, self.fc_neigh(h_src), "sum", ew) + self.fc_neigh(h_dst)) / deg
+        return self.fc_neigh((aggregate(graph, h_src, "sum", ew) + h_dst) / deg)
