@@ -12,8 +12,10 @@
 # hidden 16, one LibTorch thread (as each trainer of the 2-trainer epoch
 # benchmark runs).
 #
-# Last, a GatedMean layer with UDFs against the same layer with built-ins
-# (Python, tests/bench/udf_bench.py): ratio gated_mean_udf_vs_builtin.
+# Last, in Python: a GatedMean layer with UDFs against the same layer with
+# built-ins (tests/bench/udf_bench.py: ratio gated_mean_udf_vs_builtin), and
+# dgld.nn's SAGEConv('pool') and GINConv against their aggregation in
+# index_select + index_add_ / scatter_reduce (tests/bench/nn_bench.py).
 #
 # Usage: scripts/bench/kernels.sh [--nodes N] [--rounds R] [--threads T] [--build DIR]
 set -euo pipefail
@@ -57,6 +59,10 @@ if ls "$build"/python/dgld/_C*.so >/dev/null 2>&1; then
   MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=268435456 \
   PYTHONPATH="$build/python" OMP_NUM_THREADS="$threads" OMP_WAIT_POLICY=PASSIVE \
     /usr/bin/python3 tests/bench/udf_bench.py --rounds "$rounds" --threads "$threads"
+  echo "dgld.nn's SAGEConv('pool') and GINConv, fused against index_add (Python)..."
+  MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=268435456 \
+  PYTHONPATH="$build/python:tests/bench" OMP_NUM_THREADS="$threads" OMP_WAIT_POLICY=PASSIVE \
+    /usr/bin/python3 tests/bench/nn_bench.py --rounds "$rounds" --threads "$threads"
 else
   echo "kernels.sh: the dgld Python package is not built: skipping the UDF comparison"
 fi
