@@ -71,9 +71,9 @@ def inputs(blocks, row_normalize):
     return x / x.sum(1, keepdim=True).clamp(min=1e-12) if row_normalize else x
 
 
-def accuracy(model, g, nids, batch_size, row_normalize):
-    """(correct, total) with every neighbour (fanout -1), over all trainers."""
-    loader = dgl.dataloading.DistNodeDataLoader(g, nids, dgl.dataloading.NeighborSampler([-1, -1]),
+def accuracy(model, g, nids, batch_size, row_normalize, fanouts):
+    """(correct, total) with the given fanouts (-1: every neighbour), over all trainers."""
+    loader = dgl.dataloading.DistNodeDataLoader(g, nids, dgl.dataloading.NeighborSampler(fanouts),
                                                 batch_size=batch_size)
     counts = th.zeros(2)
     model.eval()
@@ -111,9 +111,10 @@ def main(args):
                 loss.backward()
                 optimizer.step()
     train_s = time.time() - tic
+    eval_fanouts = [int(f) for f in args.eval_fan_out.split(",")]
     metrics = {"model": args.model, "seed": args.seed, "train_s": train_s, "last_loss": float(loss),
-               "val_acc": accuracy(model.module, g, val, 1000, args.row_normalize),
-               "test_acc": accuracy(model.module, g, test, 1000, args.row_normalize)}
+               "val_acc": accuracy(model.module, g, val, 1000, args.row_normalize, eval_fanouts),
+               "test_acc": accuracy(model.module, g, test, 1000, args.row_normalize, eval_fanouts)}
     print(f"Part {g.rank()}: {args.model} seed {args.seed}: val {metrics['val_acc']:.4f} test "
           f"{metrics['test_acc']:.4f} ({train_s:.1f} s)", flush=True)
     if args.metrics_out and g.rank() == 0:
@@ -132,6 +133,7 @@ if __name__ == "__main__":
     p.add_argument("--num_hidden", type=int, default=64)
     p.add_argument("--heads", type=int, default=8)
     p.add_argument("--fan_out", type=str, default="10,25")
+    p.add_argument("--eval_fan_out", type=str, default="-1,-1", help="-1: every neighbour")
     p.add_argument("--batch_size", type=int, default=140)
     p.add_argument("--lr", type=float, default=0.01)
     p.add_argument("--weight_decay", type=float, default=5e-4)

@@ -261,25 +261,25 @@ class DGLGraph:
     # ------------------------------------------------------------ nodes and edges
 
     def _node_ids(self, count):
-        return lambda: self._ids_out(torch.arange(count, dtype=torch.int64))
+        return self._ids_out(torch.arange(count, dtype=torch.int64))
 
     @property
     def nodes(self):
         """g.nodes() and g.nodes[ids].data; on a block its source nodes'."""
         return SpaceView(self, lambda: self._srcframe, lambda k: as_id_tensor(k, "g.nodes[...]", self._num_src),
-                         lambda: self.ntypes, lambda ntype=None: self._node_ids(self._num_src)())
+                         lambda: self.ntypes, lambda ntype=None: self._node_ids(self._num_src))
 
     @property
     def srcnodes(self):
         return SpaceView(self, lambda: self._srcframe,
                          lambda k: as_id_tensor(k, "g.srcnodes[...]", self._num_src), lambda: self.srctypes,
-                         lambda ntype=None: self._node_ids(self._num_src)())
+                         lambda ntype=None: self._node_ids(self._num_src))
 
     @property
     def dstnodes(self):
         return SpaceView(self, lambda: self._dstframe,
                          lambda k: as_id_tensor(k, "g.dstnodes[...]", self._num_dst), lambda: self.dsttypes,
-                         lambda ntype=None: self._node_ids(self._num_dst)())
+                         lambda ntype=None: self._node_ids(self._num_dst))
 
     @property
     def edges(self):
