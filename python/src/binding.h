@@ -1,0 +1,72 @@
+#pragma once
+// What the sources of dgld._C (python/src/) share: a dgld Status as a C++
+// exception that module.cpp's translator turns into dgld.DGLError's family
+// (python/dgld/_errors.py), the conversions between torch tensors and dgld's
+// ids and dtypes, and each source's registration function.
+
+#include <torch/csrc/jit/python/pybind_utils.h>
+#include <torch/extension.h>
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/dtype.h"
+#include "common/ops/block_graph.h"
+#include "common/part_config.h"
+#include "common/status.h"
+
+namespace py = pybind11;
+
+namespace dgld::python {
+
+// ------------------------------------------------------------------ errors
+
+struct StatusError : std::exception {
+  StatusCode code;
+  std::string message;
+  explicit StatusError(const Status& st) : code(st.code()), message(st.message()) {}
+  const char* what() const noexcept override { return message.c_str(); }
+};
+
+inline void check(const Status& st) {
+  if (!st.is_ok()) throw StatusError(st);
+}
+
+template <typename T>
+T unwrap(Result<T>&& r) {
+  if (!r.is_ok()) throw StatusError(r.status());
+  return std::move(r).value();
+}
+
+// The class of dgld._errors that a status code raises.
+const char* error_class(StatusCode code);
+
+// ------------------------------------------------------------------ tensors
+
+std::optional<DType> dtype_of_scalar(at::ScalarType t);
+at::ScalarType scalar_of(DType t);
+// ids as a contiguous int64 CPU tensor (converted when given otherwise).
+torch::Tensor as_ids(const torch::Tensor& ids, const char* what);
+std::span<const int64_t> span_of(const torch::Tensor& ids);
+// A tensor owning the vector's memory (no copy).
+torch::Tensor tensor_of(std::vector<int64_t>&& v);
+// A block as torch.classes.dgld.Block.
+py::object to_python(const ops::BlockGraphPtr& g);
+
+// Every partition's held-out edges of the config's link split (the files
+// must all be on this machine); read_link_split's error naming the file
+// otherwise.
+Result<std::vector<std::pair<int64_t, int64_t>>> held_out_pairs(const PartitionConfig& config);
+
+// ------------------------------------------------------------------ the module's parts
+
+void bind_client(py::module_& m);       // client.cpp: ClientOptions, Client
+void bind_dist_tensor(py::module_& m);  // dist_tensor.cpp: DistTensor
+void bind_loaders(py::module_& m);      // loaders.cpp: make_block, DataLoader, EdgeDataLoader
+void bind_test_hooks(py::module_& m);   // test_hooks.cpp: what the tests compare against
+
+}  // namespace dgld::python

@@ -1,0 +1,258 @@
+// dgld._C's Client: one process's membership of a job (client::Cluster),
+// its graph queries, splits and neighbour sampling.
+#include "python/src/client.h"
+
+#include "common/client/dist_graph.h"
+#include "common/client/split.h"
+#include "common/memory.h"
+#include "common/net/auth.h"
+
+namespace dgld::python {
+
+Client::Client(const ClientOptions& o) {
+  tune_allocator_for_large_buffers();
+  client::ClusterOptions co;
+  co.ip_config = o.ip_config;
+  co.part_config = o.part_config;
+  if (o.role == "trainer") co.role = client::Role::trainer;
+  else if (o.role == "sampler") co.role = client::Role::sampler;
+  else throw StatusError(invalid_argument("role must be 'trainer' or 'sampler', got '" + o.role + "'"));
+  co.machine_id = o.machine_id;
+  co.requested_rank = o.rank;
+  co.num_trainers = o.num_trainers;
+  co.num_servers = o.num_servers;
+  co.group = o.group;
+  co.job_id = o.job_id;
+  co.connect_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.connect_timeout_s * 1000));
+  co.call_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.call_timeout_s * 1000));
+  co.attach_timeout = co.connect_timeout;
+  co.secret = unwrap(net::secret_from_flag_or_env(o.secret_file));
+  timeout_ = co.call_timeout;
+  py::gil_scoped_release release;
+  cluster_ = unwrap(client::Cluster::connect(co));
+}
+
+client::Cluster& Client::cluster() {
+  if (!cluster_) throw StatusError(closed_error("this dgld client has left the job (close() was called)"));
+  return *cluster_;
+}
+
+// Leaves the job (rank 0 may stop the servers). With `abort` (an
+// interrupted process) the connections are closed first, so threads in
+// server calls return at once, and nobody is told.
+void Client::close(bool shutdown_servers, const std::string& reason, bool abort) {
+  if (!cluster_) return;
+  py::gil_scoped_release release;
+  if (abort) cluster_->close_connections();
+  for (auto& w : loaders_) {
+    if (auto l = w.lock()) l->shutdown();
+  }
+  loaders_.clear();
+  Status st;
+  if (!abort) st = shutdown_servers ? cluster_->shutdown_servers(reason) : cluster_->leave();
+  cluster_.reset();
+  // A server that stops before its reply reaches us is stopping as asked.
+  if (!st.is_ok() && !(shutdown_servers && st.code() == StatusCode::closed)) throw StatusError(st);
+}
+
+void Client::barrier(const std::string& name, double timeout_s) {
+  client::Cluster& c = cluster();
+  Status st;
+  {
+    py::gil_scoped_release release;
+    st = c.barrier(name, std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000)));
+  }
+  check(st);
+}
+
+py::list Client::tensors() {
+  client::Cluster& c = cluster();
+  std::vector<client::TensorInfo> list;
+  {
+    py::gil_scoped_release release;
+    list = unwrap(c.main_server(c.machine_id()).list_tensors());
+  }
+  py::list out;
+  for (const auto& t : list) out.append(t.name);
+  return out;
+}
+
+torch::Tensor Client::degrees(const torch::Tensor& ids_in, bool out) {
+  const auto ids = as_ids(ids_in, out ? "out_degrees" : "in_degrees");
+  client::DistGraph g(cluster());
+  std::vector<int64_t> d;
+  {
+    py::gil_scoped_release release;
+    d = unwrap(out ? g.out_degrees(span_of(ids)) : g.in_degrees(span_of(ids)));
+  }
+  return tensor_of(std::move(d));
+}
+
+py::tuple Client::find_edges(const torch::Tensor& eids_in) {
+  const auto eids = as_ids(eids_in, "find_edges");
+  client::DistGraph g(cluster());
+  client::Edges e;
+  {
+    py::gil_scoped_release release;
+    e = unwrap(g.find_edges(span_of(eids)));
+  }
+  return py::make_tuple(tensor_of(std::move(e.src)), tensor_of(std::move(e.dst)));
+}
+
+py::tuple Client::sample_neighbors(const torch::Tensor& seeds_in, int64_t fanout, bool replace, bool out_edges,
+                                   const std::string& prob, uint64_t rng_seed) {
+  const auto seeds = as_ids(seeds_in, "sample_neighbors");
+  if (fanout < -1) throw StatusError(invalid_argument("sample_neighbors: fanout must be >= -1"));
+  client::DistSampleOptions so;
+  so.out_edges = out_edges;
+  so.prob = prob;
+  client::DistNeighborSource source(cluster(), so);
+  SampleOptions opt;
+  opt.fanout = fanout;
+  opt.replace = replace;
+  opt.rng_seed = rng_seed;
+  SampledEdges e;
+  {
+    py::gil_scoped_release release;
+    e = unwrap(source.sample(span_of(seeds), opt));
+  }
+  return py::make_tuple(tensor_of(std::move(e.src)), tensor_of(std::move(e.dst)), tensor_of(std::move(e.eid)));
+}
+
+torch::Tensor Client::split(const torch::Tensor& mask_in, bool edges, bool force_even, int rank, int num_trainers,
+                            const std::optional<torch::Tensor>& trainer_ids_in) {
+  client::Cluster& c = cluster();
+  const auto& book = c.partition_book();
+  const int64_t n = edges ? book.num_edges() : book.num_nodes();
+  const char* what = edges ? "edge_split" : "node_split";
+  if (mask_in.dim() != 1 || mask_in.size(0) != n) {
+    throw StatusError(invalid_argument(std::string(what) + ": the mask must have one value per " +
+                                       (edges ? "edge (" : "node (") + std::to_string(n) + "), got shape " +
+                                       c10::str(mask_in.sizes())));
+  }
+  const auto mask = (mask_in != 0).to(torch::kUInt8).contiguous();
+  torch::Tensor tids;
+  client::SplitOptions so;
+  so.force_even = force_even;
+  if (trainer_ids_in) {
+    tids = as_ids(*trainer_ids_in, what);
+    if (tids.size(0) != n) {
+      throw StatusError(invalid_argument(std::string(what) + ": trainer ids must have one value per " +
+                                         (edges ? "edge" : "node")));
+    }
+    so.trainer_ids = span_of(tids);
+  }
+  const int world = num_trainers > 0 ? num_trainers : c.num_trainers();
+  const int who = rank >= 0 ? rank : c.rank();
+  const int per_machine = std::max(1, world / std::max(1, c.num_machines()));
+  client::SplitRank sr{who / per_machine, who, world};
+  std::span<const uint8_t> bits(mask.data_ptr<uint8_t>(), static_cast<size_t>(n));
+  auto ids = unwrap(edges ? client::edge_split(bits, book, sr, so) : client::node_split(bits, book, sr, so));
+  return tensor_of(std::move(ids));
+}
+
+void bind_client(py::module_& m) {
+  py::class_<ClientOptions>(m, "ClientOptions")
+      .def(py::init<>())
+      .def_readwrite("ip_config", &ClientOptions::ip_config)
+      .def_readwrite("part_config", &ClientOptions::part_config)
+      .def_readwrite("role", &ClientOptions::role)
+      .def_readwrite("machine_id", &ClientOptions::machine_id)
+      .def_readwrite("rank", &ClientOptions::rank)
+      .def_readwrite("num_trainers", &ClientOptions::num_trainers)
+      .def_readwrite("num_servers", &ClientOptions::num_servers)
+      .def_readwrite("group", &ClientOptions::group)
+      .def_readwrite("job_id", &ClientOptions::job_id)
+      .def_readwrite("secret_file", &ClientOptions::secret_file)
+      .def_readwrite("connect_timeout_s", &ClientOptions::connect_timeout_s)
+      .def_readwrite("call_timeout_s", &ClientOptions::call_timeout_s);
+
+  py::class_<Client, std::shared_ptr<Client>>(m, "Client")
+      .def(py::init<const ClientOptions&>())
+      .def_property_readonly("rank", [](Client& c) { return c.cluster().rank(); })
+      .def_property_readonly("machine_id", [](Client& c) { return c.cluster().machine_id(); })
+      .def_property_readonly("num_machines", [](Client& c) { return c.cluster().num_machines(); })
+      .def_property_readonly("num_trainers", [](Client& c) { return c.cluster().num_trainers(); })
+      .def_property_readonly("num_servers", [](Client& c) { return c.cluster().num_servers(); })
+      .def_property_readonly("job_id", [](Client& c) { return c.cluster().job_id(); })
+      .def_property_readonly("graph_name", [](Client& c) { return c.cluster().config().graph_name; })
+      .def_property_readonly("num_nodes", [](Client& c) { return c.cluster().partition_book().num_nodes(); })
+      .def_property_readonly("num_edges", [](Client& c) { return c.cluster().partition_book().num_edges(); })
+      .def_property_readonly("ntype", [](Client& c) { return c.cluster().config().ntype; })
+      .def_property_readonly("etype", [](Client& c) { return c.cluster().config().etype; })
+      // Heterogeneous graphs (docs/heterogeneous.md): empty lists for a homogeneous one.
+      .def_property_readonly("ntypes", [](Client& c) { return c.cluster().config().types.ntypes; })
+      .def_property_readonly("canonical_etypes", [](Client& c) { return c.cluster().config().types.etypes; })
+      .def_property_readonly("ntype_counts", [](Client& c) { return c.cluster().config().types.ntype_count; })
+      .def_property_readonly("etype_counts", [](Client& c) { return c.cluster().config().types.etype_count; })
+      .def_property_readonly("target_ntype", [](Client& c) { return c.cluster().config().types.target_ntype; })
+      .def("to_homogeneous",
+           [](Client& c, int type, const torch::Tensor& ids) {
+             const auto& book = c.cluster().partition_book();
+             auto in = ids.to(torch::kInt64).contiguous();
+             auto out = torch::empty_like(in);
+             const int64_t* src = in.data_ptr<int64_t>();
+             int64_t* dst = out.data_ptr<int64_t>();
+             for (int64_t i = 0; i < in.numel(); ++i) {
+               dst[i] = book.to_homogeneous(type, src[i]);
+               if (dst[i] < 0) {
+                 throw StatusError(invalid_argument(
+                     "node id " + std::to_string(src[i]) + " of type " +
+                     (type >= 0 && type < book.num_ntypes() ? "'" + c.cluster().config().types.ntypes[type] + "'"
+                                                            : std::to_string(type)) +
+                     " is out of range [0, " +
+                     std::to_string(type >= 0 && type < book.num_ntypes() ? book.type_count(type) : 0) + ")"));
+               }
+             }
+             return out;
+           })
+      .def("to_type_wise",
+           [](Client& c, const torch::Tensor& ids) {
+             const auto& book = c.cluster().partition_book();
+             auto in = ids.to(torch::kInt64).contiguous();
+             auto types = torch::empty_like(in), out = torch::empty_like(in);
+             const int64_t* src = in.data_ptr<int64_t>();
+             for (int64_t i = 0; i < in.numel(); ++i) {
+               int t = -1;
+               out.data_ptr<int64_t>()[i] = book.to_type_wise(src[i], &t);
+               if (t < 0) throw StatusError(invalid_argument("node id " + std::to_string(src[i]) + " is out of range"));
+               types.data_ptr<int64_t>()[i] = t;
+             }
+             return py::make_tuple(types, out);
+           })
+      .def("node_ranges",
+           [](Client& c) {
+             std::vector<std::pair<int64_t, int64_t>> r;
+             for (const auto& x : c.cluster().partition_book().node_ranges()) r.emplace_back(x.start, x.end);
+             return r;
+           })
+      .def("edge_ranges",
+           [](Client& c) {
+             std::vector<std::pair<int64_t, int64_t>> r;
+             for (const auto& x : c.cluster().partition_book().edge_ranges()) r.emplace_back(x.start, x.end);
+             return r;
+           })
+      .def("machines",
+           [](Client& c) {
+             std::vector<std::pair<std::string, int>> r;
+             for (const auto& x : c.cluster().machines()) r.emplace_back(x.host, x.base_port);
+             return r;
+           })
+      .def("tensors", &Client::tensors)
+      .def("barrier", &Client::barrier, py::arg("name"), py::arg("timeout_s"))
+      .def("degrees", &Client::degrees, py::arg("ids"), py::arg("out"))
+      .def("find_edges", &Client::find_edges)
+      .def("sample_neighbors", &Client::sample_neighbors, py::arg("seeds"), py::arg("fanout"), py::arg("replace"),
+           py::arg("out_edges"), py::arg("prob"), py::arg("rng_seed"))
+      .def("split", &Client::split, py::arg("mask"), py::arg("edges"), py::arg("force_even"), py::arg("rank"),
+           py::arg("num_trainers"), py::arg("trainer_ids"))
+      .def("health",
+           [](Client& c) {
+             const Status st = c.cluster().health();
+             return st.is_ok() ? std::string() : st.to_string();
+           })
+      .def("close", &Client::close, py::arg("shutdown_servers") = false, py::arg("reason") = "",
+           py::arg("abort") = false);
+}
+
+}  // namespace dgld::python

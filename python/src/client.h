@@ -1,0 +1,57 @@
+#pragma once
+// dgld._C's Client: one process's membership of a job (client::Cluster).
+// DistTensors and loaders hold the Client that made them, so the cluster
+// outlives them.
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/client/cluster.h"
+#include "common/client/data_loader.h"
+#include "python/src/binding.h"
+
+namespace dgld::python {
+
+struct ClientOptions {
+  std::string ip_config, part_config;
+  std::string role = "trainer";
+  int machine_id = -1, rank = -1, num_trainers = 0, num_servers = 1, group = -1;
+  std::string job_id, secret_file;
+  double connect_timeout_s = 30, call_timeout_s = 60;
+};
+
+class Client {
+ public:
+  explicit Client(const ClientOptions& o);
+
+  // The job; StatusError (closed) after close().
+  client::Cluster& cluster();
+  std::chrono::milliseconds timeout() const { return timeout_; }
+
+  // Loaders made over this client: stopped before the cluster goes.
+  void add_loader(std::weak_ptr<client::DistDataLoader> l) { loaders_.push_back(std::move(l)); }
+
+  // Leaves the job (rank 0 may stop the servers). With `abort` (an
+  // interrupted process) the connections are closed first, so threads in
+  // server calls return at once, and nobody is told.
+  void close(bool shutdown_servers, const std::string& reason, bool abort);
+
+  void barrier(const std::string& name, double timeout_s);
+  py::list tensors();
+  torch::Tensor degrees(const torch::Tensor& ids_in, bool out);
+  py::tuple find_edges(const torch::Tensor& eids_in);
+  py::tuple sample_neighbors(const torch::Tensor& seeds_in, int64_t fanout, bool replace, bool out_edges,
+                             const std::string& prob, uint64_t rng_seed);
+  torch::Tensor split(const torch::Tensor& mask_in, bool edges, bool force_even, int rank, int num_trainers,
+                      const std::optional<torch::Tensor>& trainer_ids_in);
+
+ private:
+  std::unique_ptr<client::Cluster> cluster_;
+  std::vector<std::weak_ptr<client::DistDataLoader>> loaders_;
+  std::chrono::milliseconds timeout_{60000};
+};
+
+}  // namespace dgld::python

@@ -1,0 +1,78 @@
+// The helpers every source of dgld._C uses (binding.h): the error class of a
+// status code, tensor <-> dgld conversions.
+#include "python/src/binding.h"
+
+#include <memory>
+
+namespace dgld::python {
+
+const char* error_class(StatusCode code) {
+  switch (code) {
+    case StatusCode::invalid_argument: return "InvalidArgument";
+    case StatusCode::not_found: return "NotFound";
+    case StatusCode::io_error: return "IOError";
+    case StatusCode::timeout: return "Timeout";
+    case StatusCode::closed: return "Closed";
+    case StatusCode::protocol_error: return "ProtocolError";
+    case StatusCode::corruption: return "Corruption";
+    case StatusCode::already_exists: return "AlreadyExists";
+    case StatusCode::resource_exhausted: return "ResourceExhausted";
+    default: return "DGLError";
+  }
+}
+
+std::optional<DType> dtype_of_scalar(at::ScalarType t) {
+  switch (t) {
+    case at::kChar: return DType::int8;
+    case at::kByte: return DType::uint8;
+    case at::kBool: return DType::uint8;
+    case at::kInt: return DType::int32;
+    case at::kLong: return DType::int64;
+    case at::kFloat: return DType::float32;
+    case at::kDouble: return DType::float64;
+    default: return std::nullopt;
+  }
+}
+
+at::ScalarType scalar_of(DType t) {
+  switch (t) {
+    case DType::int8: return at::kChar;
+    case DType::uint8: return at::kByte;
+    case DType::int32: return at::kInt;
+    case DType::int64: return at::kLong;
+    case DType::float32: return at::kFloat;
+    case DType::float64: return at::kDouble;
+  }
+  return at::kByte;
+}
+
+torch::Tensor as_ids(const torch::Tensor& ids, const char* what) {
+  if (!ids.defined()) throw StatusError(invalid_argument(std::string(what) + ": no ids given"));
+  if (ids.dim() > 1) {
+    throw StatusError(invalid_argument(std::string(what) + ": ids must be a 1-d tensor, got " +
+                                       std::to_string(ids.dim()) + " dimensions"));
+  }
+  if (ids.is_floating_point() || ids.is_complex()) {
+    throw StatusError(invalid_argument(std::string(what) + ": ids must be integers, got " +
+                                       std::string(c10::toString(ids.scalar_type()))));
+  }
+  return ids.reshape({-1}).to(torch::kInt64).contiguous();
+}
+
+std::span<const int64_t> span_of(const torch::Tensor& ids) {
+  return {ids.data_ptr<int64_t>(), static_cast<size_t>(ids.numel())};
+}
+
+torch::Tensor tensor_of(std::vector<int64_t>&& v) {
+  auto* owned = new std::vector<int64_t>(std::move(v));
+  if (owned->empty()) {
+    delete owned;
+    return torch::empty({0}, torch::kInt64);
+  }
+  return torch::from_blob(owned->data(), {static_cast<int64_t>(owned->size())},
+                          [owned](void*) { delete owned; }, torch::kInt64);
+}
+
+py::object to_python(const ops::BlockGraphPtr& g) { return torch::jit::toPyObject(c10::IValue(g)); }
+
+}  // namespace dgld::python
