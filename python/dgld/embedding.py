@@ -2,12 +2,22 @@
 SparseAdagrad, SparseAdam): a learnable per-node embedding whose rows and
 optimiser state live in DistTensors on the servers.
 
-emb(ids) pulls the rows as a tensor that records its gradient; step() sends
-every gradient row to the trainer that owns it (torch.distributed
+emb(ids) pulls the rows as a tensor that records its gradient (when
+autograd is recording); step() sends every gradient row of the lookups made
+since the last step to the trainer that owns it (torch.distributed
 all_to_all over the job's gloo group; a machine's rows are split evenly
-among its trainers), which sums the rows' gradients and updates them in
-place (weights and state are read and written in its own machine's shared
-memory). A barrier ends the step, so the next lookup sees every update."""
+among its trainers), which averages the gradients of a row that came
+several times (from several trainers, or several times in one batch), as
+DGL's optimisers do, and updates the rows in place (weights and state are
+read and written in its own machine's shared memory). A barrier ends the
+step, so the next lookup sees every update.
+
+zero_grad() keeps the lookups and their gradients, as DGL's does (there it
+only asks the next step() to drop the lookups, which dgld's step() always
+does): DGL's scripts call it between the forward pass and backward()
+(emb(ids), model, loss, zero_grad(), backward(), step()), so the lookup of
+that batch must still be updated by step(). A lookup whose rows got no
+gradient is left out of the step."""
 
 import itertools
 
@@ -74,8 +84,10 @@ class _SparseOptimizer:
             self._state.append(states)
 
     def zero_grad(self):
-        for p in self._params:
-            p.reset_trace()
+        """Nothing to clear: step() updates the rows of the lookups made since
+        the previous step and then drops them. The lookups are kept (not
+        reset_trace()): DGL's scripts call zero_grad() after the forward pass
+        that made them and before backward()."""
 
     def _owners(self, client, ids):
         """The trainer rank that updates each row."""
@@ -110,18 +122,24 @@ class _SparseOptimizer:
     def step(self):
         with torch.no_grad():
             for p, state in zip(self._params, self._state):
-                if p._trace:
-                    ids = torch.cat([i for i, _ in p._trace])
-                    grads = torch.cat([r.grad if r.grad is not None else torch.zeros_like(r) for _, r in p._trace])
+                # Lookups whose rows got no gradient (no backward() through
+                # them) are left out, as in DGL.
+                traced = [(i, r.grad) for i, r in p._trace if r.grad is not None]
+                if traced:
+                    ids = torch.cat([i for i, _ in traced])
+                    grads = torch.cat([g.to(torch.float32) for _, g in traced])
                 else:
                     ids = torch.empty(0, dtype=torch.int64)
                     grads = torch.empty((0, p.embedding_dim), dtype=torch.float32)
                 ids, grads = self._exchange(p._client, ids, grads)
                 if ids.numel():
-                    unique, inverse = torch.unique(ids, return_inverse=True)
-                    summed = torch.zeros((unique.numel(), grads.shape[1]), dtype=grads.dtype)
-                    summed.index_add_(0, inverse, grads)
-                    self._update(p, state, unique, summed)
+                    # A row's gradients (from several trainers, or several
+                    # places in one batch) are averaged, as DGL's optimisers do.
+                    unique, inverse, counts = torch.unique(ids, return_inverse=True, return_counts=True)
+                    mean = torch.zeros((unique.numel(), grads.shape[1]), dtype=grads.dtype)
+                    mean.index_add_(0, inverse, grads)
+                    mean /= counts.unsqueeze(1).to(grads.dtype)
+                    self._update(p, state, unique, mean)
                 p.reset_trace()
                 p._client.barrier(f"dgld.sparse.{p.name}.{self._steps(p)}", 600.0)
 
