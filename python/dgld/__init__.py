@@ -29,7 +29,8 @@ from . import ops  # noqa: E402
 from . import distributed  # noqa: E402
 from . import dataloading  # noqa: E402
 from . import nn  # noqa: E402
+from . import data  # noqa: E402
 
 __all__ = ["DGLError", "NID", "EID", "ALL", "DGLGraph", "DGLBlock", "DGLHeteroGraph", "graph", "create_block",
            "to_block", "add_self_loop", "remove_self_loop", "reverse", "remove_edges", "edge_subgraph", "node_subgraph",
-           "in_subgraph", "compact_graphs", "function", "ops", "distributed", "dataloading", "nn"]
+           "in_subgraph", "compact_graphs", "function", "ops", "distributed", "dataloading", "nn", "data"]

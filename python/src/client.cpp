@@ -55,8 +55,11 @@ void Client::close(bool shutdown_servers, const std::string& reason, bool abort)
   if (!st.is_ok() && !(shutdown_servers && st.code() == StatusCode::closed)) throw StatusError(st);
 }
 
-void Client::barrier(const std::string& name, double timeout_s) {
+void Client::barrier(const std::string& name_in, double timeout_s) {
   client::Cluster& c = cluster();
+  // DGL's scripts call g._client.barrier() with no name: every trainer's
+  // n-th unnamed barrier meets the others' n-th.
+  const std::string name = name_in.empty() ? "dgld.client." + std::to_string(++unnamed_barriers_) : name_in;
   Status st;
   {
     py::gil_scoped_release release;
@@ -239,7 +242,7 @@ void bind_client(py::module_& m) {
              return r;
            })
       .def("tensors", &Client::tensors)
-      .def("barrier", &Client::barrier, py::arg("name"), py::arg("timeout_s"))
+      .def("barrier", &Client::barrier, py::arg("name") = "", py::arg("timeout_s") = 600.0)
       .def("degrees", &Client::degrees, py::arg("ids"), py::arg("out"))
       .def("find_edges", &Client::find_edges)
       .def("sample_neighbors", &Client::sample_neighbors, py::arg("seeds"), py::arg("fanout"), py::arg("replace"),

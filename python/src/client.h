@@ -51,6 +51,7 @@ class Client {
  private:
   std::unique_ptr<client::Cluster> cluster_;
   std::vector<std::weak_ptr<client::DistDataLoader>> loaders_;
+  int64_t unnamed_barriers_ = 0;  // barrier() calls without a name so far
   std::chrono::milliseconds timeout_{60000};
 };
 

@@ -179,3 +179,22 @@ def test_errors_are_dgld_exceptions_with_the_librarys_message(g):
         dist.DistGraph("other")
     with pytest.raises(ValueError, match="fanouts"):
         dgld.dataloading.NeighborSampler([-3])
+
+
+def test_dgl_style_unnamed_client_barrier(g):
+    """DGL's unsupervised scripts end with g._client.barrier() (no name)."""
+    g._client.barrier()
+    g._client.barrier(timeout_s=5.0)
+    g.barrier()
+
+
+def test_dgl_data_imports_and_refuses_loading():
+    import argparse
+    from dgld.data import load_data, register_data_args
+    from dgld.data.utils import load_graphs
+    args = register_data_args(argparse.ArgumentParser()).parse_args(["--dataset", "cora"])
+    assert args.dataset == "cora"
+    with pytest.raises(dgld.DGLError, match="no built-in datasets"):
+        load_data(args)
+    with pytest.raises(dgld.DGLError, match="binary graph files are not supported"):
+        load_graphs("graph.bin")
