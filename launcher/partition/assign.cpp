@@ -80,16 +80,20 @@ Status metis_assign(GraphData& g, const PartitionOptions& o, std::vector<int32_t
   std::vector<idx_t> xadj, adj_store;
   idx_t* adjncy = nullptr;
   DGLD_RETURN_IF_ERROR(build_metis_graph(g, &xadj, &adj_store, &adjncy));
-  // Constraint columns: node count (or train / non-train), then in-degree.
-  idx_t ncon = o.balance_train ? 2 : 1;
+  // Constraint columns: node count (or train / non-train, or one per balance
+  // type as DGL's balance_ntypes), then in-degree.
+  const int32_t types = g.balance_type.empty() ? 0 : g.num_balance_types;
+  idx_t ncon = types > 0 ? types : o.balance_train ? 2 : 1;
   if (o.balance_edges) ++ncon;
   std::vector<idx_t> vwgt;
-  if (ncon > 1 || o.balance_train) {
+  if (ncon > 1 || o.balance_train || types > 0) {
     vwgt.resize(static_cast<size_t>(n) * ncon);
     for (int64_t v = 0; v < n; ++v) {
       idx_t* w = &vwgt[v * ncon];
       int c = 0;
-      if (o.balance_train) {
+      if (types > 0) {
+        for (int32_t t = 0; t < types; ++t) w[c++] = g.balance_type[v] == t ? 1 : 0;
+      } else if (o.balance_train) {
         w[c++] = g.train_mask[v] ? 1 : 0;
         w[c++] = g.train_mask[v] ? 0 : 1;
       } else {

@@ -13,8 +13,8 @@
 namespace dgld {
 
 // METIS over the symmetrised graph into num_parts x num_trainers_per_machine
-// pieces, with constraint columns for --balance-train / --balance-edges;
-// *metis_s is the METIS call's time.
+// pieces, with constraint columns for --balance-train (or g's balance types)
+// and --balance-edges; *metis_s is the METIS call's time.
 Status metis_assign(GraphData& g, const PartitionOptions& o, std::vector<int32_t>* piece, double* metis_s);
 
 // Balanced random assignment: a seeded shuffle cut into `pieces` equal slices.

@@ -6,11 +6,13 @@
 // GraphSource loads a graph in two steps so features (usually the largest part) are
 // read only after METIS has run and freed its memory.
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "common/dtype.h"
 #include "common/status.h"
 
 namespace dgld {
@@ -69,6 +71,23 @@ struct GraphTypes {
   int32_t type_of(int64_t v) const;
 };
 
+// A node or edge tensor carried into the partitions under its own name (any
+// data of an in-memory graph besides features, labels and masks): one row per
+// node (edge), by original id. Each partition's node (edge) tensor file holds
+// it as "<type>/<name>" with the rows of its inner nodes (inner edges) in
+// local order (docs/partition-format.md).
+struct NamedTensor {
+  std::string name;                  // without the type prefix: "year"
+  DType dtype = DType::float32;      // one a partition file can hold (not int8)
+  std::vector<int64_t> shape;        // [rows, ...], 1 to 4 dims
+  const std::byte* data = nullptr;   // row-major; borrowed, the source keeps it alive
+  int64_t row_bytes() const {
+    int64_t b = static_cast<int64_t>(dtype_size(dtype));
+    for (size_t i = 1; i < shape.size(); ++i) b *= shape[i];
+    return b;
+  }
+};
+
 struct GraphData {
   int64_t num_nodes = 0;
   // In-edges: the sources of node v are src[indptr[v] .. indptr[v+1]).
@@ -92,6 +111,13 @@ struct GraphData {
   // row the entries are sorted by edge type, then in input order.
   GraphTypes types;
   std::vector<int32_t> edge_type;
+
+  // More node and edge data, carried as they are (in-memory inputs only).
+  std::vector<NamedTensor> node_tensors, edge_tensors;
+  // METIS balance constraints (DGL's balance_ntypes): the type of each node,
+  // in [0, num_balance_types), one constraint column per type; or empty.
+  std::vector<int32_t> balance_type;
+  int32_t num_balance_types = 0;
 
   // An edge split found in the input (OGB layout); applied by the partitioner.
   EdgeSplitInput edge_split;

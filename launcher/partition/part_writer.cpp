@@ -163,6 +163,16 @@ class PartitionWriter::Impl {
     }
   }
 
+  // Calls f(original CSC position) for every inner edge, in local (= global
+  // edge id) order.
+  template <typename F>
+  void for_each_inner_edge(F&& f) const {
+    for (int64_t v = range_.start; v < range_.end; ++v) {
+      const int32_t o = L_.new2orig[v];
+      for (int64_t k = g_.indptr[o]; k < g_.indptr[o + 1]; ++k) f(k);
+    }
+  }
+
   void count_rows() {
     const int64_t n_local = n_inner_ + static_cast<int64_t>(halo_.size());
     in_indptr_.assign(n_local + 1, 0);
@@ -268,10 +278,7 @@ class PartitionWriter::Impl {
     }
     {
       Appender<int64_t> a(*w);
-      for (int64_t v = range_.start; v < range_.end; ++v) {
-        const int32_t o = L_.new2orig[v];
-        for (int64_t k = g_.indptr[o]; k < g_.indptr[o + 1]; ++k) a.push(g_.orig_edge_id(k));
-      }
+      for_each_inner_edge([&](int64_t k) { a.push(g_.orig_edge_id(k)); });
       DGLD_RETURN_IF_ERROR(a.finish());
     }
     DGLD_RETURN_IF_ERROR(w->write_array(std::span<const int64_t>(out_indptr_)));
@@ -353,6 +360,7 @@ class PartitionWriter::Impl {
       if (!m->empty()) specs.push_back({nt + name, DType::uint8, {n_inner_}});
     }
     specs.push_back({nt + "trainer_id", DType::int64, {n_inner_}});
+    for (const NamedTensor& t : g_.node_tensors) specs.push_back(named_spec(nt, t, n_inner_));
     DGLD_ASSIGN_OR_RETURN(auto w, ArrayFileWriter::create(path, ArrayFileKind::node_features, std::move(specs)));
     if (has_feats) {
       Appender<float> a(*w);
@@ -367,25 +375,52 @@ class PartitionWriter::Impl {
       if (!m->empty()) DGLD_RETURN_IF_ERROR(write_node_column<uint8_t>(*w, *m));
     }
     DGLD_RETURN_IF_ERROR(write_node_column<int64_t>(*w, L_.piece));
+    for (const NamedTensor& t : g_.node_tensors) {
+      DGLD_RETURN_IF_ERROR(write_named_rows(*w, t, [&](auto&& row) {
+        for (int64_t v = range_.start; v < range_.end; ++v) row(L_.new2orig[v]);
+      }));
+    }
     return w->finish();
   }
 
-  // The inner edges' tensors: the link split's train mask, if any.
+  // The inner edges' tensors: the link split's train mask, if any, and the
+  // graph's named edge tensors.
   Status write_edge_feats(const fs::path& path) {
     const int64_t e_inner = L_.edge_map[p_].size();
+    const std::string et = PartitionConfig{}.etype + "/";
     std::vector<ArraySpec> specs;
     const bool mask = link_.present;
     if (mask) specs.push_back({link_train_mask_name(PartitionConfig{}), DType::uint8, {e_inner}});
+    for (const NamedTensor& t : g_.edge_tensors) specs.push_back(named_spec(et, t, e_inner));
     DGLD_ASSIGN_OR_RETURN(auto w, ArrayFileWriter::create(path, ArrayFileKind::edge_features, std::move(specs)));
     if (mask) {
       Appender<uint8_t> a(*w);
-      for (int64_t v = range_.start; v < range_.end; ++v) {
-        const int32_t o = L_.new2orig[v];
-        for (int64_t k = g_.indptr[o]; k < g_.indptr[o + 1]; ++k) a.push(g_.edge_train_mask[k]);
-      }
+      for_each_inner_edge([&](int64_t k) { a.push(g_.edge_train_mask[k]); });
       DGLD_RETURN_IF_ERROR(a.finish());
     }
+    for (const NamedTensor& t : g_.edge_tensors) {
+      DGLD_RETURN_IF_ERROR(write_named_rows(*w, t, [&](auto&& row) {
+        for_each_inner_edge([&](int64_t k) { row(g_.orig_edge_id(k)); });
+      }));
+    }
     return w->finish();
+  }
+
+  // A named tensor's array: `rows` rows under "<prefix><name>".
+  static ArraySpec named_spec(const std::string& prefix, const NamedTensor& t, int64_t rows) {
+    std::vector<int64_t> shape = t.shape;
+    shape[0] = rows;
+    return {prefix + t.name, t.dtype, std::move(shape)};
+  }
+
+  // Appends the rows of `t` that `rows(row)` names, in the order it calls row(i).
+  template <typename Rows>
+  Status write_named_rows(ArrayFileWriter& w, const NamedTensor& t, Rows&& rows) {
+    Appender<uint8_t> a(w);
+    const int64_t b = t.row_bytes();
+    const auto* base = reinterpret_cast<const uint8_t*>(t.data);
+    rows([&](int64_t i) { a.push(base + i * b, static_cast<size_t>(b)); });
+    return a.finish();
   }
 
   // The held-out edges whose destination this partition owns (common/partition/link_split.h).

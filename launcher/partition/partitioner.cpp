@@ -9,6 +9,7 @@
 #include "common/file_util.h"
 #include "common/logging.h"
 #include "common/part_config.h"
+#include "common/partition/array_file.h"
 #include "launcher/partition/assign.h"
 #include "launcher/partition/layout.h"
 #include "launcher/partition/part_writer.h"
@@ -26,6 +27,73 @@ double balance(const std::vector<PartStats>& parts, int64_t PartStats::*field) {
   }
   if (total == 0) return 1.0;
   return static_cast<double>(mx) * static_cast<double>(parts.size()) / static_cast<double>(total);
+}
+
+// Named tensors of `kind` ("node", "edge"): one row per node (edge), a name
+// of their own under `prefix` that fits an array file, a type and a shape it
+// can hold.
+Status check_named_tensors(const std::vector<NamedTensor>& ts, const char* kind, int64_t rows,
+                           const std::string& prefix, const std::vector<std::string>& reserved,
+                           const std::string& what) {
+  std::vector<std::string> seen;
+  for (const NamedTensor& t : ts) {
+    const std::string w = what + ": " + kind + " data '" + t.name + "'";
+    if (t.name.empty()) return invalid_argument(what + ": " + kind + " data with an empty name");
+    if (prefix.size() + t.name.size() > kMaxArrayName) {
+      return invalid_argument(w + ": the name is too long (a partition file takes at most " +
+                              std::to_string(kMaxArrayName - prefix.size()) + " bytes after '" + prefix + "')");
+    }
+    if (std::find(reserved.begin(), reserved.end(), t.name) != reserved.end()) {
+      return invalid_argument(w + ": the name is the partitioner's own (" + prefix + t.name + ")");
+    }
+    if (std::find(seen.begin(), seen.end(), t.name) != seen.end()) return invalid_argument(w + " is given twice");
+    seen.push_back(t.name);
+    if (t.shape.empty() || t.shape.size() > kMaxArrayDims) {
+      return invalid_argument(w + " has " + std::to_string(t.shape.size()) + " dimensions; partition files take 1 to " +
+                              std::to_string(kMaxArrayDims));
+    }
+    if (t.shape[0] != rows) {
+      return invalid_argument(w + " has " + std::to_string(t.shape[0]) + " rows, expected " + std::to_string(rows) +
+                              " (one per " + kind + ")");
+    }
+    for (int64_t d : t.shape) {
+      if (d < 0) return invalid_argument(w + " has a negative dimension");
+    }
+    if (dtype_file_code(t.dtype) == 0) {
+      return invalid_argument(w + " has dtype " + dtype_name(t.dtype) +
+                              "; partition files hold uint8, int32, int64, float32 and float64");
+    }
+    if (t.data == nullptr && rows * t.row_bytes() > 0) return invalid_argument(w + " has no data");
+  }
+  return Status::ok();
+}
+
+// The named tensors and balance types of an in-memory input (graph_data.h).
+Status check_named_data(const GraphData& g, const PartitionOptions& o, const std::string& what) {
+  if (g.types.present() && (!g.node_tensors.empty() || !g.edge_tensors.empty() || !g.balance_type.empty())) {
+    return invalid_argument(what + ": named tensors and balance types of heterogeneous graphs are not supported yet");
+  }
+  if (!g.balance_type.empty()) {
+    if (o.balance_train) return invalid_argument(what + ": balance types and --balance-train exclude each other");
+    if (static_cast<int64_t>(g.balance_type.size()) != g.num_nodes || g.num_balance_types < 1) {
+      return invalid_argument(what + ": " + std::to_string(g.balance_type.size()) + " balance types for " +
+                              std::to_string(g.num_nodes) + " nodes");
+    }
+    for (int64_t v = 0; v < g.num_nodes; ++v) {
+      if (g.balance_type[v] < 0 || g.balance_type[v] >= g.num_balance_types) {
+        return invalid_argument(what + ": node " + std::to_string(v) + " has balance type " +
+                                std::to_string(g.balance_type[v]) + ", outside [0, " +
+                                std::to_string(g.num_balance_types) + ")");
+      }
+    }
+  }
+  const PartitionConfig names;
+  DGLD_RETURN_IF_ERROR(check_named_tensors(
+      g.node_tensors, "node", g.num_nodes, names.ntype + "/",
+      {"features", "labels", "train_mask", "val_mask", "test_mask", "trainer_id", "orig_id"}, what));
+  std::vector<std::string> edge_reserved;
+  if (o.link.random || g.edge_split.present) edge_reserved.push_back("train_mask");
+  return check_named_tensors(g.edge_tensors, "edge", g.num_edges(), names.etype + "/", edge_reserved, what);
 }
 
 }  // namespace
@@ -69,6 +137,7 @@ Status partition_graph(GraphSource& source, const PartitionOptions& o, Partition
   if (o.balance_train && g.train_mask.empty()) {
     return invalid_argument("--balance-train needs a train mask, and " + source.describe() + " has none");
   }
+  DGLD_RETURN_IF_ERROR(check_named_data(g, o, source.describe()));
   log->info("loaded {} nodes, {} edges in {:.2f} s ({})", n, g.num_edges(), stats->load_s, memory_note());
   PartitionOptions opts = o;  // a heterogeneous graph may turn train balancing on
   if (g.types.present()) {

@@ -19,6 +19,9 @@ fs::path hidden_sibling(const fs::path& p, const char* tag) {
 Result<std::unique_ptr<StagingDir>> StagingDir::create(const fs::path& final_dir, bool overwrite) {
     std::error_code ec;
     if (final_dir.empty()) return invalid_argument("--output is required");
+    if (fs::exists(final_dir, ec) && !fs::is_directory(final_dir, ec)) {
+      return invalid_argument("output " + final_dir.string() + " exists and is not a directory");
+    }
     if (fs::exists(final_dir, ec) && !overwrite && !(fs::is_directory(final_dir, ec) && fs::is_empty(final_dir, ec))) {
       return Status(StatusCode::already_exists, "output " + final_dir.string() + " exists and is not empty (pass --overwrite to replace it)");
     }
