@@ -31,86 +31,19 @@ from .dist_dataloader import DistDataLoader
 from .graph import EID, DGLGraph
 from .dist_tensor import DistTensor, EdgePartitionPolicy, NodePartitionPolicy, _as_ids  # noqa: F401
 from .embedding import DistEmbedding, SparseAdagrad, SparseAdam
+from .partition import load_partition, load_partition_book, load_partition_feats, partition_graph
+from .partition_book import GraphPartitionBook
 
 __all__ = [
     "initialize", "exit_client", "is_initialized", "DistGraph", "DistTensor", "GraphPartitionBook",
     "node_split", "edge_split", "sample_neighbors", "DistEmbedding", "SparseAdagrad", "SparseAdam",
     "NodePartitionPolicy", "EdgePartitionPolicy", "NeighborSampler", "DistNodeDataLoader", "DistEdgeDataLoader",
-    "DistDataLoader", "optim",
+    "DistDataLoader", "optim", "partition_graph", "load_partition", "load_partition_book", "load_partition_feats",
 ]
 
 # dgl.distributed.optim.SparseAdam (DGL 0.6+): `import dgld.distributed.optim`
 # finds the submodule here.
 sys.modules[__name__ + ".optim"] = optim
-
-
-# ---------------------------------------------------------------- partition book
-
-class GraphPartitionBook:
-    """Which machine owns which ids (DGL's RangePartitionBook): every
-    partition owns one contiguous range of node ids and one of edge ids."""
-
-    def __init__(self, client):
-        self._node_ranges = client.node_ranges()
-        self._edge_ranges = client.edge_ranges()
-        self._node_ends = torch.tensor([e for _, e in self._node_ranges], dtype=torch.int64)
-        self._edge_ends = torch.tensor([e for _, e in self._edge_ranges], dtype=torch.int64)
-        self._partid = client.machine_id
-        self._machines = client.machines()
-
-    @property
-    def partid(self):
-        return self._partid
-
-    def num_partitions(self):
-        return len(self._node_ranges)
-
-    def metadata(self):
-        return [{"machine_id": i, "num_nodes": ne - ns, "num_edges": ee - es}
-                for i, ((ns, ne), (es, ee)) in enumerate(zip(self._node_ranges, self._edge_ranges))]
-
-    def _owner(self, ids, ends, kind):
-        ids = _as_ids(ids, int(ends[-1]) if len(ends) else 0)
-        if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= int(ends[-1])):
-            bad = ids[(ids < 0) | (ids >= ends[-1])][0]
-            raise InvalidArgument(f"{kind} id {int(bad)} is out of range [0, {int(ends[-1])})")
-        return torch.searchsorted(ends, ids, right=True)
-
-    def nid2partid(self, nids, ntype="_N"):
-        return self._owner(nids, self._node_ends, "node")
-
-    def eid2partid(self, eids, etype="_E"):
-        return self._owner(eids, self._edge_ends, "edge")
-
-    def partid2nids(self, partid, ntype="_N"):
-        start, end = self._node_ranges[partid]
-        return torch.arange(start, end, dtype=torch.int64)
-
-    def partid2eids(self, partid, etype="_E"):
-        start, end = self._edge_ranges[partid]
-        return torch.arange(start, end, dtype=torch.int64)
-
-    def nid2localnid(self, nids, partid, ntype="_N"):
-        nids = _as_ids(nids, int(self._node_ends[-1]))
-        start, end = self._node_ranges[partid]
-        if nids.numel() and (int(nids.min()) < start or int(nids.max()) >= end):
-            raise InvalidArgument(f"node ids outside partition {partid}'s range [{start}, {end})")
-        return nids - start
-
-    def eid2localeid(self, eids, partid, etype="_E"):
-        eids = _as_ids(eids, int(self._edge_ends[-1]))
-        start, end = self._edge_ranges[partid]
-        if eids.numel() and (int(eids.min()) < start or int(eids.max()) >= end):
-            raise InvalidArgument(f"edge ids outside partition {partid}'s range [{start}, {end})")
-        return eids - start
-
-    @property
-    def ntypes(self):
-        return ["_N"]
-
-    @property
-    def etypes(self):
-        return ["_E"]
 
 
 # ---------------------------------------------------------------- DistGraph
@@ -191,7 +124,7 @@ class DistGraph:
         if graph_name != self._client.graph_name:
             raise InvalidArgument(f"DistGraph({graph_name!r}): the job's graph is {self._client.graph_name!r}")
         self._name = graph_name
-        self._gpb = GraphPartitionBook(self._client)
+        self._gpb = GraphPartitionBook.from_client(self._client)
         self.ndata = _DataView(self, edges=False)
         self.edata = _DataView(self, edges=True)
         self._barriers = itertools.count()

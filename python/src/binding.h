@@ -21,6 +21,10 @@
 
 namespace py = pybind11;
 
+namespace dgld {
+struct TensorView;
+}
+
 namespace dgld::python {
 
 // ------------------------------------------------------------------ errors
@@ -54,6 +58,8 @@ torch::Tensor as_ids(const torch::Tensor& ids, const char* what);
 std::span<const int64_t> span_of(const torch::Tensor& ids);
 // A tensor owning the vector's memory (no copy).
 torch::Tensor tensor_of(std::vector<int64_t>&& v);
+// A copy of a partition file's tensor (its mapping is read-only).
+torch::Tensor copy_of(const TensorView& t);
 // A block as torch.classes.dgld.Block.
 py::object to_python(const ops::BlockGraphPtr& g);
 
@@ -68,5 +74,6 @@ void bind_client(py::module_& m);       // client.cpp: ClientOptions, Client
 void bind_dist_tensor(py::module_& m);  // dist_tensor.cpp: DistTensor
 void bind_loaders(py::module_& m);      // loaders.cpp: make_block, DataLoader, EdgeDataLoader
 void bind_test_hooks(py::module_& m);   // test_hooks.cpp: what the tests compare against
+void bind_partition(py::module_& m);    // partition.cpp: partition_graph, load_partition
 
 }  // namespace dgld::python

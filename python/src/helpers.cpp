@@ -2,7 +2,10 @@
 // status code, tensor <-> dgld conversions.
 #include "python/src/binding.h"
 
+#include <cstring>
 #include <memory>
+
+#include "common/partition/partition.h"
 
 namespace dgld::python {
 
@@ -71,6 +74,12 @@ torch::Tensor tensor_of(std::vector<int64_t>&& v) {
   }
   return torch::from_blob(owned->data(), {static_cast<int64_t>(owned->size())},
                           [owned](void*) { delete owned; }, torch::kInt64);
+}
+
+torch::Tensor copy_of(const TensorView& t) {
+  auto out = torch::empty(t.shape, torch::TensorOptions().dtype(scalar_of(t.dtype)));
+  if (t.num_bytes > 0) std::memcpy(out.data_ptr(), t.data, t.num_bytes);
+  return out;
 }
 
 py::object to_python(const ops::BlockGraphPtr& g) { return torch::jit::toPyObject(c10::IValue(g)); }

@@ -11,7 +11,7 @@
 // library's message.
 //
 // Sources: binding.h (errors, tensor conversions), client.cpp, dist_tensor.cpp,
-// loaders.cpp, test_hooks.cpp; this file makes the module of them.
+// loaders.cpp, test_hooks.cpp, partition.cpp; this file makes the module of them.
 #include "common/logging.h"
 #include "python/src/binding.h"
 
@@ -31,6 +31,7 @@ PYBIND11_MODULE(_C, m) {
   bind_dist_tensor(m);
   bind_loaders(m);
   bind_test_hooks(m);
+  bind_partition(m);
   m.def("set_log_level", [](const std::string& level) {
     dgld::LogOptions lo;
     lo.level = level;

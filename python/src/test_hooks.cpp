@@ -1,7 +1,6 @@
 // dgld._C's test hooks: what the tests compare the library's answers
 // against (a partition's own tensor rows, held-out edges, blocks sampled
 // without the loader, trainer-host's built-in layers).
-#include <cstring>
 #include <functional>
 #include <map>
 #include <numeric>
@@ -22,8 +21,7 @@ py::tuple partition_node_tensor(const std::string& part_config, int part_id, con
   auto part = unwrap(open_partition(pc, part_id, /*verify_checksums=*/true));
   const TensorView* t = part->node_tensor(name);
   if (!t) throw StatusError(not_found("partition " + std::to_string(part_id) + " has no node tensor '" + name + "'"));
-  auto rows = torch::empty(t->shape, torch::TensorOptions().dtype(scalar_of(t->dtype)));
-  std::memcpy(rows.data_ptr(), t->data, t->num_bytes);
+  auto rows = copy_of(*t);
   // The homogeneous ids of the rows: every inner node, or on a heterogeneous
   // graph the partition's nodes of the tensor's type.
   const IdRange r = node_tensor_range(pc, part_id, name);
