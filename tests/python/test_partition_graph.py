@@ -2,7 +2,8 @@
 in-memory dgld.graph are dgl-partition's (the same C++ partitioner, the same
 files byte for byte from the same input and seed), dgl-partition --verify
 accepts them, return_mapping's maps and load_partition's graph and tensors
-agree with the input graph, balance_ntypes balances, bad input is a clear
+agree with the input graph, a DistGraph serves the graph's other data by
+name, balance_ntypes balances, bad input is a clear
 dgld error that leaves nothing behind, and Cora partitioned in Python trains
 under dgl-launch to the accuracy of Cora partitioned by dgl-partition."""
 
@@ -44,6 +45,18 @@ def verify(config):
     assert r.returncode == 0, r.stdout
     assert ": OK (" in r.stdout, r.stdout
     return r.stdout
+
+
+def launch(d, part_config, *script):
+    """python3 *script under dgl-launch in d: 2 machines x 1 trainer on
+    loopback, d/ip_config.txt theirs."""
+    base = free_port_block(910)
+    (d / "ip_config.txt").write_text(f"127.0.0.1 {base}\n127.0.0.1 {base + 10}\n")
+    cmd = [binary("launcher/launch/dgl-launch"), "--local", "--no-copy", "--workspace", str(d),
+           "--ip-config", "ip_config.txt", "--part-config", part_config, "--num-trainers", "1",
+           "--extra-envs", f"PYTHONPATH={BUILD / 'python'}", "--", sys.executable, *script]
+    r = subprocess.run(cmd, cwd=d, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout[-4000:]
 
 
 def same_files(a, b, name, num_parts):
@@ -215,22 +228,38 @@ def test_cora_partitioned_in_python_is_dgl_partitions_and_trains_as_well(tmp_pat
     # Both trained the same way: DGL's GraphSAGE example, 2 machines x 1 trainer.
     accuracy = {}
     for which in ("py", "cli"):
-        base = free_port_block(910)
-        (tmp_path / "ip_config.txt").write_text(f"127.0.0.1 {base}\n127.0.0.1 {base + 10}\n")
         part = f"{which}/cora.json"
-        cmd = [binary("launcher/launch/dgl-launch"), "--local", "--no-copy", "--workspace", str(tmp_path),
-               "--ip-config", "ip_config.txt", "--part-config", part, "--num-trainers", "1",
-               "--extra-envs", f"PYTHONPATH={BUILD / 'python'}", "--",
-               sys.executable, str(REPO / "examples/python/train_dist.py"), "--graph_name", "cora",
+        launch(tmp_path, part, str(REPO / "examples/python/train_dist.py"), "--graph_name", "cora",
                "--ip_config", "ip_config.txt", "--part_config", part, "--num_epochs", "10", "--batch_size", "20",
                "--num_hidden", "64", "--eval_every", "0", "--lr", "0.01", "--log_every", "0", "--seed", "1",
-               "--metrics_out", f"metrics-{which}.json"]
-        r = subprocess.run(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                           timeout=120)
-        assert r.returncode == 0, r.stdout[-4000:]
+               "--metrics_out", f"metrics-{which}.json")
         accuracy[which] = json.loads((tmp_path / f"metrics-{which}.json").read_text())["test_acc"]
     assert accuracy["py"] > 0.7, accuracy
     assert abs(accuracy["py"] - accuracy["cli"]) <= 0.02, accuracy
+
+
+READ_BACK = """
+import sys, torch, dgld.distributed as dist
+dist.initialize("ip_config.txt")
+g = dist.DistGraph("small")
+nodes, edges = torch.arange(g.num_nodes()), torch.arange(g.num_edges())
+torch.save({k: g.ndata[k][nodes] for k in ("year", "emb", "flag")} | {"w": g.edata["w"][edges]},
+           f"read{g.rank()}.pt")
+dist.exit_client()
+"""
+
+
+def test_a_distgraph_serves_the_other_data_by_name(tmp_path):
+    g = small_graph()
+    nids, eids = dist.partition_graph(g, "small", 2, tmp_path / "out", return_mapping=True)
+    (tmp_path / "read.py").write_text(READ_BACK)
+    launch(tmp_path, "out/small.json", str(tmp_path / "read.py"))
+    for rank in (0, 1):
+        got = torch.load(tmp_path / f"read{rank}.pt")
+        assert torch.equal(got["year"], g.ndata["year"][nids])
+        assert torch.equal(got["emb"], g.ndata["emb"][nids])
+        assert torch.equal(got["flag"], g.ndata["flag"][nids].to(torch.uint8))
+        assert torch.equal(got["w"], g.edata["w"][eids])
 
 
 # ---------------------------------------------------------------- errors
