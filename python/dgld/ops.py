@@ -3,8 +3,6 @@ sparse-dense product (gspmm), the sampled dense-dense product (gsddmm) and
 edge_softmax, each on the fused kernels (torch.ops.dgld.gspmm / gsddmm,
 autograd included)."""
 
-import torch
-
 from . import _kernels
 from ._errors import DGLError
 from .graph import DGLGraph

@@ -19,7 +19,7 @@ import warnings
 import torch
 
 import dgld.nn.pytorch as dglnn
-from udf_bench import make_block
+from udf_bench import batch_blocks
 
 warnings.filterwarnings("ignore", message="scatter_reduce")
 
@@ -58,10 +58,8 @@ def main():
     p.add_argument("--threads", type=int, default=1)
     args = p.parse_args()
     torch.set_num_threads(args.threads)
-    gen = torch.Generator().manual_seed(0)
-    b1 = make_block(1000, 25, 200000, gen)
-    b0 = make_block(b1.num_src_nodes(), 10, 200000, gen)
-    blocks = [b0, b1]
+    blocks = batch_blocks()
+    b0 = blocks[0]
     x = torch.randn(b0.num_src_nodes(), 100)
     models = {
         "sage_pool": ([dglnn.SAGEConv(100, 16, "pool"), dglnn.SAGEConv(16, 16, "pool")], pool_reference),

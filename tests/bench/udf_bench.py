@@ -35,6 +35,15 @@ def make_block(num_dst, fanout, num_nodes, gen):
     return dgld.create_block((src, dst), num_src_nodes=num_dst + uniq.numel(), num_dst_nodes=num_dst)
 
 
+def batch_blocks(seed=0):
+    """The two blocks of a fanout 10,25 batch of 1000 seeds over 200 k nodes
+    (input block first)."""
+    gen = torch.Generator().manual_seed(seed)
+    b1 = make_block(1000, 25, 200000, gen)
+    b0 = make_block(b1.num_src_nodes(), 10, 200000, gen)
+    return [b0, b1]
+
+
 def gated_mean_builtin(block, h):
     with block.local_scope():
         block.srcdata["h"] = h
@@ -70,10 +79,8 @@ def main():
     p.add_argument("--feat", type=int, default=100)
     args = p.parse_args()
     torch.set_num_threads(args.threads)
-    gen = torch.Generator().manual_seed(0)
-    b1 = make_block(1000, 25, 200000, gen)
-    b0 = make_block(b1.num_src_nodes(), 10, 200000, gen)
-    blocks = [b0, b1]
+    blocks = batch_blocks()
+    b0, b1 = blocks
     x = torch.randn(b0.num_src_nodes(), args.feat, requires_grad=True)
     w = [torch.randn(args.feat, args.hidden, requires_grad=True), torch.randn(args.hidden, args.hidden,
                                                                                 requires_grad=True)]

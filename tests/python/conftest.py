@@ -114,6 +114,30 @@ class Job:
                 p.wait()
 
 
+def run_trainers(job, codes, timeout=120):
+    """Runs codes[r] (a python -c script) as trainer r of len(codes) on
+    machine r of job, with torch.distributed's variables set; returns their
+    outputs. Kills them all and fails, with their output, past timeout."""
+    port = free_port_block(2)
+    procs = []
+    for rank, code in enumerate(codes):
+        env = job.env(rank, rank, len(codes))
+        env.update({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "RANK": str(rank),
+                    "WORLD_SIZE": str(len(codes))})
+        procs.append(subprocess.Popen([sys.executable, "-c", code], cwd=job.root, env=env, stdout=subprocess.PIPE,
+                                      stderr=subprocess.STDOUT, text=True))
+    try:
+        outs = [p.communicate(timeout=timeout)[0] for p in procs]
+    except subprocess.TimeoutExpired:
+        for p in procs:
+            p.kill()
+        outs = [p.communicate()[0] for p in procs]
+        raise AssertionError(f"the trainers did not finish within {timeout} s:\n" + "\n----\n".join(outs))
+    for p, out in zip(procs, outs):
+        assert p.returncode == 0, out
+    return outs
+
+
 @pytest.fixture(scope="session")
 def job():
     with tempfile.TemporaryDirectory(prefix="dgld-pytest-") as d:

@@ -16,14 +16,12 @@ tests pin that, and DGL's other update rules: a row's gradients that come
 several times (two trainers, or twice in a batch) are averaged, and a lookup
 that got no gradient is left out of the step."""
 
-import subprocess
-import sys
 import tempfile
 
 import pytest
 import torch
 
-from conftest import Job, free_port_block
+from conftest import Job, run_trainers
 
 import dgld
 import dgld.distributed as dist
@@ -160,26 +158,10 @@ def test_two_trainers_script_order_and_the_mean_of_their_gradients():
     with tempfile.TemporaryDirectory(prefix="dgld-pytest-emb-") as d:
         job = Job(d)
         try:
-            port = free_port_block(2)
-            procs = []
-            for rank in range(2):
-                env = job.env(rank, rank, 2)
-                env.update({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "RANK": str(rank),
-                            "WORLD_SIZE": "2"})
-                code = TWO_TRAINERS.format(ip=job.ip_config, part=job.part_config)
-                procs.append(subprocess.Popen([sys.executable, "-c", code], cwd=job.root, env=env,
-                                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-            try:
-                outs = [p.communicate(timeout=120)[0] for p in procs]
-            except subprocess.TimeoutExpired:
-                for p in procs:
-                    p.kill()
-                outs = [p.communicate()[0] for p in procs]
-                raise AssertionError("the trainers did not finish within 120 s:\n" + "\n----\n".join(outs))
+            code = TWO_TRAINERS.format(ip=job.ip_config, part=job.part_config)
+            outs = run_trainers(job, [code, code])
         finally:
             job.stop()
-    for p, out in zip(procs, outs):
-        assert p.returncode == 0, out
     rows = [eval(l.split("rows ")[1]) for l in outs[0].splitlines() if l.startswith("rows ")]
     assert len(rows) == 1, outs[0]
     row5, row2500 = (torch.tensor(r) for r in rows[0])

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import BUILD, REPO, Job, binary, free_port_block
+from conftest import BUILD, REPO, Job, binary, free_port_block, run_trainers
 
 
 def run_script(job, code, timeout=60, **popen):
@@ -165,28 +165,12 @@ for step in range(2):
 
 @pytest.mark.parametrize("optimizer", ["SparseAdagrad", "SparseAdam"])
 def test_dist_embedding_rows_follow_the_sparse_optimiser_across_trainers(own_job, optimizer):
-    port = free_port_block(2)
-    procs = []
-    for rank in range(2):
-        env = own_job.env(rank, rank, 2)
-        env.update({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "RANK": str(rank), "WORLD_SIZE": "2"})
-        code = EMBEDDING_SCRIPT.format(ip=own_job.ip_config, part=own_job.part_config,
-                                       opt=f"dist.{optimizer}")
-        procs.append(subprocess.Popen([sys.executable, "-c", code], cwd=own_job.root, env=env,
-                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-    try:
-        outs = [p.communicate(timeout=120)[0] for p in procs]
-    except subprocess.TimeoutExpired:
-        for p in procs:
-            p.kill()
-        outs = [p.communicate()[0] for p in procs]
-        raise AssertionError("the trainers did not finish within 120 s:\n" + "\n----\n".join(outs))
-    for p, out in zip(procs, outs):
-        assert p.returncode == 0, out
+    code = EMBEDDING_SCRIPT.format(ip=own_job.ip_config, part=own_job.part_config, opt=f"dist.{optimizer}")
+    outs = run_trainers(own_job, [code, code])
     rows = [eval(l.split(" rows ")[1]) for l in outs[0].splitlines() if l.startswith("step ")]
     assert len(rows) == 2
     lr = 0.1
-    # Row 5's gradient is the sum of both trainers' (c + 2c = 3c), row 6 rank 0's
+    # Row 5's gradient is the mean of both trainers' (c and 2c), row 6 rank 0's
     # (c), row 2500 rank 1's (2c), row 7 untouched. The first step of either
     # optimiser from zero state moves a row by lr * g / |g|: -lr * sign(g).
     sign = torch.sign(torch.tensor([1.0, -2.0, 0.5, 0.0]))

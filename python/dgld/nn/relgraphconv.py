@@ -14,7 +14,7 @@ from torch import Tensor, nn
 
 from .._errors import InvalidArgument
 from .._kernels import edge_sources
-from ._utils import Block, check_width, native_block
+from ._utils import check_width, native_block
 
 
 class TypedLinear(nn.Module):
