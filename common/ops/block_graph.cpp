@@ -22,7 +22,10 @@ Status validate_csr(const torch::Tensor& indptr, const torch::Tensor& indices, i
   }
   if (indptr.size(0) < 1) return invalid_argument("block indptr is empty (it needs num_dst + 1 entries)");
   const int64_t nd = indptr.size(0) - 1, ne = indices.size(0);
-  if (num_src < nd) return invalid_argument(fmt::format("block has {} src nodes but {} dst nodes", num_src, nd));
+  // num_src < nd is allowed (a typed graph's relation, e.g. author -> paper,
+  // can have more dst than src nodes): gspmm / gsddmm do not need
+  // dst <= src; the kernels that read dst v as src v check it themselves.
+  if (num_src < 0) return invalid_argument(fmt::format("block has {} src nodes", num_src));
   const auto ip = indptr.contiguous();
   const auto ix = indices.contiguous();
   const int64_t* p = ip.data_ptr<int64_t>();

@@ -325,6 +325,9 @@ void gat_backward_kernel(BlockGraph& g, const T* el, const T* er, const T* z, co
 void check_gat_shapes(const BlockGraph& g, const Tensor& z, const Tensor& attn_l, const Tensor& attn_r) {
   TORCH_CHECK(z.dim() == 3 && z.size(0) == g.num_src_nodes(), "gat_aggregate: z must be [num_src=",
               g.num_src_nodes(), ", heads, F], got ", z.sizes());
+  TORCH_CHECK(g.num_dst_nodes() <= g.num_src_nodes(), "gat_aggregate: the dst nodes' attention reads z's first "
+              "num_dst rows as theirs, so the block needs at least as many src nodes as dst nodes, but it has ",
+              g.num_src_nodes(), " src and ", g.num_dst_nodes(), " dst nodes");
   for (const Tensor* a : {&attn_l, &attn_r}) {
     TORCH_CHECK(a->numel() == z.size(1) * z.size(2), "gat_aggregate: attention vectors must hold heads x F = ",
                 z.size(1), " x ", z.size(2), " values, got ", a->sizes());
@@ -410,17 +413,27 @@ void check_rows(const BlockGraph& g, const Tensor& h, const char* what) {
               g.num_src_nodes(), "), got ", h.sizes());
 }
 
+// The self loop adds dst v's own row, read as src row v: it needs the
+// block's first num_dst src nodes to be its dst nodes.
+void check_self_loop(const BlockGraph& g, bool self_loop, const char* what) {
+  TORCH_CHECK(!self_loop || g.num_dst_nodes() <= g.num_src_nodes(), what,
+              ": self_loop reads each dst node's own row as a src row, so the block needs at least as many src "
+              "nodes as dst nodes, but it has ", g.num_src_nodes(), " src and ", g.num_dst_nodes(), " dst nodes");
+}
+
 }  // namespace
 
 Tensor copy_u_reduce(const BlockGraphPtr& gp, const Tensor& h, Reduce reduce, bool self_loop) {
   BlockGraph& g = *gp;
   check_rows(g, h, "copy_u_reduce");
+  check_self_loop(g, self_loop, "copy_u_reduce");
   return CopyUReduceFunction::apply(h, gp, static_cast<int64_t>(reduce), self_loop);
 }
 
 Tensor copy_u_reduce_reference(const BlockGraphPtr& gp, const Tensor& h, Reduce reduce, bool self_loop) {
   BlockGraph& g = *gp;
   check_rows(g, h, "copy_u_reduce_reference");
+  check_self_loop(g, self_loop, "copy_u_reduce_reference");
   Tensor src = g.indices(), dst = g.edge_dst();
   if (self_loop) {
     const auto self = torch::arange(g.num_dst_nodes(), torch::kInt64);

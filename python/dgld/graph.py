@@ -106,9 +106,6 @@ class DGLGraph:
             if dst.numel():
                 torch.cumsum(torch.bincount(sorted_dst, minlength=n), 0, out=indptr[1:])
             indices = src if order is None else src[order]
-            if n > self._num_src:
-                raise DGLError(f"message passing on a block with more destination ({n}) than source "
-                               f"({self._num_src}) nodes is not supported by dgld")
             native = _Block(indptr, indices.contiguous(), self._num_src)
             if order is not None:
                 native.set_edge_order(order)
