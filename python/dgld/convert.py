@@ -68,7 +68,7 @@ def graph(data, num_nodes=None, idtype=None, device=None, row_sorted=False, col_
     or ('coo' | 'csr' | 'csc', arrays); num_nodes defaults to the largest id
     + 1. Edge i is (src[i], dst[i])."""
     if isinstance(data, dict):
-        raise DGLError("dgld.graph takes one edge type: pass (src, dst); typed graphs are not supported yet")
+        raise DGLError("dgld.graph takes one edge type: pass (src, dst); make typed graphs with dgld.heterograph")
     _check_device(device)
     src, dst = _uv(data, "dgld.graph")
     n = _count(torch.cat([src, dst]), num_nodes, "num_nodes")
@@ -77,10 +77,14 @@ def graph(data, num_nodes=None, idtype=None, device=None, row_sorted=False, col_
 
 def create_block(data, num_src_nodes=None, num_dst_nodes=None, idtype=None, device=None, **kwargs):
     """A block from its edges (DGL's dgl.create_block): src ids index the
-    block's source nodes, dst ids its destination nodes."""
+    block's source nodes, dst ids its destination nodes. A dict of several
+    edge types (or with per-type counts) makes a typed block
+    (heterograph.py)."""
     if isinstance(data, dict):
-        if len(data) != 1:
-            raise DGLError("dgld.create_block takes one edge type; typed blocks are not supported yet")
+        if len(data) != 1 or isinstance(num_src_nodes, dict) or isinstance(num_dst_nodes, dict):
+            from .heterograph import typed_block
+            _check_device(device)
+            return typed_block(data, num_src_nodes, num_dst_nodes, idtype)
         data = next(iter(data.values()))
     if isinstance(num_src_nodes, dict) or isinstance(num_dst_nodes, dict):
         raise DGLError("dgld.create_block takes node counts as integers (one node type)")
