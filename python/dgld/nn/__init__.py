@@ -13,9 +13,10 @@ from ._utils import project_before_aggregating
 from .gatconv import GATConv
 from .gatv2conv import GATv2Conv
 from .ginconv import GINConv
+from .heterographconv import HeteroGraphConv
 from .graphconv import EdgeWeightNorm, GraphConv
 from .relgraphconv import RelGraphConv, TypedLinear
 from .sageconv import SAGEConv
 
 __all__ = ["SAGEConv", "GraphConv", "EdgeWeightNorm", "GATConv", "GATv2Conv", "GINConv", "RelGraphConv",
-           "TypedLinear", "project_before_aggregating", "functional"]
+           "TypedLinear", "HeteroGraphConv", "project_before_aggregating", "functional"]
