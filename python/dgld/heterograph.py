@@ -21,6 +21,7 @@ from collections.abc import MutableMapping
 import torch
 
 from ._errors import DGLError
+from ._graph_data import _check_device, _idtype_of, _uv
 from .frame import Frame
 from .graph import DGLBlock, DGLGraph
 
@@ -340,7 +341,6 @@ class DGLTypedGraph:
 # ------------------------------------------------------------ construction
 
 def _relations(data_dict, what):
-    from .convert import _uv
     if not isinstance(data_dict, dict) or not data_dict:
         raise DGLError(f"{what} takes a non-empty dict {{(src_type, edge_type, dst_type): (src ids, dst ids)}}")
     rels = {}
@@ -381,7 +381,6 @@ def heterograph(data_dict, num_nodes_dict=None, idtype=None, device=None):
     """A typed graph (DGL's dgl.heterograph): data_dict maps each canonical
     edge type (src_type, edge_type, dst_type) to its edges (src ids, dst
     ids); num_nodes_dict gives per-type counts (default: the largest id + 1)."""
-    from .convert import _check_device, _idtype_of
     _check_device(device)
     rels = _relations(data_dict, "dgld.heterograph")
     counts = _counts(rels, num_nodes_dict, None, "dgld.heterograph")
@@ -390,7 +389,6 @@ def heterograph(data_dict, num_nodes_dict=None, idtype=None, device=None):
 
 def typed_block(data_dict, num_src_nodes=None, num_dst_nodes=None, idtype=None):
     """dgld.create_block with a dict: a typed block (see the module doc)."""
-    from .convert import _idtype_of
     rels = _relations(data_dict, "dgld.create_block")
     ns = _counts(rels, num_src_nodes, 0, "dgld.create_block num_src_nodes")
     nd = _counts(rels, num_dst_nodes, 1, "dgld.create_block num_dst_nodes")
