@@ -40,14 +40,14 @@ bash scripts/setup.sh
 BUILD_DIR=${BUILD_DIR:-build}
 [ -f "$BUILD_DIR/build.ninja" ] || meson setup "$BUILD_DIR" --buildtype=release
 # The programs only (the tests build with scripts/test.sh).
-TARGETS=(launcher/partition/dgl-partition launcher/launch/dgl-launch daemons/graph_server/graph-server
+TARGETS=(partition/dgl-partition launcher/launch/dgl-launch daemons/graph_server/graph-server
          daemons/sampler_worker/sampler-worker daemons/trainer_host/trainer-host)
 if [ "$PYTHON" = 1 ]; then
   TARGETS+=("python/dgld/_C$(/usr/bin/python3 -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')")
 fi
 ninja -C "$BUILD_DIR" -j "$(nproc)" "${TARGETS[@]}"
 BIN=$(realpath "$BUILD_DIR")
-PART=$BIN/launcher/partition/dgl-partition
+PART=$BIN/partition/dgl-partition
 LAUNCH=$BIN/launcher/launch/dgl-launch
 TRAINER=$BIN/daemons/trainer_host/trainer-host
 

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "common/file_util.h"
+#include "common/job_env.h"
 
 namespace dgld::net {
 
@@ -44,7 +45,7 @@ Status write_new_secret_file(const std::filesystem::path& path) {
 Result<SecretPtr> secret_from_flag_or_env(const std::string& flag_value) {
   std::string path = flag_value;
   if (path.empty()) {
-    if (const char* env = std::getenv("DGLD_SECRET_FILE"); env && *env) path = env;
+    if (const char* env = std::getenv(job_env::kSecretFile); env && *env) path = env;
   }
   if (path.empty()) return SecretPtr{};
   return load_secret_file(path);

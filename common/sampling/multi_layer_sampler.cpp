@@ -3,7 +3,7 @@
 #include <string>
 #include <utility>
 
-#include "common/sampling/random.h"
+#include "common/random.h"
 
 namespace dgld {
 
@@ -38,35 +38,29 @@ Result<SampledEdges> LocalGraphSource::sample(std::span<const int64_t> seeds_glo
   return edges;
 }
 
-MultiLayerNeighborSampler::MultiLayerNeighborSampler(std::vector<int64_t> fanouts, bool replace)
-    : fanouts_(std::move(fanouts)), replace_(replace) {}
+MultiLayerNeighborSampler::MultiLayerNeighborSampler(SamplingSpec spec) : spec_(std::move(spec)) {}
+
+MultiLayerNeighborSampler::MultiLayerNeighborSampler(std::vector<int64_t> fanouts, bool replace) {
+  spec_.fanouts = std::move(fanouts);
+  spec_.replace = replace;
+}
 
 Result<MiniBatch> MultiLayerNeighborSampler::sample(NeighborSource& source,
                                                     std::span<const int64_t> seeds,
                                                     uint64_t rng_seed, const EdgePairSet* exclude) const {
-  if (fanouts_.empty()) return invalid_argument("the sampler has no fanouts (no layers)");
-  const auto num_layers = static_cast<int64_t>(fanouts_.size());
-  for (int64_t layer = 0; layer < num_layers; ++layer) {
-    if (fanouts_[layer] < -1) {
-      return invalid_argument("fanout " + std::to_string(fanouts_[layer]) + " of layer " +
-                              std::to_string(layer) + " is invalid: use -1 or a count >= 0");
-    }
-  }
-  if (!etype_fanouts_.empty() && static_cast<int64_t>(etype_fanouts_.size()) != num_layers) {
-    return invalid_argument("per-edge-type fanouts are given for " + std::to_string(etype_fanouts_.size()) +
-                            " layers, the sampler has " + std::to_string(num_layers));
-  }
+  DGLD_RETURN_IF_ERROR(spec_.validate());
+  const auto num_layers = static_cast<int64_t>(spec_.num_layers());
   MiniBatch batch;
   batch.seeds.assign(seeds.begin(), seeds.end());
   batch.blocks.resize(num_layers);
   std::span<const int64_t> layer_seeds = batch.seeds;
   for (int64_t layer = num_layers - 1; layer >= 0; --layer) {
     const std::string where = "layer " + std::to_string(layer);
-    const SampleOptions opt{.fanout = fanouts_[layer],
-                            .replace = replace_,
+    const SampleOptions opt{.fanout = spec_.fanouts[layer],
+                            .replace = spec_.replace,
                             .rng_seed = derive_seed(rng_seed, static_cast<uint64_t>(layer)),
-                            .etype_fanouts = etype_fanouts_.empty() ? std::vector<int64_t>{}
-                                                                    : etype_fanouts_[layer]};
+                            .etype_fanouts = spec_.etype_fanouts.empty() ? std::vector<int64_t>{}
+                                                                         : spec_.etype_fanouts[layer]};
     Result<SampledEdges> edges = source.sample(layer_seeds, opt);
     if (!edges.is_ok()) return edges.status().with_context(where);
     if (exclude && !exclude->empty()) {

@@ -22,6 +22,7 @@
 #include "common/graph/csc.h"
 #include "common/sampling/block.h"
 #include "common/sampling/neighbor_sampling.h"
+#include "common/sampling/sampling_spec.h"
 #include "common/status.h"
 
 namespace dgld {
@@ -97,14 +98,18 @@ struct MiniBatch {
   std::vector<int64_t> input_nodes;  // blocks[0].src_nodes: whose features to fetch
 };
 
+// Multi-layer sampling by a SamplingSpec (sampling_spec.h). The spec's
+// direction and prob are the NeighborSource's business (it was made for
+// them); this class walks the layers.
 class MultiLayerNeighborSampler {
  public:
+  explicit MultiLayerNeighborSampler(SamplingSpec spec);
   // fanouts[i] >= -1 for block i (input layer first); -1 takes all neighbours.
   explicit MultiLayerNeighborSampler(std::vector<int64_t> fanouts, bool replace = false);
 
   // Samples the blocks of one batch of unique global seed ids. Layer i draws
   // with rng seed derive_seed(rng_seed, i); vary rng_seed per batch and epoch.
-  // invalid_argument for no fanouts, a fanout < -1, or repeated seeds; the
+  // invalid_argument for a spec that does not validate or repeated seeds; the
   // source's errors are passed on with the layer named.
   // With `exclude`, sampled edges between a pair of the set are dropped
   // before each block is built (as DGL removes excluded edges after sampling).
@@ -112,17 +117,17 @@ class MultiLayerNeighborSampler {
                            uint64_t rng_seed, const EdgePairSet* exclude = nullptr) const;
 
   // Heterogeneous graphs: etype_fanouts[i][r] is block i's fanout for edge
-  // type r (DGL's fanout dicts); the blocks then keep each edge's type. Every
-  // layer needs one entry per edge type.
-  void set_etype_fanouts(std::vector<std::vector<int64_t>> etype_fanouts) { etype_fanouts_ = std::move(etype_fanouts); }
-  const std::vector<std::vector<int64_t>>& etype_fanouts() const { return etype_fanouts_; }
-  const std::vector<int64_t>& fanouts() const { return fanouts_; }
-  bool replace() const { return replace_; }
+  // type r (DGL's fanout dicts); the blocks then keep each edge's type.
+  void set_etype_fanouts(std::vector<std::vector<int64_t>> etype_fanouts) {
+    spec_.etype_fanouts = std::move(etype_fanouts);
+  }
+  const SamplingSpec& spec() const { return spec_; }
+  const std::vector<std::vector<int64_t>>& etype_fanouts() const { return spec_.etype_fanouts; }
+  const std::vector<int64_t>& fanouts() const { return spec_.fanouts; }
+  bool replace() const { return spec_.replace; }
 
  private:
-  std::vector<int64_t> fanouts_;
-  bool replace_;
-  std::vector<std::vector<int64_t>> etype_fanouts_;
+  SamplingSpec spec_;
 };
 
 }  // namespace dgld

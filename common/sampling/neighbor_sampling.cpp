@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "common/sampling/id_map.h"
-#include "common/sampling/random.h"
+#include "common/random.h"
 #include "common/sampling/thread_pool.h"
 
 namespace dgld {

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "common/cli.h"
+#include "common/job_env.h"
 
 namespace dgld::graph_server {
 namespace po = boost::program_options;
@@ -55,13 +56,13 @@ ParsedOptions parse_graph_server_options(int argc, const char* const argv[]) {
     case CliOutcome::run: break;
   }
   std::string err;
-  bool ok = flag_from_env(vm, "part-config", "DGL_CONF_PATH", part_config, err) &&
-            flag_from_env(vm, "ip-config", "DGL_IP_CONFIG", ip_config, err) &&
-            flag_from_env(vm, "server-id", "DGL_SERVER_ID", o.server_id, err) &&
-            flag_from_env(vm, "num-servers", "DGL_NUM_SERVER", o.num_servers, err) &&
-            flag_from_env(vm, "num-clients", "DGL_NUM_CLIENT", o.num_clients, err) &&
-            flag_from_env(vm, "num-samplers", "DGL_NUM_SAMPLER", o.num_samplers, err) &&
-            flag_from_env(vm, "job-id", "DGLD_JOB_ID", o.job_id, err);
+  bool ok = flag_from_env(vm, "part-config", job_env::kConfPath, part_config, err) &&
+            flag_from_env(vm, "ip-config", job_env::kIpConfig, ip_config, err) &&
+            flag_from_env(vm, "server-id", job_env::kServerId, o.server_id, err) &&
+            flag_from_env(vm, "num-servers", job_env::kNumServer, o.num_servers, err) &&
+            flag_from_env(vm, "num-clients", job_env::kNumClient, o.num_clients, err) &&
+            flag_from_env(vm, "num-samplers", job_env::kNumSampler, o.num_samplers, err) &&
+            flag_from_env(vm, "job-id", job_env::kJobId, o.job_id, err);
   if (ok && part_config.empty()) err = "--part-config (or DGL_CONF_PATH) is required", ok = false;
   if (ok && ip_config.empty()) err = "--ip-config (or DGL_IP_CONFIG) is required", ok = false;
   if (ok && o.server_id < 0) err = "--server-id (or DGL_SERVER_ID) is required and must be >= 0", ok = false;

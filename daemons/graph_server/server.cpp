@@ -12,7 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/client/local_partition.h"
+#include "common/sampling/sampling_spec.h"
+#include "common/shm/naming.h"
 #include "common/ip_config.h"
 #include "common/logging.h"
 #include "common/net/io_threads.h"
@@ -215,7 +216,7 @@ Status GraphServer::Impl::init() {
                             std::to_string(opts.num_servers) + " is machine " + std::to_string(m) + ", but " +
                             opts.ip_config.string() + " lists only " + std::to_string(machines.size()));
   }
-  if (opts.job_id.empty()) opts.job_id = client::default_job_id(config, machines[m]);
+  if (opts.job_id.empty()) opts.job_id = shm::default_job_id(config, machines[m]);
   node_range = config.node_map[m];
   edge_range = config.edge_map[m];
 
@@ -243,8 +244,8 @@ Status GraphServer::Impl::init() {
     }
     // Every node's original id (before the partitioner relabelled them), as
     // DGL's orig_nids: offline inference writes outputs in that order.
-    if (!part->node_tensor(client::kOrigIdTensor)) {
-      TensorSpec spec{client::kOrigIdTensor, DType::int64, {config.num_nodes}, PartPolicy::node};
+    if (!part->node_tensor(kOrigIdTensor)) {
+      TensorSpec spec{kOrigIdTensor, DType::int64, {config.num_nodes}, PartPolicy::node};
       spec.persistent = true;
       DGLD_RETURN_IF_ERROR(tensors->add(spec, part->orig_node_ids().data()));
     }
@@ -707,14 +708,24 @@ void GraphServer::Impl::on_find_edges(const RequestContext& ctx, Message&& m) {
 
 void GraphServer::Impl::on_sample(const RequestContext& ctx, Message&& m) {
   const auto* req = m.as<fbs::SampleNeighbors>();
+  auto parsed = read_sampling_spec(req->spec(), "SampleNeighbors from " + ctx.peer());
+  if (!parsed.is_ok()) return ctx.reply_error(parsed.status());
+  const SamplingSpec& spec = *parsed;
+  if (spec.num_layers() != 1) {
+    return ctx.reply_error(invalid_argument("sample_neighbors: a request samples one layer, this one has " +
+                                            std::to_string(spec.num_layers())));
+  }
   auto seeds = id_blob(m, 0, "seed ids", opts.max_ids_per_request);
   if (!seeds.is_ok()) return ctx.reply_error(seeds.status());
+  const int64_t fanout = spec.fanouts[0];
+  if (fanout > INT32_MAX) {
+    return ctx.reply_error(invalid_argument("sample_neighbors: fanout " + std::to_string(fanout) + " is out of range"));
+  }
   // With replacement each seed gives `fanout` edges whatever its degree: the
   // reply (two int64 ids per edge) is capped like an id list.
-  if (req->replace() && req->fanout() > 0 &&
-      static_cast<uint64_t>(req->fanout()) * seeds->size() > opts.max_ids_per_request) {
+  if (spec.replace && fanout > 0 && static_cast<uint64_t>(fanout) * seeds->size() > opts.max_ids_per_request) {
     return ctx.reply_error(resource_exhausted(
-        "sample_neighbors: fanout " + std::to_string(req->fanout()) + " with replacement for " +
+        "sample_neighbors: fanout " + std::to_string(fanout) + " with replacement for " +
         std::to_string(seeds->size()) + " seeds is over the cap of " + std::to_string(opts.max_ids_per_request) +
         " sampled edges per request (--max-ids-per-request)"));
   }
@@ -725,43 +736,36 @@ void GraphServer::Impl::on_sample(const RequestContext& ctx, Message&& m) {
     rows[i] = *local;
   }
   SampleOptions so;
-  so.fanout = req->fanout();
-  so.replace = req->replace();
+  so.fanout = fanout;
+  so.replace = spec.replace;
   so.rng_seed = static_cast<uint64_t>(req->seed());
   SampleExtras extras;
   extras.stream_keys = *seeds;
-  const bool typed = req->etype_fanouts() && req->etype_fanouts()->size() > 0;
+  const bool typed = !spec.etype_fanouts.empty();
   if (typed) {
     const auto num_etypes = static_cast<size_t>(config.types.num_etypes());
     if (part->edge_types().empty()) {
       return ctx.reply_error(invalid_argument("sample_neighbors: per-edge-type fanouts, but graph '" +
                                               config.graph_name + "' has no edge types (it is homogeneous)"));
     }
-    if (req->etype_fanouts()->size() != num_etypes) {
-      return ctx.reply_error(invalid_argument("sample_neighbors: " + std::to_string(req->etype_fanouts()->size()) +
+    if (spec.etype_fanouts[0].size() != num_etypes) {
+      return ctx.reply_error(invalid_argument("sample_neighbors: " + std::to_string(spec.etype_fanouts[0].size()) +
                                               " per-edge-type fanouts for " + std::to_string(num_etypes) +
                                               " edge types"));
     }
-    if (req->out_edges()) {
-      return ctx.reply_error(invalid_argument("sample_neighbors: per-edge-type fanouts of out-edges are not supported"));
-    }
-    so.etype_fanouts.assign(req->etype_fanouts()->begin(), req->etype_fanouts()->end());
+    so.etype_fanouts = spec.etype_fanouts[0];
     extras.etypes = part->edge_types().first(inner_in.indices.size());
   }
   // Seeds are spread over the sampling threads when they are free (one
   // request at a time; others meanwhile run on their I/O thread alone). The
   // per-seed random streams make the result the same either way.
   extras.pool = sample_pool.get();
-  const AdjacencyView& adj = req->out_edges() ? part->out_edges() : inner_in;
-  std::vector<float> weights;
-  if (req->prob() && req->prob()->size()) {
-    if (req->out_edges()) {
-      return ctx.reply_error(invalid_argument("weighted sampling of out-edges is not supported"));
-    }
-    auto t = tensors->find(req->prob()->str());
+  const AdjacencyView& adj = spec.out_edges ? part->out_edges() : inner_in;
+  if (!spec.prob.empty()) {
+    auto t = tensors->find(spec.prob);
     if (!t.is_ok()) return ctx.reply_error(t.status().with_context("sample_neighbors prob"));
     if ((*t)->policy != PartPolicy::edge || (*t)->dtype() != DType::float32 || (*t)->row_bytes() != sizeof(float)) {
-      return ctx.reply_error(invalid_argument("sample_neighbors prob '" + req->prob()->str() +
+      return ctx.reply_error(invalid_argument("sample_neighbors prob '" + spec.prob +
                                               "' must be a float32 edge tensor with one value per edge"));
     }
     extras.weights = std::span<const float>(static_cast<const float*>((*t)->storage->data()),

@@ -4,8 +4,8 @@
 #include <cstring>
 
 #include "common/logging.h"
-#include "common/client/local_partition.h"
-#include "common/sampling/random.h"
+#include "common/shm/naming.h"
+#include "common/random.h"
 
 namespace dgld::graph_server {
 namespace {
@@ -33,12 +33,12 @@ TensorTable::TensorTable(std::string job_id, int machine_id, bool owner, int64_t
 Status TensorTable::init() {
   std::lock_guard lock(mu_);
   if (owner_) {
-    DGLD_ASSIGN_OR_RETURN(auto g, client::TensorGeneration::create(job_id_, machine_id_));
-    generation_ = std::make_unique<client::TensorGeneration>(std::move(g));
+    DGLD_ASSIGN_OR_RETURN(auto g, shm::TensorGeneration::create(job_id_, machine_id_));
+    generation_ = std::make_unique<shm::TensorGeneration>(std::move(g));
   } else {
-    DGLD_ASSIGN_OR_RETURN(auto g, client::TensorGeneration::attach(job_id_, machine_id_,
+    DGLD_ASSIGN_OR_RETURN(auto g, shm::TensorGeneration::attach(job_id_, machine_id_,
                                                                    shm::Deadline::clock::now() + attach_timeout_));
-    generation_ = std::make_unique<client::TensorGeneration>(std::move(g));
+    generation_ = std::make_unique<shm::TensorGeneration>(std::move(g));
     cached_generation_ = generation_->load();
   }
   return Status::ok();
@@ -47,7 +47,7 @@ Status TensorTable::init() {
 TensorTable::~TensorTable() = default;
 
 std::string TensorTable::segment_for(const std::string& name, PartPolicy policy) const {
-  return client::tensor_segment(job_id_, machine_id_, name, policy == PartPolicy::edge);
+  return shm::tensor_segment(job_id_, machine_id_, name, policy == PartPolicy::edge);
 }
 
 Status TensorTable::add(const TensorSpec& spec, const void* rows) {

@@ -17,9 +17,10 @@
 #include <string>
 #include <vector>
 
-#include "common/client/local_partition.h"
-#include "common/client/server_api.h"
 #include "common/dtype.h"
+#include "common/kvstore_types.h"
+#include "common/part_config.h"
+#include "common/shm/naming.h"
 #include "common/shm/shared_tensor.h"
 #include "common/status.h"
 
@@ -27,9 +28,9 @@ namespace dgld::graph_server {
 
 // The same description a client sends (shape is global: dim 0 = the graph's
 // number of nodes or edges).
-using TensorSpec = client::CreateTensor;
-using PartPolicy = client::Policy;
-using InitKind = client::Init;
+using TensorSpec = CreateTensor;
+using PartPolicy = Policy;
+using InitKind = Init;
 
 struct ServedTensor {
   std::string name;
@@ -87,7 +88,7 @@ class TensorTable {
   std::map<std::string, std::shared_ptr<ServedTensor>> tensors_;
   // Owner: bumped on every delete. Others: compared with the cached value to
   // drop attachments to deleted segments.
-  std::unique_ptr<client::TensorGeneration> generation_;
+  std::unique_ptr<shm::TensorGeneration> generation_;
   uint64_t cached_generation_ = 0;
   std::chrono::milliseconds attach_timeout_;
 };

@@ -8,13 +8,14 @@
 #include <mutex>
 
 #include "common/cli.h"
-#include "common/client/cluster.h"
-#include "common/client/batch_slots.h"
-#include "common/client/data_loader.h"
+#include "client/cluster.h"
+#include "client/batch_slots.h"
+#include "client/data_loader.h"
 #include "common/net/io_threads.h"
 #include "common/net/rpc_server.h"
 #include "schemas/rpc_generated.h"
 #include "schemas/sampler_generated.h"
+#include "common/job_env.h"
 
 namespace dgld::sampler {
 namespace po = boost::program_options;
@@ -61,9 +62,9 @@ ParsedOptions parse_sampler_worker_options(int argc, const char* const argv[]) {
   }
   std::string err;
   // On a malformed variable flag_from_env has set err.
-  if (flag_from_env(vm, "part-config", "DGL_CONF_PATH", part_config, err) &&
-      flag_from_env(vm, "ip-config", "DGL_IP_CONFIG", ip_config, err) &&
-      flag_from_env(vm, "job-id", "DGLD_JOB_ID", o.job_id, err)) {
+  if (flag_from_env(vm, "part-config", job_env::kConfPath, part_config, err) &&
+      flag_from_env(vm, "ip-config", job_env::kIpConfig, ip_config, err) &&
+      flag_from_env(vm, "job-id", job_env::kJobId, o.job_id, err)) {
     if (part_config.empty()) err = "--part-config (or DGL_CONF_PATH) is required";
     else if (ip_config.empty()) err = "--ip-config (or DGL_IP_CONFIG) is required";
     else if (o.num_servers < 1) err = "--num-servers must be >= 1";
@@ -108,11 +109,7 @@ struct SamplerWorker::Impl {
   std::string stop_reason;
 
   Result<const client::BatchBuilder*> builder_for(const client::BatchSpec& spec) {
-    std::string key = spec.feature + "|" + spec.label + "|" + (spec.replace ? "r" : "n");
-    for (int64_t f : spec.fanouts) {
-      key += ',';
-      key += std::to_string(f);
-    }
+    const std::string key = spec.feature + "|" + spec.label + "|" + spec.sampling.to_string();
     std::lock_guard lock(builders_mu);
     auto it = builders.find(key);
     if (it == builders.end()) {
@@ -125,31 +122,21 @@ struct SamplerWorker::Impl {
   }
 
   void on_sample_batch(const net::RequestContext& ctx, net::Message&& m) {
-    const auto* req = m.as<fbs::SampleBatch>();
-    if (m.blobs.size() != 1 || m.blobs[0].size() % sizeof(int64_t) != 0) {
-      return ctx.reply_error(invalid_argument("SampleBatch from " + ctx.peer() +
-                                              ": blob 0 must hold the int64 seed ids"));
-    }
-    client::BatchSpec spec;
-    if (req->fanouts()) spec.fanouts.assign(req->fanouts()->begin(), req->fanouts()->end());
-    else spec.fanouts.clear();
-    spec.replace = req->replace();
-    spec.feature = req->feature() ? req->feature()->str() : "";
-    spec.label = req->label() ? req->label()->str() : "";
-    std::vector<int64_t> seeds(m.blobs[0].size() / sizeof(int64_t));
-    if (!seeds.empty()) std::memcpy(seeds.data(), m.blobs[0].data(), m.blobs[0].size());
-    auto b = builder_for(spec);
+    auto parsed = client::decode_sample_batch(m, ctx.peer());
+    if (!parsed.is_ok()) return ctx.reply_error(parsed.status());
+    const client::SampleBatchRequest& req = *parsed;
+    auto b = builder_for(req.spec);
     if (!b.is_ok()) return ctx.reply_error(b.status());
     const client::BatchBuilder& builder = **b;
-    auto batch = builder.sample(req->batch_id(), seeds, req->rng_seed());
+    auto batch = builder.sample(req.batch_id, req.seeds, req.rng_seed);
     int64_t slot_bytes_needed = 0;
-    if (batch.is_ok() && req->reply_slot() && req->reply_slot()->size() > 0) {
-      auto written = write_to_slot(req->reply_slot()->str(), builder, *batch);
+    if (batch.is_ok() && !req.reply_slot.empty()) {
+      auto written = write_to_slot(req.reply_slot, builder, *batch);
       if (!written.is_ok()) {
         batch = written.status();
       } else if (*written == 0) {
-        log()->debug("{}: batch {} (request {}) written to {}", ctx.peer(), req->batch_id(), ctx.header().request_id,
-                     req->reply_slot()->str());
+        log()->debug("{}: batch {} (request {}) written to {}", ctx.peer(), req.batch_id, ctx.header().request_id,
+                     req.reply_slot);
         ++served;
         ++served_in_slots;
         return ctx.reply(client::encode_slot_batch_reply(*batch));
@@ -158,15 +145,15 @@ struct SamplerWorker::Impl {
       }
     }
     if (batch.is_ok()) {
-      if (Status st = builder.fetch(*batch, req->skip_features_of()); !st.is_ok()) batch = st;
+      if (Status st = builder.fetch(*batch, req.skip_features_of); !st.is_ok()) batch = st;
     }
     if (!batch.is_ok()) {
-      log()->warn("{}: batch {} (request {}) failed: {}", ctx.peer(), req->batch_id(),
+      log()->warn("{}: batch {} (request {}) failed: {}", ctx.peer(), req.batch_id,
                   ctx.header().request_id, batch.status().to_string());
       return ctx.reply_error(batch.status());
     }
-    log()->debug("{}: batch {} (request {}): {} seeds, {} input nodes", ctx.peer(), req->batch_id(),
-                 ctx.header().request_id, seeds.size(), batch->mini_batch.input_nodes.size());
+    log()->debug("{}: batch {} (request {}): {} seeds, {} input nodes", ctx.peer(), req.batch_id,
+                 ctx.header().request_id, req.seeds.size(), batch->mini_batch.input_nodes.size());
     ++served;
     ctx.reply(client::encode_sample_batch_reply(std::move(*batch), std::max<int64_t>(0, slot_bytes_needed)));
   }
@@ -206,18 +193,17 @@ SamplerWorker::SamplerWorker(std::unique_ptr<Impl> impl) : impl_(std::move(impl)
 Result<std::unique_ptr<SamplerWorker>> SamplerWorker::create(const SamplerWorkerOptions& opts) {
   auto impl = std::make_unique<Impl>();
   impl->opts = opts;
-  client::ClusterOptions co;
-  co.ip_config = opts.ip_config;
-  co.part_config = opts.part_config;
-  co.role = client::Role::sampler;
-  co.machine_id = opts.machine_id;
-  co.num_servers = opts.num_servers;
-  co.group = opts.group;
-  co.job_id = opts.job_id;
-  co.connect_timeout = opts.connect_timeout;
-  co.call_timeout = opts.call_timeout;
-  co.attach_timeout = opts.connect_timeout;
-  co.secret = opts.secret;
+  client::JoinFlags join{.ip_config = opts.ip_config,
+                         .part_config = opts.part_config,
+                         .role = client::Role::sampler,
+                         .machine_id = opts.machine_id,
+                         .num_servers = opts.num_servers,
+                         .group = opts.group,
+                         .job_id = opts.job_id,
+                         .connect_timeout = opts.connect_timeout,
+                         .call_timeout = opts.call_timeout,
+                         .secret = opts.secret};
+  DGLD_ASSIGN_OR_RETURN(auto co, client::join_options(join));
   DGLD_ASSIGN_OR_RETURN(impl->cluster, client::Cluster::connect(co));
   set_log_role("sampler/" + std::to_string(impl->cluster->rank()) + ":" + std::to_string(opts.group));
 

@@ -11,11 +11,11 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
-#include "common/client/cluster.h"
-#include "common/client/data_loader.h"
-#include "common/client/dist_graph.h"
-#include "common/client/local_partition.h"
-#include "common/client/split.h"
+#include "client/cluster.h"
+#include "client/data_loader.h"
+#include "client/dist_graph.h"
+#include "client/local_partition.h"
+#include "client/split.h"
 #include "common/logging.h"
 #include "common/partition/partition.h"
 #include "daemons/trainer_host/sampler_children.h"
@@ -277,7 +277,7 @@ class DistBackend final : public TrainingBackend {
   Status setup_hetero(const MappedPartition& part);
   // --task link: the edge loader over this trainer's edge_split of
   // the edge tensor train_mask, and its share of the held-out edges.
-  Status setup_link(const std::vector<int64_t>& fanouts, bool uses_features);
+  Status setup_link(const SamplingSpec& sampling, bool uses_features);
   Result<std::vector<int64_t>> split(const std::string& mask, bool required);
   Status check_node_tensor(const std::string& name, DType dtype, bool matrix) const;
   // Collective; the tensor is deleted by destroy_tensor() or finish().
@@ -366,17 +366,17 @@ Status DistBackend::check_node_tensor(const std::string& name, DType dtype, bool
 }
 
 Status DistBackend::setup() {
-  client::ClusterOptions co;
-  co.ip_config = o_.ip_config;
-  co.part_config = o_.part_config;
-  co.role = client::Role::trainer;
-  co.machine_id = o_.machine_id;
-  co.num_servers = o_.num_servers;
-  co.requested_rank = o_.rank;
-  co.num_trainers = o_.num_trainers;
-  co.job_id = o_.job_id;
-  co.call_timeout = o_.collective_timeout;
-  DGLD_ASSIGN_OR_RETURN(co.secret, net::secret_from_flag_or_env(o_.secret_file));
+  client::JoinFlags join{.ip_config = o_.ip_config,
+                         .part_config = o_.part_config,
+                         .role = client::Role::trainer,
+                         .machine_id = o_.machine_id,
+                         .num_servers = o_.num_servers,
+                         .rank = o_.rank,
+                         .num_trainers = o_.num_trainers,
+                         .job_id = o_.job_id,
+                         .call_timeout = o_.collective_timeout,
+                         .secret_file = o_.secret_file};
+  DGLD_ASSIGN_OR_RETURN(auto co, client::join_options(join));
   auto cluster = client::Cluster::connect(co);
   if (!cluster.is_ok()) return cluster.status().with_context("joining the cluster");
   cluster_ = std::move(*cluster);
@@ -449,22 +449,16 @@ Status DistBackend::setup() {
     endpoints = samplers_->endpoints();
   }
 
-  DGLD_ASSIGN_OR_RETURN(auto fanouts, parse_fan_out(c_.fan_out));
-  if (link) return setup_link(fanouts, uses_features);
+  DGLD_ASSIGN_OR_RETURN(SamplingSpec sampling,
+                        sampling_spec(c_, hetero ? cluster_->config().types.num_etypes() : 0));
+  if (link) return setup_link(sampling, uses_features);
   client::DataLoaderOptions lo;
   lo.batch_size = c_.batch_size;
   lo.shuffle = true;
   lo.seed = c_.seed + static_cast<uint64_t>(rank) * 0x9e3779b97f4a7c15ULL;
-  lo.spec.fanouts = fanouts;
-  lo.spec.replace = c_.replace;
+  lo.spec.sampling = sampling;
   lo.spec.feature = uses_features || hetero ? c_.feature : "";
   lo.spec.label = labelled(c_.label);
-  if (hetero) {
-    // DGL's int fanout on a heterogeneous graph: that many per edge type.
-    for (int64_t f : fanouts) {
-      lo.spec.etype_fanouts.emplace_back(static_cast<size_t>(cluster_->config().types.num_etypes()), f);
-    }
-  }
   lo.spec.feature_cache_bytes = static_cast<size_t>(o_.feature_cache_mb) << 20;
   lo.samplers = endpoints;
   lo.local_threads = 2;
@@ -484,7 +478,7 @@ Status DistBackend::setup() {
   return Status::ok();
 }
 
-Status DistBackend::setup_link(const std::vector<int64_t>& fanouts, bool uses_features) {
+Status DistBackend::setup_link(const SamplingSpec& sampling, bool uses_features) {
   const auto& config = cluster_->config();
   if (!config.link_split.present) {
     return invalid_argument(fmt::format("--task link: partition config {} has no link split (partition with "
@@ -519,8 +513,7 @@ Status DistBackend::setup_link(const std::vector<int64_t>& fanouts, bool uses_fe
   client::LinkLoaderOptions lo;
   lo.batch_size = c_.batch_size;
   lo.seed = c_.seed + static_cast<uint64_t>(rank) * 0x9e3779b97f4a7c15ULL;
-  lo.fanouts = fanouts;
-  lo.replace = c_.replace;
+  lo.sampling = sampling;
   lo.feature = uses_features ? c_.feature : "";
   lo.feature_cache_bytes = static_cast<size_t>(o_.feature_cache_mb) << 20;
   lo.num_negatives = c_.num_negatives;

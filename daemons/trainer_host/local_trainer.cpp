@@ -12,6 +12,7 @@
 #include "common/partition/partition.h"
 #include "common/sampling/multi_layer_sampler.h"
 #include "daemons/trainer_host/training_loop.h"
+#include "common/random.h"
 
 namespace dgld::trainer {
 
@@ -19,24 +20,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-uint64_t mix(uint64_t a, uint64_t b) { return splitmix64(a ^ splitmix64(b)); }
-
-// Fisher-Yates with a fixed generator, so the order is the same on every platform.
-void shuffle_ids(std::vector<int64_t>& ids, uint64_t seed) {
-  uint64_t state = seed;
-  for (size_t i = ids.size(); i > 1; --i) {
-    state = splitmix64(state);
-    const size_t j = static_cast<size_t>(state % i);
-    std::swap(ids[i - 1], ids[j]);
-  }
-}
 
 std::string node_tensor_names(const MappedPartition& part) {
   std::string names;
@@ -76,8 +59,8 @@ Result<std::vector<int64_t>> ids_from_mask(const MappedPartition& part, const st
 // Standalone training: the whole graph in this process, one trainer.
 class LocalBackend final : public TrainingBackend {
  public:
-  LocalBackend(const LocalGraph& g, const TrainConfig& c, std::vector<int64_t> fanouts, int64_t num_classes)
-      : g_(g), c_(c), num_classes_(num_classes), source_(g.in_edges), sampler_(std::move(fanouts), c.replace),
+  LocalBackend(const LocalGraph& g, const TrainConfig& c, SamplingSpec sampling, int64_t num_classes)
+      : g_(g), c_(c), num_classes_(num_classes), source_(g.in_edges), sampler_(std::move(sampling)),
         order_(g.train_ids), features_(g.features) {}
 
   int rank() const override { return 0; }
@@ -94,7 +77,8 @@ class LocalBackend final : public TrainingBackend {
     epoch_ = epoch;
     step_ = 0;
     order_ = g_.train_ids;  // each epoch's order depends on (seed, epoch) only, so a resumed run repeats it
-    shuffle_ids(order_, mix(c_.seed, static_cast<uint64_t>(epoch)));
+    StreamRng rng(c_.seed, 0x5eed0000ull + static_cast<uint64_t>(epoch));  // as DistDataLoader's
+    seeded_shuffle(std::span<int64_t>(order_), rng);
   }
   Result<client::Batch> next_batch() override;
   Status allreduce(torch::Tensor&, Reduce, const std::string&) override { return Status::ok(); }
@@ -153,7 +137,7 @@ Result<client::Batch> LocalBackend::next_batch() {
   client::Batch b;
   b.batch_id = step_;
   auto t0 = Clock::now();
-  auto mb = sampler_.sample(source_, seeds, mix(mix(c_.seed, static_cast<uint64_t>(epoch_)), step_));
+  auto mb = sampler_.sample(source_, seeds, derive_seed(derive_seed(c_.seed, static_cast<uint64_t>(epoch_)), static_cast<uint64_t>(step_)));
   if (!mb.is_ok()) return mb.status().with_context("sampling");
   b.mini_batch = std::move(mb).value();
   b.timings.sample_s = seconds_since(t0);
@@ -264,7 +248,11 @@ Result<LocalGraph> local_graph_from_partition(const MappedPartition& part, const
 Result<TrainResult> train_local(const LocalGraph& graph, const TrainConfig& config) {
   DGLD_RETURN_IF_ERROR(validate_train_config(config));
   if (!config.model_file.empty()) DGLD_RETURN_IF_ERROR(check_model_file(config.model_file).with_context("--model-file"));
-  DGLD_ASSIGN_OR_RETURN(auto fanouts, parse_fan_out(config.fan_out));
+  DGLD_ASSIGN_OR_RETURN(SamplingSpec sampling, sampling_spec(config));
+  if (!sampling.prob.empty()) {
+    return invalid_argument("--sample-prob '" + sampling.prob + "': weighted sampling reads the edge tensor from the "
+                            "graph-servers; standalone training has none (run distributed, e.g. dgl-launch --local)");
+  }
   const bool uses_features = config.learnable_features != LearnableFeatures::replace;
   if (graph.num_nodes < 1) return invalid_argument(fmt::format("graph '{}' has no nodes", graph.graph_name));
   if (uses_features && graph.feat_dim < 1) {
@@ -297,7 +285,7 @@ Result<TrainResult> train_local(const LocalGraph& graph, const TrainConfig& conf
   logger("trainer")->info("standalone: {} nodes, {} edges, {} train / {} val / {} test, {} threads", graph.num_nodes,
                           graph.in_edges.num_edges(), graph.train_ids.size(), graph.val_ids.size(),
                           graph.test_ids.size(), threads);
-  LocalBackend backend(graph, config, std::move(fanouts), max_label + 1);
+  LocalBackend backend(graph, config, std::move(sampling), max_label + 1);
   return run_training(backend, config);
 }
 

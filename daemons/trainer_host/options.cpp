@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "common/cli.h"
+#include "common/job_env.h"
 
 namespace dgld::trainer {
 namespace po = boost::program_options;
@@ -77,6 +78,8 @@ ParsedTrainerHostOptions parse_trainer_host_options(int argc, const char* const 
       ("weight-decay", po::value(&t.weight_decay)->default_value(t.weight_decay), "Adam weight decay")
       ("row-normalize", po::bool_switch(&t.row_normalize), "divide each feature row by its sum")
       ("replace", po::bool_switch(&t.replace), "sample neighbours with replacement")
+      ("sample-prob", po::value(&t.sample_prob),
+       "float32 edge tensor of sampling weights: neighbours are drawn in proportion (DGL's prob=); default uniform")
       ("feature", po::value(&t.feature)->default_value(t.feature), "float32 node tensor of input features")
       ("label", po::value(&t.label)->default_value(t.label), "int64 node tensor of labels")
       ("learnable-features", po::value(&learnable)->default_value("off"),
@@ -131,14 +134,14 @@ ParsedTrainerHostOptions parse_trainer_host_options(int argc, const char* const 
   // DGL's launcher passes settings as environment variables; dgl-launch adds
   // the machine, the rank and the job's trainer count.
   std::string env_error;
-  if (!flag_from_env(vm, "part-config", "DGL_CONF_PATH", o.part_config, env_error) ||
-      !flag_from_env(vm, "ip-config", "DGL_IP_CONFIG", d.ip_config, env_error) ||
-      !flag_from_env(vm, "num-servers", "DGL_NUM_SERVER", d.num_servers, env_error) ||
-      !flag_from_env(vm, "num-samplers", "DGL_NUM_SAMPLER", d.num_samplers, env_error) ||
-      !flag_from_env(vm, "machine-id", "DGLD_MACHINE_ID", d.machine_id, env_error) ||
-      !flag_from_env(vm, "rank", "DGLD_TRAINER_RANK", d.rank, env_error) ||
-      !flag_from_env(vm, "num-trainers", "DGLD_NUM_TRAINERS", d.num_trainers, env_error) ||
-      !flag_from_env(vm, "job-id", "DGLD_JOB_ID", d.job_id, env_error)) {
+  if (!flag_from_env(vm, "part-config", job_env::kConfPath, o.part_config, env_error) ||
+      !flag_from_env(vm, "ip-config", job_env::kIpConfig, d.ip_config, env_error) ||
+      !flag_from_env(vm, "num-servers", job_env::kNumServer, d.num_servers, env_error) ||
+      !flag_from_env(vm, "num-samplers", job_env::kNumSampler, d.num_samplers, env_error) ||
+      !flag_from_env(vm, "machine-id", job_env::kMachineId, d.machine_id, env_error) ||
+      !flag_from_env(vm, "rank", job_env::kTrainerRank, d.rank, env_error) ||
+      !flag_from_env(vm, "num-trainers", job_env::kNumTrainers, d.num_trainers, env_error) ||
+      !flag_from_env(vm, "job-id", job_env::kJobId, d.job_id, env_error)) {
     return fail(env_error);
   }
   auto lf = parse_learnable_features(learnable);

@@ -28,41 +28,30 @@ const char* learnable_features_name(LearnableFeatures v) {
   return "?";
 }
 
-Result<std::vector<int64_t>> parse_fan_out(const std::string& text) {
-  std::vector<int64_t> out;
-  size_t pos = 0;
-  while (true) {
-    const size_t comma = text.find(',', pos);
-    std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    item.erase(0, item.find_first_not_of(" \t"));
-    item.erase(item.find_last_not_of(" \t") + 1);
-    size_t used = 0;
-    long long v = 0;
-    try {
-      v = std::stoll(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (item.empty() || used != item.size() || v < -1) {
-      return invalid_argument("--fan-out '" + text + "': '" + item + "' is not a fanout (an integer >= -1)");
-    }
-    out.push_back(v);
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
+Result<std::vector<int64_t>> parse_fan_out(const std::string& text) { return parse_fanouts(text, "--fan-out"); }
+
+Result<SamplingSpec> sampling_spec(const TrainConfig& c, int num_etypes) {
+  SamplingSpec spec;
+  DGLD_ASSIGN_OR_RETURN(spec.fanouts, parse_fan_out(c.fan_out));
+  if (static_cast<int>(spec.fanouts.size()) != c.num_layers) {
+    return invalid_argument(fmt::format("--fan-out '{}' gives {} fanouts but --num-layers is {}: give one fanout "
+                                        "per layer",
+                                        c.fan_out, spec.fanouts.size(), c.num_layers));
   }
-  return out;
+  spec.replace = c.replace;
+  spec.prob = c.sample_prob;
+  for (int64_t f : spec.fanouts) {
+    if (num_etypes > 0) spec.etype_fanouts.emplace_back(static_cast<size_t>(num_etypes), f);
+  }
+  DGLD_RETURN_IF_ERROR(spec.validate());
+  return spec;
 }
 
 Status validate_train_config(const TrainConfig& c) {
   if (c.num_epochs < 1) return invalid_argument(fmt::format("--num-epochs must be >= 1, got {}", c.num_epochs));
   if (c.num_hidden < 1) return invalid_argument(fmt::format("--num-hidden must be >= 1, got {}", c.num_hidden));
   if (c.num_layers < 1) return invalid_argument(fmt::format("--num-layers must be >= 1, got {}", c.num_layers));
-  DGLD_ASSIGN_OR_RETURN(auto fanouts, parse_fan_out(c.fan_out));
-  if (static_cast<int>(fanouts.size()) != c.num_layers) {
-    return invalid_argument(fmt::format("--fan-out '{}' gives {} fanouts but --num-layers is {}: give one fanout "
-                                        "per layer",
-                                        c.fan_out, fanouts.size(), c.num_layers));
-  }
+  DGLD_RETURN_IF_ERROR(sampling_spec(c).status());
   if (c.batch_size < 1) return invalid_argument(fmt::format("--batch-size must be >= 1, got {}", c.batch_size));
   if (c.eval_fan_out < -1) {
     return invalid_argument(fmt::format("--eval-fan-out must be -1 (all) or >= 0, got {}", c.eval_fan_out));
@@ -204,6 +193,7 @@ nlohmann::json config_json(const TrainConfig& c) {
           {"weight_decay", c.weight_decay},
           {"row_normalize", c.row_normalize},
           {"replace", c.replace},
+          {"sample_prob", c.sample_prob},
           {"feature", c.feature},
           {"label", c.label},
           {"learnable_features", learnable_features_name(c.learnable_features)},

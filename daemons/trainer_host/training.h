@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "common/sampling/sampling_spec.h"
 
 namespace dgld::trainer {
 
@@ -45,6 +46,7 @@ struct TrainConfig {
   double weight_decay = 0.0;   // Adam weight decay (L2), DGL's example uses none
   bool row_normalize = false;  // divide each feature row by its sum (as the GCN paper does for Cora)
   bool replace = false;        // sample with replacement
+  std::string sample_prob;     // float32 edge tensor of sampling weights (DGL's prob=); empty: uniform
   std::string feature = "features";  // float32 node tensor of input features ("_N/<feature>")
   std::string label = "labels";      // int64 node tensor of labels
   // DistEmbedding: a learnable per-node embedding, updated by a sparse optimiser.
@@ -97,6 +99,10 @@ struct TrainConfig {
 
 // "10,25" -> {10, 25}; invalid_argument naming the bad item.
 Result<std::vector<int64_t>> parse_fan_out(const std::string& text);
+// The flags' SamplingSpec (--fan-out, --replace, --sample-prob), one fanout
+// per layer; per-edge-type fanouts (num_etypes > 0: DGL's int fanout on a
+// heterogeneous graph, that many of every type) when the graph has types.
+Result<SamplingSpec> sampling_spec(const TrainConfig& config, int num_etypes = 0);
 // Checks every field, and that fan_out has num_layers entries; the message
 // names the flag.
 Status validate_train_config(const TrainConfig& config);

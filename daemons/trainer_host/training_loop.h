@@ -20,8 +20,8 @@
 
 #include <torch/torch.h>
 
-#include "common/client/data_loader.h"
-#include "common/client/link_loader.h"
+#include "client/data_loader.h"
+#include "client/link_loader.h"
 #include "common/partition/link_split.h"
 #include "common/status.h"
 #include "daemons/trainer_host/model_impl.h"

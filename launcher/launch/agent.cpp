@@ -24,6 +24,7 @@
 #include "launcher/launch/files.h"
 #include "launcher/launch/protocol.h"
 #include "launcher/launch/subprocess.h"
+#include "common/job_env.h"
 
 namespace dgld::launch {
 namespace {
@@ -487,7 +488,7 @@ class Agent {
       SpawnOptions so;
       so.argv = p.argv;
       for (const auto& [k, v] : p.env) so.env.push_back(k + "=" + v);
-      if (!secret_path_.empty()) so.env.push_back("DGLD_SECRET_FILE=" + secret_path_.string());
+      if (!secret_path_.empty()) so.env.push_back(std::string(job_env::kSecretFile) + "=" + secret_path_.string());
       if (p.role == "trainer" && !p.env.count("GLOO_SOCKET_IFNAME") && !spec_.server_ports.empty()) {
         const std::string ifname = interface_of(spec_.server_ports[0].host);
         if (!ifname.empty()) so.env.push_back("GLOO_SOCKET_IFNAME=" + ifname);

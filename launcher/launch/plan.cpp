@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "common/cli.h"
+#include "common/job_env.h"
 
 namespace dgld::launch {
 namespace po = boost::program_options;
@@ -250,14 +251,14 @@ std::map<std::string, std::string> server_env_files(const LaunchOptions& o, cons
           "# Install as /etc/dgld/{}-{}.env on that machine, then: systemctl enable --now dgld-graph-server@{}-{}\n",
           s.rank, plan.job_id, m.machine, m.label, plan.job_id, s.rank, plan.job_id, s.rank);
       for (const auto& [k, v] : s.env) {
-        if (k == "DGLD_MACHINE_ID") continue;  // marks processes a launcher started (and sweeps)
-        const bool path = k == "DGL_CONF_PATH" || k == "DGL_IP_CONFIG";
+        if (k == job_env::kMachineId) continue;  // marks processes a launcher started (and sweeps)
+        const bool path = k == job_env::kConfPath || k == job_env::kIpConfig;
         const std::filesystem::path p(v);
         text += k + "=" + (path && p.is_relative() ? (ws / p).lexically_normal().string() : v) + "\n";
       }
       if (!o.secret_file.empty()) {  // the path on that machine; the operator installs the file there (mode 0600)
         const std::filesystem::path p(o.secret_file);
-        text += "DGLD_SECRET_FILE=" + (p.is_relative() ? (ws / p).lexically_normal().string() : o.secret_file) + "\n";
+        text += std::string(job_env::kSecretFile) + "=" + (p.is_relative() ? (ws / p).lexically_normal().string() : o.secret_file) + "\n";
       }
       std::string args;
       for (size_t i = 1; i < s.argv.size(); ++i) args += (i > 1 ? " " : "") + s.argv[i];
@@ -289,14 +290,14 @@ Result<JobPlan> make_job_plan(const LaunchOptions& o, const std::vector<MachineA
   for (const auto& m : machines) host_count[m.host]++;
 
   std::map<std::string, std::string> common{
-      {"DGL_IP_CONFIG", o.ip_config},
-      {"DGL_CONF_PATH", o.part_config},
-      {"DGL_NUM_SERVER", env_value(S)},
-      {"DGL_NUM_SAMPLER", env_value(K)},
-      {"DGL_NUM_CLIENT", env_value(num_clients)},
-      {"DGLD_JOB_ID", plan.job_id},
+      {job_env::kIpConfig, o.ip_config},
+      {job_env::kConfPath, o.part_config},
+      {job_env::kNumServer, env_value(S)},
+      {job_env::kNumSampler, env_value(K)},
+      {job_env::kNumClient, env_value(num_clients)},
+      {job_env::kJobId, plan.job_id},
   };
-  if (!o.graph_format.empty()) common["DGL_GRAPH_FORMAT"] = o.graph_format;
+  if (!o.graph_format.empty()) common[job_env::kGraphFormat] = o.graph_format;
 
   for (int m = 0; m < M; ++m) {
     const MachineAddress& a = machines[static_cast<size_t>(m)];
@@ -325,9 +326,9 @@ Result<JobPlan> make_job_plan(const LaunchOptions& o, const std::vector<MachineA
       s.argv = {o.graph_server_bin, "--num-server-threads", std::to_string(o.num_server_threads)};
       if (o.server_log_level_set) s.argv.insert(s.argv.end(), {"--log-level", o.log.level});
       auto env = common;
-      env["DGL_ROLE"] = "server";
-      env["DGL_SERVER_ID"] = env_value(s.rank);
-      env["DGLD_MACHINE_ID"] = env_value(m);
+      env[job_env::kRole] = "server";
+      env[job_env::kServerId] = env_value(s.rank);
+      env[job_env::kMachineId] = env_value(m);
       s.env = with_extra(std::move(env));
       mp.servers.push_back(std::move(s));
     }
@@ -345,10 +346,10 @@ Result<JobPlan> make_job_plan(const LaunchOptions& o, const std::vector<MachineA
       t.rank = m * T + i;
       t.argv = o.command;
       auto env = common;
-      env["DGL_ROLE"] = "trainer";
-      env["DGLD_MACHINE_ID"] = env_value(m);
-      env["DGLD_TRAINER_RANK"] = env_value(t.rank);
-      env["DGLD_NUM_TRAINERS"] = env_value(T * M);
+      env[job_env::kRole] = "trainer";
+      env[job_env::kMachineId] = env_value(m);
+      env[job_env::kTrainerRank] = env_value(t.rank);
+      env[job_env::kNumTrainers] = env_value(T * M);
       // torch.distributed's env:// rendezvous, for Python trainers
       // (init_process_group): machine 0's rendezvous port, as trainer-host's.
       env["MASTER_ADDR"] = machines[0].host;

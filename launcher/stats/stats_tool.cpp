@@ -6,11 +6,12 @@
 #include <nlohmann/json.hpp>
 
 #include "common/cli.h"
-#include "common/client/server_api.h"
+#include "client/server_api.h"
 #include "common/ip_config.h"
 #include "common/logging.h"
 #include "common/net/auth.h"
 #include "common/net/io_threads.h"
+#include "common/job_env.h"
 
 namespace dgld::stats {
 
@@ -60,8 +61,8 @@ int run_stats_tool(int argc, const char* const argv[]) {
     case CliOutcome::run: break;
   }
   std::string err;
-  if (!flag_from_env(vm, "ip-config", "DGL_IP_CONFIG", ip_config, err) ||
-      !flag_from_env(vm, "num-servers", "DGL_NUM_SERVER", num_servers, err)) {
+  if (!flag_from_env(vm, "ip-config", job_env::kIpConfig, ip_config, err) ||
+      !flag_from_env(vm, "num-servers", job_env::kNumServer, num_servers, err)) {
     std::cerr << "dgld-stats: " << err << "\n";
     return 2;
   }

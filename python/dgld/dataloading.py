@@ -32,26 +32,42 @@ __all__ = ["NeighborSampler", "MultiLayerNeighborSampler", "MultiLayerFullNeighb
 
 class NeighborSampler:
     """DGL's NeighborSampler: fanouts[i] neighbours per node for block i
-    (input layer first; -1: all)."""
+    (input layer first; -1: all), uniformly or, with prob='w', in
+    proportion to the float32 edge tensor g.edata['w'] (zero: never). The
+    arguments become one _C.SamplingSpec, checked there, that travels as it
+    is to the sampler-workers and graph-servers."""
 
     def __init__(self, fanouts, edge_dir="in", prob=None, mask=None, replace=False, prefetch_node_feats=None,
                  prefetch_labels=None, prefetch_edge_feats=None, output_device=None, fused=True, return_eids=False):
         # fused (DGL 1.x) and return_eids (DGL 0.6-0.7: blocks carry edata[dgl.EID] always) change nothing here.
-        self.fanouts = [int(f) for f in fanouts]
-        if not self.fanouts or any(f < -1 for f in self.fanouts):
-            raise InvalidArgument(f"fanouts must be a non-empty list of values >= -1, got {fanouts}")
+        try:
+            fanouts = [int(f) for f in fanouts]
+        except (TypeError, ValueError):
+            raise InvalidArgument(f"fanouts must be a list of integers >= -1, got {fanouts!r}") from None
         if edge_dir != "in":
             raise InvalidArgument("the distributed loader samples in-neighbours only (edge_dir='in')")
-        if prob is not None or mask is not None:
-            raise InvalidArgument("the distributed loader samples uniformly (prob and mask are not supported)")
+        if mask is not None:
+            raise InvalidArgument("NeighborSampler(mask=...) is not supported by dgld yet (prob= is)")
+        if prob is not None and not isinstance(prob, str):
+            raise InvalidArgument(f"prob must name an edge tensor (g.edata[prob]), got {type(prob).__name__}")
         if prefetch_edge_feats:
             raise InvalidArgument("prefetch_edge_feats is not supported by dgld yet")
         for name, v in (("prefetch_node_feats", prefetch_node_feats), ("prefetch_labels", prefetch_labels)):
             if v is not None and len(v) > 1:
                 raise InvalidArgument(f"{name}: dgld fetches one tensor with the batch, got {v}")
-        self.replace = bool(replace)
+        self.spec = _C.SamplingSpec(fanouts, replace=bool(replace), prob=prob or "")
+        self.fanouts = list(self.spec.fanouts)
+        self.replace = self.spec.replace
+        self.prob = prob
         self.prefetch_node_feats = prefetch_node_feats
         self.prefetch_labels = prefetch_labels
+
+    def __getstate__(self):  # a sampler in a collate_fn travels to sampler processes
+        return {k: v for k, v in self.__dict__.items() if k != "spec"}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.spec = _C.SamplingSpec(self.fanouts, replace=self.replace, prob=self.prob or "")
 
 
 MultiLayerNeighborSampler = NeighborSampler
@@ -146,7 +162,7 @@ class DistNodeDataLoader(_EpochLoader):
         self._label = _default_tensor(g, graph_sampler.prefetch_labels, torch.int64, 1)
         seed = int(torch.randint(0, 2**62, (1,)).item())
         self._loader = _C.DataLoader(
-            g._client, self._ids, graph_sampler.fanouts, graph_sampler.replace, int(batch_size), bool(shuffle),
+            g._client, self._ids, graph_sampler.spec, int(batch_size), bool(shuffle),
             bool(drop_last), seed, int(prefetch), self._feature, self._label, int(num_threads),
             list(samplers or []), float(batch_timeout_s), int(feature_cache_mb))
 
@@ -243,7 +259,7 @@ class DistEdgeDataLoader(_EpochLoader):
         neg = graph_sampler.negative_sampler
         seed = int(torch.randint(0, 2**62, (1,)).item())
         self._loader = _C.EdgeDataLoader(
-            g._client, self._ids, node_sampler.fanouts, node_sampler.replace, int(batch_size), bool(shuffle), seed,
+            g._client, self._ids, node_sampler.spec, int(batch_size), bool(shuffle), seed,
             int(prefetch), self._feature, int(num_threads), neg.k if neg else 0, neg.kind if neg else "uniform",
             graph_sampler.exclude is not None, bool(exclude_positives), int(feature_cache_mb))
 

@@ -2,8 +2,8 @@
 // its graph queries, splits and neighbour sampling.
 #include "python/src/client.h"
 
-#include "common/client/dist_graph.h"
-#include "common/client/split.h"
+#include "client/dist_graph.h"
+#include "client/split.h"
 #include "common/memory.h"
 #include "common/net/auth.h"
 
@@ -11,22 +11,21 @@ namespace dgld::python {
 
 Client::Client(const ClientOptions& o) {
   tune_allocator_for_large_buffers();
-  client::ClusterOptions co;
-  co.ip_config = o.ip_config;
-  co.part_config = o.part_config;
-  if (o.role == "trainer") co.role = client::Role::trainer;
-  else if (o.role == "sampler") co.role = client::Role::sampler;
+  client::JoinFlags join{.ip_config = o.ip_config,
+                         .part_config = o.part_config,
+                         .machine_id = o.machine_id,
+                         .num_servers = o.num_servers,
+                         .rank = o.rank,
+                         .group = o.group,
+                         .num_trainers = o.num_trainers,
+                         .job_id = o.job_id,
+                         .connect_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.connect_timeout_s * 1000)),
+                         .call_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.call_timeout_s * 1000)),
+                         .secret_file = o.secret_file};
+  if (o.role == "trainer") join.role = client::Role::trainer;
+  else if (o.role == "sampler") join.role = client::Role::sampler;
   else throw StatusError(invalid_argument("role must be 'trainer' or 'sampler', got '" + o.role + "'"));
-  co.machine_id = o.machine_id;
-  co.requested_rank = o.rank;
-  co.num_trainers = o.num_trainers;
-  co.num_servers = o.num_servers;
-  co.group = o.group;
-  co.job_id = o.job_id;
-  co.connect_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.connect_timeout_s * 1000));
-  co.call_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.call_timeout_s * 1000));
-  co.attach_timeout = co.connect_timeout;
-  co.secret = unwrap(net::secret_from_flag_or_env(o.secret_file));
+  const client::ClusterOptions co = unwrap(client::join_options(join));
   timeout_ = co.call_timeout;
   py::gil_scoped_release release;
   cluster_ = unwrap(client::Cluster::connect(co));

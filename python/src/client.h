@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "common/client/cluster.h"
-#include "common/client/data_loader.h"
+#include "client/cluster.h"
+#include "client/data_loader.h"
 #include "python/src/binding.h"
 
 namespace dgld::python {

@@ -1,6 +1,6 @@
 // dgld._C's DistTensor: pull / push rows by global id (client::DistTensor),
 // and creating and destroying tensors on the servers.
-#include "common/client/dist_tensor.h"
+#include "client/dist_tensor.h"
 
 #include "python/src/client.h"
 

@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "common/buffer_pool.h"
-#include "common/client/link_loader.h"
+#include "client/link_loader.h"
 #include "common/partition/link_split.h"
 #include "python/src/client.h"
 
@@ -104,8 +104,7 @@ py::object to_python_batch(client::Batch&& b, const std::string& feature_, const
 
 class DataLoader {
  public:
-  DataLoader(std::shared_ptr<Client> c, const torch::Tensor& seeds_in, std::vector<int64_t> fanouts, bool replace,
-             int64_t batch_size, bool shuffle, bool drop_last, uint64_t seed, int prefetch, std::string feature,
+  DataLoader(std::shared_ptr<Client> c, const torch::Tensor& seeds_in, SamplingSpec sampling, int64_t batch_size, bool shuffle, bool drop_last, uint64_t seed, int prefetch, std::string feature,
              std::string label, int num_threads, std::vector<std::string> samplers, double batch_timeout_s,
              int64_t feature_cache_mb)
       : client_(std::move(c)), feature_(feature), label_(label) {
@@ -115,8 +114,8 @@ class DataLoader {
     o.shuffle = shuffle;
     o.drop_last = drop_last;
     o.seed = seed;
-    o.spec.fanouts = std::move(fanouts);
-    o.spec.replace = replace;
+    check(sampling.validate());
+    o.spec.sampling = std::move(sampling);
     o.spec.feature = std::move(feature);
     o.spec.label = std::move(label);
     o.spec.feature_cache_bytes = static_cast<size_t>(std::max<int64_t>(0, feature_cache_mb)) << 20;
@@ -165,11 +164,10 @@ class DataLoader {
 };
 
 // DistEdgeDataLoader (link prediction): batches of training edges with
-// negatives, the blocks of their ends (common/client/link_loader.h).
+// negatives, the blocks of their ends (client/link_loader.h).
 class EdgeDataLoader {
  public:
-  EdgeDataLoader(std::shared_ptr<Client> c, const torch::Tensor& eids_in, std::vector<int64_t> fanouts, bool replace,
-                 int64_t batch_size, bool shuffle, uint64_t seed, int prefetch, std::string feature, int num_threads,
+  EdgeDataLoader(std::shared_ptr<Client> c, const torch::Tensor& eids_in, SamplingSpec sampling, int64_t batch_size, bool shuffle, uint64_t seed, int prefetch, std::string feature, int num_threads,
                  int num_negatives, const std::string& negative_sampler, bool exclude_seed_edges,
                  bool exclude_positives, int64_t feature_cache_mb)
       : client_(std::move(c)), feature_(feature) {
@@ -178,8 +176,8 @@ class EdgeDataLoader {
     o.batch_size = batch_size;
     o.shuffle = shuffle;
     o.seed = seed;
-    o.fanouts = std::move(fanouts);
-    o.replace = replace;
+    check(sampling.validate());
+    o.sampling = std::move(sampling);
     o.feature = std::move(feature);
     o.feature_cache_bytes = static_cast<size_t>(std::max<int64_t>(0, feature_cache_mb)) << 20;
     o.num_negatives = num_negatives;
@@ -255,10 +253,31 @@ Result<std::vector<std::pair<int64_t, int64_t>>> held_out_pairs(const PartitionC
 }
 
 void bind_loaders(py::module_& m) {
+  // DGL's NeighborSampler arguments, checked once (common/sampling/sampling_spec.h).
+  py::class_<SamplingSpec>(m, "SamplingSpec")
+      .def(py::init([](std::vector<int64_t> fanouts, std::vector<std::vector<int64_t>> etype_fanouts, bool out_edges,
+                       bool replace, std::string prob) {
+             SamplingSpec spec{.fanouts = std::move(fanouts),
+                               .etype_fanouts = std::move(etype_fanouts),
+                               .out_edges = out_edges,
+                               .replace = replace,
+                               .prob = std::move(prob)};
+             check(spec.validate());
+             return spec;
+           }),
+           py::arg("fanouts"), py::arg("etype_fanouts") = std::vector<std::vector<int64_t>>{},
+           py::arg("out_edges") = false, py::arg("replace") = false, py::arg("prob") = "")
+      .def_readonly("fanouts", &SamplingSpec::fanouts)
+      .def_readonly("etype_fanouts", &SamplingSpec::etype_fanouts)
+      .def_readonly("out_edges", &SamplingSpec::out_edges)
+      .def_readonly("replace", &SamplingSpec::replace)
+      .def_readonly("prob", &SamplingSpec::prob)
+      .def("__repr__", [](const SamplingSpec& s) { return "SamplingSpec(" + s.to_string() + ")"; });
+
   py::class_<DataLoader>(m, "DataLoader")
-      .def(py::init<std::shared_ptr<Client>, const torch::Tensor&, std::vector<int64_t>, bool, int64_t, bool, bool,
+      .def(py::init<std::shared_ptr<Client>, const torch::Tensor&, SamplingSpec, int64_t, bool, bool,
                     uint64_t, int, std::string, std::string, int, std::vector<std::string>, double, int64_t>(),
-           py::arg("client"), py::arg("seeds"), py::arg("fanouts"), py::arg("replace"), py::arg("batch_size"),
+           py::arg("client"), py::arg("seeds"), py::arg("sampling"), py::arg("batch_size"),
            py::arg("shuffle"), py::arg("drop_last"), py::arg("seed"), py::arg("prefetch"), py::arg("feature"),
            py::arg("label"), py::arg("num_threads"), py::arg("samplers"), py::arg("batch_timeout_s"),
            py::arg("feature_cache_mb"))
@@ -267,7 +286,7 @@ void bind_loaders(py::module_& m) {
       .def("next", &DataLoader::next);
 
   py::class_<EdgeDataLoader>(m, "EdgeDataLoader")
-      .def(py::init<std::shared_ptr<Client>, const torch::Tensor&, std::vector<int64_t>, bool, int64_t, bool, uint64_t,
+      .def(py::init<std::shared_ptr<Client>, const torch::Tensor&, SamplingSpec, int64_t, bool, uint64_t,
                     int, std::string, int, int, const std::string&, bool, bool, int64_t>())
       .def("num_batches", &EdgeDataLoader::num_batches)
       .def("start_epoch", &EdgeDataLoader::start_epoch)

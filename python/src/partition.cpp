@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "common/partition/partition.h"
-#include "launcher/partition/memory_input.h"
-#include "launcher/partition/partitioner.h"
+#include "partition/memory_input.h"
+#include "partition/partitioner.h"
 #include "python/src/binding.h"
 
 namespace dgld::python {

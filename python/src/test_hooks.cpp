@@ -7,7 +7,7 @@
 
 #include "common/partition/partition.h"
 #include "common/sampling/multi_layer_sampler.h"
-#include "daemons/trainer_host/model_impl.h"
+#include "daemons/trainer_host/builtin_layers.h"
 #include "python/src/client.h"
 
 namespace dgld::python {
@@ -61,30 +61,7 @@ torch::Tensor builtin_layer_forward(const std::string& kind, int64_t in_dim, int
                                     const std::map<std::string, torch::Tensor>& params, const py::object& block,
                                     const torch::Tensor& h) {
   auto g = torch::jit::toIValue(block, c10::getCustomClassType<ops::BlockGraphPtr>()).toCustomClass<ops::BlockGraph>();
-  std::shared_ptr<torch::nn::Module> layer;
-  std::function<torch::Tensor()> run;
-  if (kind == "sage") {
-    auto l = trainer::SageConv(in_dim, out_dim, trainer::Kernels::fused);
-    layer = l.ptr();
-    run = [l, g, h]() mutable { return l->forward(g, h); };
-  } else if (kind == "gcn") {
-    auto l = trainer::GraphConv(in_dim, out_dim, trainer::Kernels::fused);
-    layer = l.ptr();
-    run = [l, g, h]() mutable { return l->forward(g, h); };
-  } else if (kind == "gat") {
-    auto l = trainer::GatConv(in_dim, out_dim, heads, trainer::Kernels::fused);
-    layer = l.ptr();
-    run = [l, g, h]() mutable { return l->forward(g, h); };
-  } else {
-    throw StatusError(invalid_argument("unknown layer kind '" + kind + "'"));
-  }
-  torch::NoGradGuard no_grad;
-  for (auto& p : layer->named_parameters()) {
-    auto it = params.find(p.key());
-    if (it == params.end()) throw StatusError(invalid_argument("no value for parameter '" + p.key() + "'"));
-    p.value().copy_(it->second.view_as(p.value()));
-  }
-  return run();
+  return unwrap(trainer::builtin_layer_forward(kind, in_dim, out_dim, heads, params, g, h));
 }
 
 }  // namespace

@@ -27,7 +27,7 @@ while [[ $# -gt 0 ]]; do
     *) echo "accuracy.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
-part="$(realpath "$build")/launcher/partition/dgl-partition"
+part="$(realpath "$build")/partition/dgl-partition"
 launch="$(realpath "$build")/launcher/launch/dgl-launch"
 trainer="$(realpath "$build")/daemons/trainer_host/trainer-host"
 for b in "$part" "$launch" "$trainer"; do

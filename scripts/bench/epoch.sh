@@ -46,7 +46,7 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 [[ "$epochs" -ge 2 ]] || { echo "epoch.sh: --epochs must be >= 2 (the first is warm-up)" >&2; exit 2; }
-part="$build/launcher/partition/dgl-partition"
+part="$build/partition/dgl-partition"
 server="$build/daemons/graph_server/graph-server"
 trainer="$build/daemons/trainer_host/trainer-host"
 for b in "$part" "$server" "$trainer"; do

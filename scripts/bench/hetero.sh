@@ -30,7 +30,7 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/dgld-hetero-bench.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 authors=$((papers / 2))
 echo "partitioning hsbm: ${papers} papers, ${authors} authors, 128-dim paper features, reverse relations, into 2 parts..."
-"$build/launcher/partition/dgl-partition" --log-level warn \
+"$build/partition/dgl-partition" --log-level warn \
   --generate "hsbm:papers=${papers},authors=${authors},venues=200,topics=2000,classes=16,feat_dim=128,seed=1" \
   --add-reverse --num-parts 2 --graph-name bench --output "$work/parts" >/dev/null
 base=$(( 20000 + RANDOM % 20000 ))

@@ -30,14 +30,14 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 bin="$(realpath "$build")"
-for b in launcher/partition/dgl-partition launcher/launch/dgl-launch daemons/trainer_host/trainer-host; do
+for b in partition/dgl-partition launcher/launch/dgl-launch daemons/trainer_host/trainer-host; do
   [[ -x "$bin/$b" ]] || { echo "hetero_accuracy.sh: build first ($bin/$b missing)" >&2; exit 1; }
 done
 work="$(mktemp -d "${TMPDIR:-/tmp}/dgld-hetero-accuracy.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 spec="hsbm:papers=${papers},authors=$((papers / 2)),venues=64,topics=200,classes=8,feat_dim=32,seed=1"
 for parts in 1 2; do
-  "$bin/launcher/partition/dgl-partition" --log-level warn --generate "$spec" --add-reverse --num-parts "$parts" \
+  "$bin/partition/dgl-partition" --log-level warn --generate "$spec" --add-reverse --num-parts "$parts" \
     --graph-name hsbm --output "$work/p$parts" --seed 0 >/dev/null
 done
 flags=(--model rgcn --num-layers 2 --num-hidden 32 --embed-dim 32 --num-bases 4 --lr 0.01 --dropout 0.5

@@ -34,7 +34,7 @@ while [[ $# -gt 0 ]]; do
     *) echo "kernels.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
-part="$build/launcher/partition/dgl-partition"
+part="$build/partition/dgl-partition"
 bench="$build/tests/bench/bench_kernels"
 for b in "$part" "$bench"; do
   [[ -x "$b" ]] || { echo "kernels.sh: build first ($b missing)" >&2; exit 1; }

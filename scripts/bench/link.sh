@@ -31,7 +31,7 @@ done
 work="$(mktemp -d "${TMPDIR:-/tmp}/dgld-link-bench.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 echo "partitioning SBM ${nodes} nodes (avg degree 20, 100-dim features, link split 0.85,0.05,0.1) into 2 parts..."
-"$build/launcher/partition/dgl-partition" --log-level warn \
+"$build/partition/dgl-partition" --log-level warn \
   --generate "sbm:nodes=${nodes},avg_degree=20,classes=47,feat_dim=100,seed=1" \
   --num-parts 2 --link-split 0.85,0.05,0.1 --link-negatives 0 \
   --graph-name bench --output "$work/parts" >/dev/null

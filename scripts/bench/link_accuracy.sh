@@ -40,13 +40,13 @@ while [[ $# -gt 0 ]]; do
 done
 [[ -d "$cora/raw" ]] || { echo "link_accuracy.sh: no Cora dataset at $cora (OGB raw layout); skipped" >&2; exit 0; }
 bin="$(realpath "$build")"
-for b in launcher/partition/dgl-partition launcher/launch/dgl-launch daemons/trainer_host/trainer-host; do
+for b in partition/dgl-partition launcher/launch/dgl-launch daemons/trainer_host/trainer-host; do
   [[ -x "$bin/$b" ]] || { echo "link_accuracy.sh: build first ($bin/$b missing)" >&2; exit 1; }
 done
 work="$(mktemp -d "${TMPDIR:-/tmp}/dgld-link-accuracy.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 for parts in 1 2; do
-  "$bin/launcher/partition/dgl-partition" --log-level warn --input "ogb:$(realpath "$cora")" --num-parts "$parts" \
+  "$bin/partition/dgl-partition" --log-level warn --input "ogb:$(realpath "$cora")" --num-parts "$parts" \
     --graph-name cora --output "$work/p$parts" --link-split 0.85,0.05,0.1 --seed 0 >/dev/null
 done
 flags=(--task link --scorer dot --num-hidden 128 --lr 0.005 --num-negatives 5 --row-normalize --dropout 0.5

@@ -32,7 +32,7 @@ while [[ $# -gt 0 ]]; do
 done
 [[ "$epochs" -ge 2 ]] || { echo "models.sh: --epochs must be >= 2 (the first is warm-up)" >&2; exit 2; }
 bin="$(realpath "$build")"
-for b in launcher/partition/dgl-partition launcher/launch/dgl-launch daemons/trainer_host/trainer-host \
+for b in partition/dgl-partition launcher/launch/dgl-launch daemons/trainer_host/trainer-host \
          daemons/graph_server/graph-server; do
   [[ -x "$bin/$b" ]] || { echo "models.sh: build first ($bin/$b missing)" >&2; exit 1; }
 done
@@ -64,7 +64,7 @@ test_acc() { /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv
 
 mkdir -p bench-results "$work/speed"
 echo "partitioning an SBM graph of $nodes nodes into 2 parts..."
-"$bin/launcher/partition/dgl-partition" --log-level warn \
+"$bin/partition/dgl-partition" --log-level warn \
   --generate "sbm:nodes=$nodes,avg_degree=20,classes=47,feat_dim=100,seed=1" \
   --num-parts 2 --graph-name g --output "$work/speed/parts" >/dev/null
 export_sage 100 47 16 1 "$work/speed/sage.pt"
@@ -82,7 +82,7 @@ done
 cora_b=(); cora_s=()
 if [[ -d "$cora" ]]; then
   mkdir -p "$work/cora"
-  "$bin/launcher/partition/dgl-partition" --log-level warn --input "ogb:$(realpath "$cora")" --num-parts 2 \
+  "$bin/partition/dgl-partition" --log-level warn --input "ogb:$(realpath "$cora")" --num-parts 2 \
     --balance-train --graph-name cora --output "$work/cora/parts" >/dev/null
   for seed in 0 1 2 3 4; do
     echo "cora, seed $seed: --model sage and --model-file sage.pt, 100 epochs..."

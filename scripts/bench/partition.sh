@@ -48,7 +48,7 @@ done
 
 tool=""
 for d in ${build:-build build-*}; do
-  if [[ -x "$d/launcher/partition/dgl-partition" ]]; then tool="$d/launcher/partition/dgl-partition"; break; fi
+  if [[ -x "$d/partition/dgl-partition" ]]; then tool="$d/partition/dgl-partition"; break; fi
 done
 if [[ -z "$tool" ]]; then
   echo "partition.sh: no dgl-partition found (build first, or pass --build DIR)" >&2

@@ -25,7 +25,7 @@ done
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/dgld-server-bench.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
-"$build/launcher/partition/dgl-partition" --log-level warn \
+"$build/partition/dgl-partition" --log-level warn \
   --generate "sbm:nodes=${nodes},avg_degree=20,classes=47,feat_dim=100,seed=1" \
   --num-parts 2 --graph-name bench --output "$work/parts" >/dev/null
 base=$(( 20000 + RANDOM % 20000 ))

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "common/client/cluster.h"
-#include "common/client/data_loader.h"
+#include "client/cluster.h"
+#include "client/data_loader.h"
 #include "common/partition/partition.h"
 #include "common/status.h"
 #include "tests/support/process.h"

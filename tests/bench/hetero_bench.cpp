@@ -17,9 +17,9 @@
 #include <nlohmann/json.hpp>
 
 #include "common/cli.h"
-#include "common/client/cluster.h"
-#include "common/client/data_loader.h"
-#include "common/client/dist_graph.h"
+#include "client/cluster.h"
+#include "client/data_loader.h"
+#include "client/dist_graph.h"
 #include "common/logging.h"
 #include "common/memory.h"
 #include "common/part_config.h"
@@ -84,8 +84,7 @@ Run inprocess(const bench::WholeGraph& g, const TypedRows& rows, const RangePart
   LocalSourceOptions so;
   so.etypes = g.etypes;
   LocalGraphSource source(view, so);
-  MultiLayerNeighborSampler sampler(o.spec.fanouts, o.spec.replace);
-  sampler.set_etype_fanouts(o.spec.etype_fanouts);
+  MultiLayerNeighborSampler sampler(o.spec.sampling);
   const auto batches = bench::cut(ids, o.batch_size, max_batches);
   return bench::run_inprocess(batches, threads, [&](int64_t b) -> Result<bench::BatchCost> {
     const auto a = Clock::now();
@@ -158,8 +157,8 @@ int main(int argc, char** argv) {
   o.shuffle = false;  // the in-process run takes the same batches in the same order
   o.seed = 1;
   o.local_threads = threads;
-  o.spec.fanouts = bench::parse_fanouts(fanouts);
-  for (int64_t f : o.spec.fanouts) o.spec.etype_fanouts.emplace_back(config->types.num_etypes(), f);
+  o.spec.sampling.fanouts = bench::parse_fanouts(fanouts);
+  for (int64_t f : o.spec.sampling.fanouts) o.spec.sampling.etype_fanouts.emplace_back(config->types.num_etypes(), f);
   o.spec.feature = "features";
   o.spec.label = target + "/labels";
 
@@ -204,7 +203,7 @@ int main(int argc, char** argv) {
   out["num_nodes"] = config->num_nodes;
   out["num_edges"] = config->num_edges;
   out["batch_size"] = batch;
-  out["fanouts_per_etype"] = o.spec.fanouts;
+  out["fanouts_per_etype"] = o.spec.sampling.fanouts;
   out["threads"] = threads;
   out["runs"] = {{"inprocess", to_json(base)}, {"servers", to_json(*dist)}};
   out["ratios"]["hetero_distributed_vs_inprocess"] = {{"value", ratio}, {"target", 0.5}, {"met", ratio >= 0.5}};

@@ -30,16 +30,16 @@
 #include <nlohmann/json.hpp>
 
 #include "common/cli.h"
-#include "common/client/cluster.h"
-#include "common/client/data_loader.h"
-#include "common/client/dist_graph.h"
-#include "common/client/link_loader.h"
+#include "client/cluster.h"
+#include "client/data_loader.h"
+#include "client/dist_graph.h"
+#include "client/link_loader.h"
 #include "common/logging.h"
 #include "common/memory.h"
 #include "common/part_config.h"
 #include "common/partition/partition.h"
 #include "common/sampling/multi_layer_sampler.h"
-#include "common/sampling/random.h"
+#include "common/random.h"
 #include "tests/bench/bench_support.h"
 #include "tests/support/process.h"
 
@@ -136,7 +136,7 @@ Run inprocess(const WholeGraph& g, const std::vector<int64_t>& src, const std::v
               const client::LinkLoaderOptions& o, int64_t num_nodes, int64_t max_batches, int threads) {
   const AdjacencyView view{g.indptr, g.indices, g.eids};
   LocalGraphSource source(view);
-  MultiLayerNeighborSampler sampler(o.fanouts, o.replace);
+  MultiLayerNeighborSampler sampler(o.sampling);
   const int64_t n = static_cast<int64_t>(src.size());
   const int64_t num_batches = std::min(max_batches, (n + o.batch_size - 1) / o.batch_size);
   std::atomic<int64_t> next{0}, nodes{0};
@@ -241,7 +241,7 @@ int main(int argc, char** argv) {
   o.batch_size = batch;
   o.shuffle = false;  // the in-process run takes the same edges in the same order
   o.seed = 1;
-  o.fanouts = bench::parse_fanouts(fanouts);
+  o.sampling.fanouts = bench::parse_fanouts(fanouts);
   o.num_negatives = negatives;
   o.negative_sampler = client::NegativeSampler::uniform;
   o.threads = threads;
@@ -311,7 +311,7 @@ int main(int argc, char** argv) {
     auto d = (*dl)->make(kEpoch, 0);
     const AdjacencyView view{whole->indptr, whole->indices, whole->eids};
     LocalGraphSource source(view);
-    MultiLayerNeighborSampler sampler(o.fanouts, o.replace);
+    MultiLayerNeighborSampler sampler(o.sampling);
     auto l = make_batch(sampler, source, src, dst, 0, std::min<int64_t>(batch, static_cast<int64_t>(used)), negatives,
                         num_nodes, client::batch_rng_seed(o.seed, kEpoch, 0));
     if (!d.is_ok() || !l.is_ok()) {
@@ -352,7 +352,7 @@ int main(int argc, char** argv) {
   out["train_edges_trainer0"] = eids->size();
   out["batch_size"] = batch;
   out["num_negatives"] = negatives;
-  out["fanouts"] = o.fanouts;
+  out["fanouts"] = o.sampling.fanouts;
   out["threads"] = threads;
   out["prefetch"] = prefetch;
   out["runs"] = {{"inprocess", to_json(base)}, {"loader_uniform", to_json(*d)}, {"loader_local_uniform", to_json(*dl)}};

@@ -27,7 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/cli.h"
-#include "common/client/server_api.h"
+#include "client/server_api.h"
 #include "common/ip_config.h"
 #include "common/logging.h"
 #include "common/net/io_threads.h"

@@ -24,9 +24,9 @@
 #include <nlohmann/json.hpp>
 
 #include "common/cli.h"
-#include "common/client/cluster.h"
-#include "common/client/data_loader.h"
-#include "common/client/dist_graph.h"
+#include "client/cluster.h"
+#include "client/data_loader.h"
+#include "client/dist_graph.h"
 #include "common/logging.h"
 #include "common/memory.h"
 #include "common/part_config.h"
@@ -62,7 +62,7 @@ Run inprocess(const WholeGraph& g, const std::vector<int64_t>& ids, const client
               int64_t max_batches, int threads) {
   const AdjacencyView view{g.indptr, g.indices, g.eids};
   LocalGraphSource source(view);
-  MultiLayerNeighborSampler sampler(o.spec.fanouts, o.spec.replace);
+  MultiLayerNeighborSampler sampler(o.spec.sampling);
   const auto batches = bench::cut(ids, o.batch_size, max_batches);
   return bench::run_inprocess(batches, threads, [&](int64_t b) -> Result<bench::BatchCost> {
     const auto a = Clock::now();
@@ -106,7 +106,7 @@ int main(int argc, char** argv) {
   o.shuffle = false;  // the in-process run takes the same batches in the same order
   o.seed = 1;
   o.prefetch = prefetch;
-  o.spec.fanouts = bench::parse_fanouts(fanouts);
+  o.spec.sampling.fanouts = bench::parse_fanouts(fanouts);
   auto config = load_part_config(part_config);
   if (!config.is_ok() || config->num_parts != 2) {
     std::cerr << "bench_sampling: need a 2-partition config\n";
@@ -206,7 +206,7 @@ int main(int argc, char** argv) {
   out["graph"] = config->graph_name;
   out["num_nodes"] = config->num_nodes;
   out["batch_size"] = batch;
-  out["fanouts"] = o.spec.fanouts;
+  out["fanouts"] = o.spec.sampling.fanouts;
   out["threads"] = threads;
   out["runs"] = {{"inprocess", to_json(base)},
                  {"samplers_0", to_json(*d0)},

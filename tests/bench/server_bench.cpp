@@ -21,8 +21,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/cli.h"
-#include "common/client/local_partition.h"
-#include "common/client/server_api.h"
+#include "client/local_partition.h"
+#include "client/server_api.h"
 #include "common/ip_config.h"
 #include "common/logging.h"
 #include "common/memory.h"
@@ -253,7 +253,7 @@ int main(int argc, char** argv) {
   inner.eids = P.in_edges().eids.first(static_cast<size_t>(inner.indptr[ni]));
   uint64_t round = 0;
   client::SampleRequest req;
-  req.fanout = fanout;
+  req.spec.fanouts = {fanout};
   auto next_seeds = [&] { return random_ids(config->node_map[0], static_cast<size_t>(batch), 100 + round++); };
   std::deque<std::pair<net::PendingCall, std::vector<int64_t>>> inflight;  // call, its seeds
   // In process: one thread (the baseline), and for reference as many threads

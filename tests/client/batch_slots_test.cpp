@@ -1,8 +1,8 @@
-// Batch slots (common/client/batch_slots.h): the layout both sides compute,
+// Batch slots (client/batch_slots.h): the layout both sides compute,
 // a slot held by a batch is not handed out again, a slot asked to grow is
 // replaced by a larger segment under a new name, and the worker's side maps
 // only batch-slot segments and follows a slot's generations.
-#include "common/client/batch_slots.h"
+#include "client/batch_slots.h"
 
 #include <unistd.h>
 

@@ -15,11 +15,11 @@
 #include <thread>
 #include <unordered_map>
 
-#include "common/client/cluster.h"
-#include "common/client/dist_graph.h"
-#include "common/client/dist_tensor.h"
-#include "common/client/row_cache.h"
-#include "common/client/local_partition.h"
+#include "client/cluster.h"
+#include "client/dist_graph.h"
+#include "client/dist_tensor.h"
+#include "client/row_cache.h"
+#include "client/local_partition.h"
 #include "common/net/io_threads.h"
 #include "common/partition/partition.h"
 #include "common/sampling/multi_layer_sampler.h"

@@ -6,9 +6,9 @@
 #include <map>
 #include <set>
 
-#include "common/client/cluster.h"
-#include "common/client/dist_graph.h"
-#include "common/client/link_loader.h"
+#include "client/cluster.h"
+#include "client/dist_graph.h"
+#include "client/link_loader.h"
 #include "common/partition/link_split.h"
 #include "tests/support/dist_job.h"
 #include "tests/support/partitioned_graph.h"
@@ -62,7 +62,7 @@ EdgePairSet held_out_edges() {
 LinkLoaderOptions small_options() {
   LinkLoaderOptions o;
   o.batch_size = 100;
-  o.fanouts = {5, 5};
+  o.sampling.fanouts = {5, 5};
   o.num_negatives = 3;
   o.seed = 11;
   return o;

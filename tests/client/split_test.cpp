@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <set>
 
-#include "common/client/split.h"
+#include "client/split.h"
 
 using namespace dgld;
 using namespace dgld::client;

@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "common/client/server_api.h"
+#include "client/server_api.h"
 #include "common/net/io_threads.h"
 #include "tests/fault/fault_util.h"
 #include "tests/support/dist_job.h"

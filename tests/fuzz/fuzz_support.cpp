@@ -8,7 +8,7 @@
 
 #include "common/logging.h"
 #include "common/net/frame.h"
-#include "launcher/partition/tool.h"
+#include "partition/tool.h"
 
 namespace dgld::fuzz {
 

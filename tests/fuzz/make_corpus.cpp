@@ -218,6 +218,17 @@ struct Seq {
   }
 };
 
+// One layer's SampleNeighbors request (schemas/sampling.fbs); prob names a
+// float32 edge tensor, nullptr for uniform.
+flatbuffers::Offset<fbs::SampleNeighbors> sample(flatbuffers::FlatBufferBuilder& b, int64_t fanout, bool out_edges,
+                                                 bool replace, const char* prob, int64_t seed) {
+  const std::vector<int64_t> fanouts{fanout};
+  flatbuffers::Offset<flatbuffers::String> prob_name;
+  if (prob != nullptr) prob_name = b.CreateString(prob);
+  const auto spec = fbs::CreateSamplingSpec(b, b.CreateVector(fanouts), 0, out_edges, replace, prob_name);
+  return fbs::CreateSampleNeighbors(b, spec, seed);
+}
+
 void graph_server_corpus(const PartitionConfig& c) {
   const uint8_t reg = kRegisterFirst, m1 = 2;
   const int64_t n0 = c.node_map[0].end, e0 = c.edge_map[0].end;  // machine 0 owns [0, n0) and [0, e0)
@@ -294,11 +305,11 @@ void graph_server_corpus(const PartitionConfig& c) {
           .bytes);
   put("graph_server", "sample-in-out",
       Seq(reg)
-          .req(K::SampleNeighbors, [](auto& b) { return fbs::CreateSampleNeighbors(b, 2, false, false, 0, 5); },
+          .req(K::SampleNeighbors, [](auto& b) { return sample(b, 2, false, false, nullptr, 5); },
                {id_blob({0, 1, 2, 3})})
-          .req(K::SampleNeighbors, [](auto& b) { return fbs::CreateSampleNeighbors(b, -1, true, false, 0, 6); },
+          .req(K::SampleNeighbors, [](auto& b) { return sample(b, -1, true, false, nullptr, 6); },
                {id_blob({4, 5})})
-          .req(K::SampleNeighbors, [](auto& b) { return fbs::CreateSampleNeighbors(b, 3, false, true, 0, 7); },
+          .req(K::SampleNeighbors, [](auto& b) { return sample(b, 3, false, true, nullptr, 7); },
                {id_blob({n0 - 1})})
           .bytes);
   put("graph_server", "sample-weighted",
@@ -310,13 +321,13 @@ void graph_server_corpus(const PartitionConfig& c) {
                                             fbs::InitKind::Uniform, 0.0, 1.0, 1, false);
                })
           .req(K::SampleNeighbors,
-               [&](auto& b) { return fbs::CreateSampleNeighbors(b, 2, false, false, name(b, "w"), 9); },
+               [&](auto& b) { return sample(b, 2, false, false, "w", 9); },
                {id_blob({0, 1, 2})})
           .bytes);
   put("graph_server", "machine1-hello-queries",
       Seq(m1).req(K::Hello, [](auto& b) { return fbs::CreateHello(b, 3, fbs::Role::Sampler, 1); })
           .req(K::KvPull, [&](auto& b) { return fbs::CreateKvPull(b, name(b, "_N/features")); }, {id_blob({n1, n1 + 1})})
-          .req(K::SampleNeighbors, [](auto& b) { return fbs::CreateSampleNeighbors(b, 2, false, false, 0, 5); },
+          .req(K::SampleNeighbors, [](auto& b) { return sample(b, 2, false, false, nullptr, 5); },
                {id_blob({n1})})
           .req(K::FindEdges, [](auto& b) { return fbs::CreateFindEdges(b); }, {id_blob({e1})})
           .req(K::RegisterClient,
@@ -327,7 +338,7 @@ void graph_server_corpus(const PartitionConfig& c) {
   put("graph_server", "regression-sample-huge-fanout",
       Seq(reg)
           .req(K::SampleNeighbors,
-               [](auto& b) { return fbs::CreateSampleNeighbors(b, 0x7ffffffe, false, true, 0, 5); }, {id_blob({1})})
+               [](auto& b) { return sample(b, 0x7ffffffe, false, true, nullptr, 5); }, {id_blob({1})})
           .bytes);
   put("graph_server", "shutdown",
       Seq(reg).req(K::Shutdown, [&](auto& b) { return fbs::CreateShutdown(b, name(b, "fuzz")); }).bytes);

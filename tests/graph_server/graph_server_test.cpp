@@ -16,8 +16,8 @@
 #include <thread>
 #include <unordered_map>
 
-#include "common/client/local_partition.h"
-#include "common/client/server_api.h"
+#include "client/local_partition.h"
+#include "client/server_api.h"
 #include "common/file_util.h"
 #include "common/ip_config.h"
 #include "common/net/io_threads.h"
@@ -175,7 +175,7 @@ TEST_CASE("graph-server: sampling returns real edges, respects fanout, reproduce
     std::sort(seeds.begin(), seeds.end());
     seeds.erase(std::unique(seeds.begin(), seeds.end()), seeds.end());
     client::SampleRequest req;
-    req.fanout = 3;
+    req.spec.fanouts = {3};
     req.seed = 42;
     auto a = t.main(m).sample_neighbors(seeds, req);
     REQUIRE(a.is_ok());
@@ -195,7 +195,7 @@ TEST_CASE("graph-server: sampling returns real edges, respects fanout, reproduce
     auto b = t.main(m).sample_neighbors(seeds, req);
     REQUIRE(b.is_ok());
     CHECK(a->eid == b->eid);
-    req.fanout = -1;
+    req.spec.fanouts = {-1};
     auto all = t.main(m).sample_neighbors(seeds, req);
     REQUIRE(all.is_ok());
     int64_t total = 0;
@@ -406,7 +406,7 @@ TEST_CASE("graph-server: a backup server answers while the main server is stoppe
   REQUIRE(got.is_ok());
   CHECK(std::memcmp(got->data.data(), expect->data.data(), ids.size() * 32) == 0);
   client::SampleRequest req;
-  req.fanout = 2;
+  req.spec.fanouts = {2};
   CHECK(backup0.sample_neighbors(ids, req).is_ok());
   // A push through the backup lands in the shared memory the main server serves.
   std::vector<int64_t> one = {ids[0]};
@@ -576,21 +576,21 @@ TEST_CASE("graph-server: weighted and out-edge sampling") {
   std::sort(seeds.begin(), seeds.end());
   seeds.erase(std::unique(seeds.begin(), seeds.end()), seeds.end());
   client::SampleRequest req;
-  req.fanout = 2;
-  req.prob = "w";
+  req.spec.fanouts = {2};
+  req.spec.prob = "w";
   auto r = s.sample_neighbors(seeds, req);
   REQUIRE(r.is_ok());
   CHECK_FALSE(r->eid.empty());
   for (int64_t e : r->eid) CHECK((e - er.start) % 3 == 0);
-  req.prob = "_N/features";
+  req.spec.prob = "_N/features";
   auto bad = s.sample_neighbors(seeds, req);
   REQUIRE_FALSE(bad.is_ok());
   CHECK_THAT(bad.status().message(), Catch::Contains("must be a float32 edge tensor"));
 
   // Out-edges: every sampled edge leaves a seed.
   client::SampleRequest out;
-  out.fanout = -1;
-  out.out_edges = true;
+  out.spec.fanouts = {-1};
+  out.spec.out_edges = true;
   auto o = s.sample_neighbors(seeds, out);
   REQUIRE(o.is_ok());
   auto odeg = s.degrees(seeds, true);

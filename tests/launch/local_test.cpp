@@ -21,7 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/client/server_api.h"
+#include "client/server_api.h"
 #include "common/net/io_threads.h"
 #include "launcher/launch/files.h"
 #include "launcher/launch/subprocess.h"

@@ -9,12 +9,12 @@
 #include <zlib.h>
 
 #include "common/file_util.h"
-#include "launcher/partition/chunked.h"
-#include "launcher/partition/file_input.h"
-#include "launcher/partition/generator.h"
-#include "launcher/partition/partitioner.h"
-#include "launcher/partition/tool.h"
-#include "launcher/partition/verify.h"
+#include "partition/chunked.h"
+#include "partition/file_input.h"
+#include "partition/generator.h"
+#include "partition/partitioner.h"
+#include "partition/tool.h"
+#include "partition/verify.h"
 #include "tests/partition/test_util.h"
 
 namespace dgld {

@@ -16,7 +16,7 @@
 #include "common/file_util.h"
 #include "common/part_config.h"
 #include "common/partition/partition.h"
-#include "launcher/partition/verify.h"
+#include "partition/verify.h"
 #include "tests/support/partitioned_graph.h"
 #include "tests/support/process.h"
 

@@ -11,9 +11,9 @@
 #include <sstream>
 #include <tuple>
 
-#include "launcher/partition/hetero_generator.h"
-#include "launcher/partition/hetero_input.h"
-#include "launcher/partition/tool.h"
+#include "partition/hetero_generator.h"
+#include "partition/hetero_input.h"
+#include "partition/tool.h"
 #include "tests/partition/test_util.h"
 
 namespace dgld {

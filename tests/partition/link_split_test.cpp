@@ -14,11 +14,11 @@
 #include "common/part_config.h"
 #include "common/partition/link_split.h"
 #include "common/partition/partition.h"
-#include "launcher/partition/file_input.h"
-#include "launcher/partition/generator.h"
-#include "launcher/partition/partitioner.h"
-#include "launcher/partition/tool.h"
-#include "launcher/partition/verify.h"
+#include "partition/file_input.h"
+#include "partition/generator.h"
+#include "partition/partitioner.h"
+#include "partition/tool.h"
+#include "partition/verify.h"
 #include "tests/partition/test_util.h"
 
 namespace dgld {

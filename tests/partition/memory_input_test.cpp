@@ -7,8 +7,8 @@
 #include <functional>
 #include <random>
 
-#include "launcher/partition/memory_input.h"
-#include "launcher/partition/partitioner.h"
+#include "partition/memory_input.h"
+#include "partition/partitioner.h"
 #include "tests/partition/test_util.h"
 
 namespace dgld {

@@ -12,7 +12,7 @@
 #include "common/part_config.h"
 #include "common/partition/array_file.h"
 #include "common/partition/partition.h"
-#include "launcher/partition/verify.h"
+#include "partition/verify.h"
 
 namespace dgld::testing {
 

@@ -69,7 +69,7 @@ class Job:
     def __init__(self, root, graph=GRAPH, name="g", part_flags=()):
         self.root = Path(root)
         self.parts = self.root / "parts"
-        subprocess.run([binary("launcher/partition/dgl-partition"), "--log-level", "warn", "--generate", graph,
+        subprocess.run([binary("partition/dgl-partition"), "--log-level", "warn", "--generate", graph,
                         "--num-parts", "2", "--graph-name", name, "--output", str(self.parts), *part_flags],
                        check=True, stdout=subprocess.DEVNULL)
         self.part_config = str(self.parts / f"{name}.json")

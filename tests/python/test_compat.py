@@ -394,7 +394,7 @@ if __name__ == "__main__":
 def test_num_samplers_of_dgl_launch_start_the_scripts_sampler_processes():
     with tempfile.TemporaryDirectory(prefix="dgld-pytest-compat-launch-") as d:
         d = Path(d)
-        subprocess.run([binary("launcher/partition/dgl-partition"), "--log-level", "warn", "--generate",
+        subprocess.run([binary("partition/dgl-partition"), "--log-level", "warn", "--generate",
                         "sbm:nodes=2000,avg_degree=6,classes=4,feat_dim=4,seed=4", "--num-parts", "2",
                         "--graph-name", "g", "--output", str(d / "parts")], check=True, stdout=subprocess.DEVNULL)
         base = free_port_block(910)

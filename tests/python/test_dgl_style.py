@@ -23,7 +23,7 @@ GRAPH = "sbm:nodes=3000,avg_degree=10,classes=4,feat_dim=16,seed=5"
 def parts():
     with tempfile.TemporaryDirectory(prefix="dgld-pytest-style-") as d:
         d = Path(d)
-        subprocess.run([binary("launcher/partition/dgl-partition"), "--log-level", "warn", "--generate", GRAPH,
+        subprocess.run([binary("partition/dgl-partition"), "--log-level", "warn", "--generate", GRAPH,
                         "--num-parts", "2", "--graph-name", "g", "--output", str(d / "parts")], check=True,
                        stdout=subprocess.DEVNULL)
         yield d

@@ -79,7 +79,7 @@ def graph(tmp_path_factory):
     root = tmp_path_factory.mktemp("model-files")
     feats, edges = write_ogb_graph(root / "ogb")
     for parts in (1, 2):
-        subprocess.run([binary("launcher/partition/dgl-partition"), "--log-level", "warn", "--input",
+        subprocess.run([binary("partition/dgl-partition"), "--log-level", "warn", "--input",
                         f"ogb:{root / 'ogb'}", "--num-parts", str(parts), "--graph-name", "g", "--output",
                         str(root / f"parts{parts}")], check=True, stdout=subprocess.DEVNULL)
     return {"root": root, "feats": feats, "edges": edges}

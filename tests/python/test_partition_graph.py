@@ -35,12 +35,12 @@ def quiet():
 
 
 def tool(*args):
-    return subprocess.run([binary("launcher/partition/dgl-partition"), "--log-level", "warn", *map(str, args)],
+    return subprocess.run([binary("partition/dgl-partition"), "--log-level", "warn", *map(str, args)],
                           check=True, stdout=subprocess.PIPE, text=True).stdout
 
 
 def verify(config):
-    r = subprocess.run([binary("launcher/partition/dgl-partition"), "--verify", str(config)],
+    r = subprocess.run([binary("partition/dgl-partition"), "--verify", str(config)],
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert r.returncode == 0, r.stdout
     assert ": OK (" in r.stdout, r.stdout

@@ -55,7 +55,7 @@ def own_job():
 def test_example_trains_under_dgl_launch():
     with tempfile.TemporaryDirectory(prefix="dgld-pytest-launch-") as d:
         d = Path(d)
-        subprocess.run([binary("launcher/partition/dgl-partition"), "--log-level", "warn", "--generate",
+        subprocess.run([binary("partition/dgl-partition"), "--log-level", "warn", "--generate",
                         "sbm:nodes=6000,avg_degree=10,classes=4,feat_dim=16,seed=2", "--num-parts", "2",
                         "--graph-name", "g", "--output", str(d / "parts")], check=True, stdout=subprocess.DEVNULL)
         base = free_port_block(910)

@@ -11,9 +11,9 @@
 #include <set>
 #include <thread>
 
-#include "common/client/cluster.h"
-#include "common/client/data_loader.h"
-#include "common/client/dist_graph.h"
+#include "client/cluster.h"
+#include "client/data_loader.h"
+#include "client/dist_graph.h"
 #include "common/net/io_threads.h"
 #include "common/net/rpc_client.h"
 #include "schemas/rpc_generated.h"
@@ -120,7 +120,7 @@ DataLoaderOptions loader_options(int64_t batch_size, std::vector<std::string> sa
   DataLoaderOptions o;
   o.batch_size = batch_size;
   o.seed = 42;
-  o.spec.fanouts = {3, 5};
+  o.spec.sampling.fanouts = {3, 5};
   o.samplers = std::move(samplers);
   o.batch_timeout = 10s;
   o.next_timeout = 30s;
@@ -414,7 +414,7 @@ TEST_CASE("sampler: a worker answers bad requests with errors and keeps serving"
                                     static_cast<uint16_t>(std::stoi(ep.substr(ep.find(':') + 1))), "worker");
   REQUIRE(cl.is_ok());
   BatchSpec spec;
-  spec.fanouts = {3, 5};
+  spec.sampling.fanouts = {3, 5};
   const std::vector<int64_t> seeds = {1, 2, 3};
   auto bad = encode_sample_batch(7, seeds, 1, spec);
   bad.blobs[0] = net::OutBlob::copy_of(seeds.data(), 5);  // not whole int64s

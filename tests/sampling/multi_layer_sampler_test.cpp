@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "common/sampling/random.h"
+#include "common/random.h"
 #include "common/sampling/thread_pool.h"
 #include "tests/sampling/block_checks.h"
 #include "tests/sampling/test_graphs.h"
@@ -193,7 +193,7 @@ TEST_CASE("multi-layer sampler: errors", "[sampler]") {
     REQUIRE_FALSE(r.is_ok());
     return r.status();
   };
-  CHECK(error_of(MultiLayerNeighborSampler({}), source, seeds).code() ==
+  CHECK(error_of(MultiLayerNeighborSampler(std::vector<int64_t>{}), source, seeds).code() ==
         StatusCode::invalid_argument);
   const Status bad_fanout = error_of(MultiLayerNeighborSampler({5, -3}), source, seeds);
   CHECK(bad_fanout.code() == StatusCode::invalid_argument);

@@ -7,7 +7,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "common/client/local_partition.h"
+#include "client/local_partition.h"
 #include "common/file_util.h"
 #include "common/ip_config.h"
 #include "common/part_config.h"

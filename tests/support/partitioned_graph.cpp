@@ -5,7 +5,7 @@
 namespace dgld::testing {
 
 std::filesystem::path graph_server_bin() { return build_root() / "daemons/graph_server/graph-server"; }
-std::filesystem::path partition_bin() { return build_root() / "launcher/partition/dgl-partition"; }
+std::filesystem::path partition_bin() { return build_root() / "partition/dgl-partition"; }
 std::filesystem::path trainer_host_bin() { return build_root() / "daemons/trainer_host/trainer-host"; }
 
 PartitionedGraph::PartitionedGraph(const std::string& spec, int num_parts, const std::string& dir_prefix,

@@ -26,7 +26,7 @@ namespace {
 
 // Runs dgl-partition with `input_args` into `out`; returns the config path.
 fs::path make_partition(const std::string& input_args, const std::string& name, const fs::path& out) {
-  const fs::path tool = testing::build_root() / "launcher/partition/dgl-partition";
+  const fs::path tool = testing::build_root() / "partition/dgl-partition";
   const std::string cmd = "'" + tool.string() + "' " + input_args + " --num-parts 1 --graph-name " + name +
                           " --output '" + out.string() + "' > '" + (out.string() + ".log") + "' 2>&1";
   const int rc = std::system(cmd.c_str());

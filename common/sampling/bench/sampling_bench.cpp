@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "common/sampling/multi_layer_sampler.h"
-#include "common/sampling/random.h"
+#include "common/random.h"
 #include "common/sampling/thread_pool.h"
 
 namespace {

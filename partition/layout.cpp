@@ -1,0 +1,60 @@
+#include "partition/layout.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace dgld {
+
+void build_layout(int trainers, Layout* L) {
+  const GraphData& g = L->g;
+  const int64_t n = g.num_nodes;
+  const int nt = g.types.present() ? g.types.num_ntypes() : 1;
+  // Bucket of a node: (partition, type, piece within the partition).
+  const int64_t buckets = int64_t{L->num_parts} * nt * trainers;
+  std::vector<int32_t> type(g.types.present() ? n : 0);
+  for (int t = 0; t < (g.types.present() ? nt : 0); ++t) {
+    std::fill(type.begin() + g.types.ntype_offset[t], type.begin() + g.types.ntype_offset[t + 1], t);
+  }
+  auto bucket = [&](int64_t v) -> int64_t {
+    const int32_t piece = L->piece[v];
+    const int64_t part = piece / trainers, t = type.empty() ? 0 : type[v];
+    return (part * nt + t) * trainers + piece % trainers;
+  };
+  std::vector<int64_t> start(buckets + 1, 0);
+  for (int64_t v = 0; v < n; ++v) ++start[bucket(v) + 1];
+  std::partial_sum(start.begin(), start.end(), start.begin());
+  L->new2orig.resize(n);
+  L->orig2new.resize(n);
+  L->part.resize(n);
+  {
+    std::vector<int64_t> pos(start.begin(), start.end() - 1);
+    for (int64_t v = 0; v < n; ++v) {
+      const int64_t id = pos[bucket(v)]++;
+      L->new2orig[id] = static_cast<int32_t>(v);
+      L->orig2new[v] = static_cast<int32_t>(id);
+      L->part[v] = L->piece[v] / trainers;
+    }
+  }
+  if (g.types.present()) {
+    L->ntype_map.assign(nt, {});
+    for (int p = 0; p < L->num_parts; ++p) {
+      for (int t = 0; t < nt; ++t) {
+        const int64_t b = (int64_t{p} * nt + t) * trainers;
+        L->ntype_map[t].push_back({start[b], start[b + trainers]});
+      }
+    }
+  }
+  L->new_indptr.resize(n + 1);
+  L->new_indptr[0] = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t o = L->new2orig[i];
+    L->new_indptr[i + 1] = L->new_indptr[i] + (g.indptr[o + 1] - g.indptr[o]);
+  }
+  for (int p = 0; p < L->num_parts; ++p) {
+    const IdRange r{start[int64_t{p} * nt * trainers], start[int64_t{p + 1} * nt * trainers]};
+    L->node_map.push_back(r);
+    L->edge_map.push_back({L->new_indptr[r.start], L->new_indptr[r.end]});
+  }
+}
+
+}  // namespace dgld
