@@ -166,6 +166,33 @@ def test_loader_blocks_are_the_cpp_samplers(g):
             break
 
 
+def test_loader_samples_by_edge_weight(g):
+    # DGL's prob=: an edge of weight 0 is never sampled; the weights are a
+    # DistTensor of the job, found by its own name or by g.edata's key.
+    num_edges = g.num_edges()
+    w = dist.DistTensor((num_edges,), torch.float32, "pytest.prob", part_policy="edge",
+                        init_func=lambda shape, dt: torch.ones(shape, dtype=dt))
+    even = torch.arange(0, num_edges, 2)
+    w[even] = torch.zeros(len(even))
+    ids = split(g, g.ndata["train_mask"], 0)
+    loader = dgld.dataloading.DistNodeDataLoader(g, ids, dgld.dataloading.NeighborSampler([4, 4], prob="pytest.prob"),
+                                                 batch_size=100)
+    sampled = 0
+    for _, _, blocks in loader:
+        for b in blocks:
+            check_block(g, b)
+            eids = b.edata[dgld.EID]
+            assert torch.all(eids % 2 == 1), "an edge of weight 0 was sampled"
+            sampled += len(eids)
+    assert sampled > 0
+    with pytest.raises(ValueError, match="must be a float32 edge tensor"):
+        dgld.dataloading.DistNodeDataLoader(g, ids, dgld.dataloading.NeighborSampler([4], prob="_N/features"),
+                                            batch_size=100)
+    with pytest.raises(dgld.DGLError, match="sampling prob 'nope'.*does not exist"):
+        dgld.dataloading.DistNodeDataLoader(g, ids, dgld.dataloading.NeighborSampler([4], prob="nope"),
+                                            batch_size=100)
+
+
 def test_errors_are_dgld_exceptions_with_the_librarys_message(g):
     feat = g.ndata["features"]
     with pytest.raises(dgld.DGLError, match="id 3000 is not in") as e:
