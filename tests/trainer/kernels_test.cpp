@@ -267,11 +267,19 @@ TEST_CASE("fused and reference kernels give the same loss curve for the same see
     }
     REQUIRE(curves[0].size() >= 100);
     REQUIRE(curves[0].size() == curves[1].size());
+    // Fused and reference kernels sum in different orders, so the two runs
+    // differ by float rounding from the first step on, and training amplifies
+    // that (gat measured: 4e-7 at step 20, 2e-5 at step 50, 1.5e-2 at step
+    // 100). The first 30 steps must agree to 1e-4; a kernel bug shows at
+    // step 1. Step 100 must be near and lower than step 1.
+    double worst_early = 0;
+    for (size_t k = 0; k < 30; ++k)
+      worst_early = std::max(worst_early, std::abs(curves[0][k] - curves[1][k]) / std::abs(curves[1][k]));
     const double a = curves[0][99], b = curves[1][99];
-    INFO("step 100 loss: fused " << a << ", reference " << b << "; step 1: " << curves[0][0] << ", " << curves[1][0]);
-    WARN(model << ": loss at step 100, fused " << a << ", reference " << b << " (relative difference "
-               << std::abs(a - b) / std::abs(b) << ")");
-    CHECK(std::abs(a - b) / std::abs(b) < 1e-4);
+    INFO("step 100 loss: fused " << a << ", reference " << b << "; step 1: " << curves[0][0] << ", " << curves[1][0]
+                                 << "; largest relative difference in steps 1-30: " << worst_early);
+    CHECK(worst_early < 1e-4);
+    CHECK(std::abs(a - b) / std::abs(b) < 5e-2);
     CHECK(a < curves[0][0]);  // it trained
   }
 }
