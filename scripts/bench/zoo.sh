@@ -9,32 +9,36 @@
 # Prints a table and one line per model:
 #   ratio: zoo_<model>_minus_dgl <delta> (target >= -0.02)
 #
-# Usage: scripts/bench/zoo.sh [--models "sage-mean gat ..."] [--seeds "0 1 2"] [--cora DIR] [--build DIR]
+# Usage: scripts/bench/zoo.sh [--models "sage-mean gat ..."] [--seeds "0 1 2"] [--raw-features]
+#                             [--cora DIR] [--build DIR]
+# --raw-features feeds Cora's 0/1 features as they are (no row normalisation).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cora=../shared/datasets/cora
 build=build
 models="sage-mean sage-gcn sage-pool sage-lstm gcn gat gatv2 gin"
 seeds="0 1 2"
+features=--row_normalize
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --models) models="$2"; shift 2 ;;
     --seeds) seeds="$2"; shift 2 ;;
+    --raw-features) features=""; shift ;;
     --cora) cora="$2"; shift 2 ;;
     --build) build="$2"; shift 2 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "zoo.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
 [[ -f "$cora/raw/edge.csv.gz" ]] || { echo "zoo.sh: Cora is not at $cora (it is in the shared folder next to the repo)" >&2; exit 1; }
 bin="$(realpath "$build")"
-for b in launcher/partition/dgl-partition launcher/launch/dgl-launch; do
+for b in partition/dgl-partition launcher/launch/dgl-launch; do
   [[ -x "$bin/$b" ]] || { echo "zoo.sh: build first ($bin/$b missing)" >&2; exit 1; }
 done
 example="$(realpath examples/python/zoo.py)"
 work="$(mktemp -d "${TMPDIR:-/tmp}/dgld-zoo.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
-"$bin/launcher/partition/dgl-partition" --input "ogb:$cora" --num-parts 2 --graph-name cora --output "$work/cora" \
+"$bin/partition/dgl-partition" --input "ogb:$cora" --num-parts 2 --graph-name cora --output "$work/cora" \
   --log-level warn >/dev/null
 declare -A dgl=([sage-mean]=0.776 [sage-gcn]=0.800 [sage-pool]=0.736 [sage-lstm]=0.711 [gcn]=0.776 [gat]=0.775
                 [gatv2]=0.778 [gin]=0.732)
@@ -46,7 +50,7 @@ for model in $models; do
     if ! (cd "$work" && "$bin/launcher/launch/dgl-launch" --local --no-copy --workspace "$work" \
           --ip-config ip_config.txt --part-config cora/cora.json --num-trainers 1 --log-level warn \
           --extra-envs "PYTHONPATH=$bin/python" -- /usr/bin/python3 "$example" --graph_name cora \
-          --ip_config ip_config.txt --part_config cora/cora.json --model "$model" --seed "$seed" --row_normalize \
+          --ip_config ip_config.txt --part_config cora/cora.json --model "$model" --seed "$seed" $features \
           --metrics_out m.json > "$work/launch.log" 2>&1); then
       echo "zoo.sh: $model seed $seed failed:" >&2; tail -20 "$work/launch.log" >&2; exit 1
     fi
