@@ -6,29 +6,18 @@
 #include <numeric>
 
 #include "common/logging.h"
+#include "partition/ogb_csv.h"
 #include "partition/text_reader.h"
 
 namespace dgld {
 namespace fs = std::filesystem;
 namespace {
 
+using ogb_csv::feature_dim;
+using ogb_csv::for_each_int;
+using ogb_csv::read_single_int;
+
 constexpr int64_t kMaxNodes = INT32_MAX;
-
-// DIR/<stem>.csv.gz, else DIR/<stem>.csv; empty path if neither exists.
-fs::path find_csv(const fs::path& dir, const std::string& stem) {
-  for (const char* ext : {".csv.gz", ".csv"}) {
-    fs::path p = dir / (stem + ext);
-    std::error_code ec;
-    if (fs::exists(p, ec)) return p;
-  }
-  return {};
-}
-
-Result<fs::path> require_csv(const fs::path& dir, const std::string& stem) {
-  fs::path p = find_csv(dir, stem);
-  if (p.empty()) return not_found("missing " + (dir / (stem + ".csv.gz")).string() + " (or .csv)");
-  return p;
-}
 
 // Edge list "src,dst" per line. num_nodes < 0: unknown (ids only bounded by int32).
 Status read_edges(const fs::path& path, int64_t num_nodes, std::vector<int32_t>* src, std::vector<int32_t>* dst,
@@ -53,38 +42,6 @@ Status read_edges(const fs::path& path, int64_t num_nodes, std::vector<int32_t>*
   }
   if (src->empty()) return invalid_argument(path.string() + ": no edges (empty graph)");
   return Status::ok();
-}
-
-// Opens `path` and reads its first line; an empty file is an error saying what was expected.
-Status open_first_line(const fs::path& path, const char* expected, std::unique_ptr<TextReader>* r,
-                       std::string_view* line) {
-  DGLD_ASSIGN_OR_RETURN(*r, TextReader::open(path));
-  DGLD_ASSIGN_OR_RETURN(bool more, (*r)->next_line(line));
-  if (!more) return invalid_argument(path.string() + ": empty file, expected " + expected);
-  return Status::ok();
-}
-
-Result<int64_t> read_single_int(const fs::path& path) {
-  std::unique_ptr<TextReader> r;
-  std::string_view line;
-  DGLD_RETURN_IF_ERROR(open_first_line(path, "one integer", &r, &line));
-  int64_t v = 0;
-  DGLD_RETURN_IF_ERROR(parse_fields(*r, line, &v, 1));
-  return v;
-}
-
-// Calls fn(value, reader) with the integer of every line.
-template <typename F>
-Status for_each_int(const fs::path& path, F&& fn) {
-  DGLD_ASSIGN_OR_RETURN(auto r, TextReader::open(path));
-  std::string_view line;
-  for (;;) {
-    DGLD_ASSIGN_OR_RETURN(bool more, r->next_line(&line));
-    if (!more) return Status::ok();
-    int64_t v = 0;
-    DGLD_RETURN_IF_ERROR(parse_fields(*r, line, &v, 1));
-    DGLD_RETURN_IF_ERROR(fn(v, *r));
-  }
 }
 
 // One integer per line; exactly `n` lines when n >= 0.
@@ -189,17 +146,6 @@ Status read_negatives(const fs::path& path, int64_t n, const ListedEdges& edges,
   return Status::ok();
 }
 
-// Number of columns of the first line of a feature file (checks it parses).
-Result<int64_t> feature_dim(const fs::path& path) {
-  std::unique_ptr<TextReader> r;
-  std::string_view line;
-  DGLD_RETURN_IF_ERROR(open_first_line(path, "one row of features per node", &r, &line));
-  const size_t d = count_fields(line);
-  std::vector<float> row(d);
-  DGLD_RETURN_IF_ERROR(parse_fields(*r, line, row.data(), d));
-  return static_cast<int64_t>(d);
-}
-
 Status read_features(const fs::path& path, int64_t n, int64_t d, std::vector<float>* out) {
   DGLD_ASSIGN_OR_RETURN(auto r, TextReader::open(path));
   out->assign(static_cast<size_t>(n * d), 0.0f);
@@ -227,11 +173,11 @@ class OgbSource final : public GraphSource {
 
   Status load_structure(GraphData* g) override {
     const fs::path raw = dir_ / "raw";
-    DGLD_ASSIGN_OR_RETURN(fs::path nodes_file, require_csv(raw, "num-node-list"));
+    DGLD_ASSIGN_OR_RETURN(fs::path nodes_file, ogb_csv::require(raw, "num-node-list"));
     DGLD_ASSIGN_OR_RETURN(int64_t n, read_single_int(nodes_file));
     if (n < 1) return invalid_argument(nodes_file.string() + ":1: num_nodes " + std::to_string(n) + " (empty graph)");
     if (n > kMaxNodes) return invalid_argument(nodes_file.string() + ":1: more than 2^31-1 nodes are not supported");
-    DGLD_ASSIGN_OR_RETURN(fs::path edge_file, require_csv(raw, "edge"));
+    DGLD_ASSIGN_OR_RETURN(fs::path edge_file, ogb_csv::require(raw, "edge"));
     std::vector<int32_t> src, dst;
     int64_t max_id = 0;
     DGLD_RETURN_IF_ERROR(read_edges(edge_file, n, &src, &dst, &max_id));
@@ -243,8 +189,8 @@ class OgbSource final : public GraphSource {
     std::vector<int32_t>().swap(src);
     std::vector<int32_t>().swap(dst);
     g->symmetric_simple = sort_rows_check_simple(g);
-    if (fs::path f = find_csv(raw, "node-label"); !f.empty()) DGLD_RETURN_IF_ERROR(read_labels(f, n, &g->labels));
-    if (fs::path f = find_csv(raw, "node-feat"); !f.empty()) {
+    if (fs::path f = ogb_csv::find(raw, "node-label"); !f.empty()) DGLD_RETURN_IF_ERROR(read_labels(f, n, &g->labels));
+    if (fs::path f = ogb_csv::find(raw, "node-feat"); !f.empty()) {
       feat_file_ = f;
       DGLD_ASSIGN_OR_RETURN(g->feat_dim, feature_dim(f));
     }
@@ -278,9 +224,9 @@ class OgbSource final : public GraphSource {
     }
     const fs::path dir = split_root / split;
     if (!fs::is_directory(dir, ec)) return not_found("split directory " + dir.string() + " does not exist");
-    DGLD_ASSIGN_OR_RETURN(fs::path tr, require_csv(dir, "train"));
-    DGLD_ASSIGN_OR_RETURN(fs::path va, require_csv(dir, "valid"));
-    DGLD_ASSIGN_OR_RETURN(fs::path te, require_csv(dir, "test"));
+    DGLD_ASSIGN_OR_RETURN(fs::path tr, ogb_csv::require(dir, "train"));
+    DGLD_ASSIGN_OR_RETURN(fs::path va, ogb_csv::require(dir, "valid"));
+    DGLD_ASSIGN_OR_RETURN(fs::path te, ogb_csv::require(dir, "test"));
     // One column: node ids (a node split); two: src,dst (an edge split).
     DGLD_ASSIGN_OR_RETURN(size_t columns, first_line_columns(tr));
     if (columns == 2) return load_edge_split(n, split, dir, tr, va, te, g);
@@ -297,10 +243,10 @@ class OgbSource final : public GraphSource {
     DGLD_RETURN_IF_ERROR(read_listed_edges(tr, n, &es.train));
     DGLD_RETURN_IF_ERROR(read_listed_edges(va, n, &es.valid));
     DGLD_RETURN_IF_ERROR(read_listed_edges(te, n, &es.test));
-    if (fs::path f = find_csv(dir, "valid_neg"); !f.empty()) {
+    if (fs::path f = ogb_csv::find(dir, "valid_neg"); !f.empty()) {
       DGLD_RETURN_IF_ERROR(read_negatives(f, n, es.valid, &es.valid_neg));
     }
-    if (fs::path f = find_csv(dir, "test_neg"); !f.empty()) {
+    if (fs::path f = ogb_csv::find(dir, "test_neg"); !f.empty()) {
       DGLD_RETURN_IF_ERROR(read_negatives(f, n, es.test, &es.test_neg));
     }
     const ListedNegatives &a = es.valid_neg, &b = es.test_neg;

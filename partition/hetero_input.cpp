@@ -5,29 +5,18 @@
 #include <numeric>
 
 #include "common/logging.h"
+#include "partition/ogb_csv.h"
 #include "partition/text_reader.h"
 
 namespace dgld {
 namespace fs = std::filesystem;
 namespace {
 
+using ogb_csv::feature_dim;
+using ogb_csv::for_each_int;
+using ogb_csv::read_single_int;
+
 constexpr int64_t kMaxNodes = INT32_MAX;
-
-// DIR/<stem>.csv.gz, else DIR/<stem>.csv; empty path if neither exists.
-fs::path find_csv(const fs::path& dir, const std::string& stem) {
-  for (const char* ext : {".csv.gz", ".csv"}) {
-    fs::path p = dir / (stem + ext);
-    std::error_code ec;
-    if (fs::exists(p, ec)) return p;
-  }
-  return {};
-}
-
-Result<fs::path> require_csv(const fs::path& dir, const std::string& stem) {
-  fs::path p = find_csv(dir, stem);
-  if (p.empty()) return not_found("missing " + (dir / (stem + ".csv")).string() + "[.gz]");
-  return p;
-}
 
 // The names of the subdirectories of `dir`, sorted (none when it does not exist).
 std::vector<std::string> subdirectories(const fs::path& dir) {
@@ -52,30 +41,6 @@ std::string trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
   return std::string(s);
-}
-
-Result<int64_t> read_single_int(const fs::path& path) {
-  DGLD_ASSIGN_OR_RETURN(auto r, TextReader::open(path));
-  std::string_view line;
-  DGLD_ASSIGN_OR_RETURN(bool more, r->next_line(&line));
-  if (!more) return invalid_argument(path.string() + ": empty file, expected one integer");
-  int64_t v = 0;
-  DGLD_RETURN_IF_ERROR(parse_fields(*r, line, &v, 1));
-  return v;
-}
-
-// Calls fn(value, reader) with the integer of every line.
-template <typename F>
-Status for_each_int(const fs::path& path, F&& fn) {
-  DGLD_ASSIGN_OR_RETURN(auto r, TextReader::open(path));
-  std::string_view line;
-  for (;;) {
-    DGLD_ASSIGN_OR_RETURN(bool more, r->next_line(&line));
-    if (!more) return Status::ok();
-    int64_t v = 0;
-    DGLD_RETURN_IF_ERROR(parse_fields(*r, line, &v, 1));
-    DGLD_RETURN_IF_ERROR(fn(v, *r));
-  }
 }
 
 // raw/num-node-dict.csv: node type names on line 1, their counts on line 2.
@@ -169,19 +134,6 @@ Status read_relation_edges(const fs::path& path, const GraphTypes& t, int32_t et
   return Status::ok();
 }
 
-// Number of columns of the first line of a feature file (checks it parses).
-Result<int64_t> feature_dim(const fs::path& path) {
-  DGLD_ASSIGN_OR_RETURN(auto r, TextReader::open(path));
-  std::string_view line;
-  DGLD_ASSIGN_OR_RETURN(bool more, r->next_line(&line));
-  if (!more)
-    return invalid_argument(path.string() + ": empty file, expected one row of features per node");
-  const size_t d = count_fields(line);
-  std::vector<float> row(d);
-  DGLD_RETURN_IF_ERROR(parse_fields(*r, line, row.data(), d));
-  return static_cast<int64_t>(d);
-}
-
 Status read_features(const fs::path& path, const std::string& ntype, int64_t n, int64_t d,
                      std::vector<float>* out) {
   DGLD_ASSIGN_OR_RETURN(auto r, TextReader::open(path));
@@ -216,7 +168,7 @@ class OgbHeteroSource final : public GraphSource {
     auto log = logger("partition");
     const fs::path raw = o_.dir / "raw";
     GraphTypes t;
-    DGLD_ASSIGN_OR_RETURN(const fs::path dict, require_csv(raw, "num-node-dict"));
+    DGLD_ASSIGN_OR_RETURN(const fs::path dict, ogb_csv::require(raw, "num-node-dict"));
     DGLD_RETURN_IF_ERROR(read_node_dict(dict, &t));
     auto unknown_type = [&](const fs::path& where, const std::string& name) {
       return invalid_argument(where.string() + ": node type '" + name + "' is not in " +
@@ -261,7 +213,7 @@ class OgbHeteroSource final : public GraphSource {
     for (const std::string& name : subdirectories(feat_root)) {
       const int32_t ty = find_type(t, name);
       if (ty < 0) return unknown_type(feat_root / name, name);
-      DGLD_ASSIGN_OR_RETURN(feat_files_[ty], require_csv(feat_root / name, "node-feat"));
+      DGLD_ASSIGN_OR_RETURN(feat_files_[ty], ogb_csv::require(feat_root / name, "node-feat"));
       DGLD_ASSIGN_OR_RETURN(t.feat_dim[ty], feature_dim(feat_files_[ty]));
     }
 
@@ -272,7 +224,7 @@ class OgbHeteroSource final : public GraphSource {
     for (const std::string& name : subdirectories(label_root)) {
       const int32_t ty = find_type(t, name);
       if (ty < 0) return unknown_type(label_root / name, name);
-      label_files[ty] = find_csv(label_root / name, "node-label");
+      label_files[ty] = ogb_csv::find(label_root / name, "node-label");
       if (!label_files[ty].empty()) labelled.push_back(name);
     }
     if (!o_.target_ntype.empty()) {
@@ -298,10 +250,10 @@ class OgbHeteroSource final : public GraphSource {
     TypedEdgeList edges;
     for (int32_t r = 0; r < t.num_etypes(); ++r) {
       const fs::path dir = rel_root / rel_dirs[r];
-      DGLD_ASSIGN_OR_RETURN(const fs::path edge_file, require_csv(dir, "edge"));
+      DGLD_ASSIGN_OR_RETURN(const fs::path edge_file, ogb_csv::require(dir, "edge"));
       int64_t count = 0;
       DGLD_RETURN_IF_ERROR(read_relation_edges(edge_file, t, r, &edges, &count));
-      if (const fs::path f = find_csv(dir, "num-edge-list"); !f.empty()) {
+      if (const fs::path f = ogb_csv::find(dir, "num-edge-list"); !f.empty()) {
         DGLD_ASSIGN_OR_RETURN(int64_t listed, read_single_int(f));
         if (listed != count) {
           return invalid_argument(f.string() + ":1: " + std::to_string(listed) + " edges, but " +
@@ -383,9 +335,9 @@ class OgbHeteroSource final : public GraphSource {
                        name + "': expected " + (dir / "{train,valid,test}.csv").string() + "[.gz]" +
                        (found.empty() ? std::string() : " (found: " + join(found) + ")"));
     }
-    DGLD_ASSIGN_OR_RETURN(fs::path tr, require_csv(dir, "train"));
-    DGLD_ASSIGN_OR_RETURN(fs::path va, require_csv(dir, "valid"));
-    DGLD_ASSIGN_OR_RETURN(fs::path te, require_csv(dir, "test"));
+    DGLD_ASSIGN_OR_RETURN(fs::path tr, ogb_csv::require(dir, "train"));
+    DGLD_ASSIGN_OR_RETURN(fs::path va, ogb_csv::require(dir, "valid"));
+    DGLD_ASSIGN_OR_RETURN(fs::path te, ogb_csv::require(dir, "test"));
     DGLD_RETURN_IF_ERROR(read_id_mask(tr, t, &g->train_mask));
     DGLD_RETURN_IF_ERROR(read_id_mask(va, t, &g->val_mask));
     return read_id_mask(te, t, &g->test_mask);
@@ -492,7 +444,7 @@ void build_typed_graph(int64_t num_nodes, TypedEdgeList* edges, GraphData* g) {
 }
 
 bool is_ogb_hetero_dir(const fs::path& dir) {
-  return !find_csv(dir / "raw", "num-node-dict").empty();
+  return !ogb_csv::find(dir / "raw", "num-node-dict").empty();
 }
 
 Result<std::unique_ptr<GraphSource>> make_ogb_hetero_source(const HeteroOgbOptions& opts) {

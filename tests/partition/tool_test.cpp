@@ -301,7 +301,7 @@ TEST_CASE("bad input is reported with file and line, and leaves no output") {
   SECTION("OGB directory without its files") {
     f.in = {};
     f.in.spec = "ogb:" + f.dir.path().string();
-    expect_error("num-node-list.csv.gz");
+    expect_error("num-node-list.csv[.gz]");
   }
 }
 
