@@ -1,0 +1,96 @@
+#pragma once
+// The training loop behind run_training (training_loop.h), private to
+// trainer_host. Its parts: training_loop.cpp (setup, input layer, epochs,
+// run), loop_evaluation.cpp (layer-wise evaluation, link metrics),
+// loop_checkpoints.cpp (checkpoints, resume, --keep-best), loop_outputs.cpp
+// (--output-dir embeddings and predictions).
+
+#include <chrono>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/logging.h"
+#include "daemons/trainer_host/checkpoint.h"
+#include "daemons/trainer_host/training_loop.h"
+
+namespace dgld::trainer {
+
+using Clock = std::chrono::steady_clock;
+
+inline double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+inline std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+class Loop {
+ public:
+  Loop(TrainingBackend& b, const TrainConfig& c) : b_(b), c_(c), log_(logger("trainer")) {}
+  Result<TrainResult> run();
+
+ private:
+  Status setup();
+  Status train_epoch(int epoch, EpochMetrics& m);
+  Result<EvalMetrics> evaluate(int epoch);
+  // The backend's layer-wise inference of the model in eval mode, no gradients.
+  Result<EvalCounts> layerwise(const LayerwiseRequest& request);
+  Result<torch::Tensor> layer0(std::span<const int64_t> ids, const torch::Tensor& features,
+                               const std::vector<client::TypedRows>& typed, bool train);
+  // Heterogeneous graphs: every input node embedded into embed_dim, a node
+  // type with features by its linear projection, one without by the learnable
+  // embedding.
+  Result<torch::Tensor> typed_layer0(std::span<const int64_t> ids, const std::vector<client::TypedRows>& typed,
+                                     bool train);
+  Status setup_hetero();
+  Status create_embedding();
+  nlohmann::json checkpoint_meta(int epoch) const;
+  Status save_checkpoint(int epoch);
+  Result<int> resume();
+  // Every node's output of the last layer (and --embeddings-layer) into
+  // --output-dir (rank 0 writes; every trainer computes its share).
+  Status write_outputs();
+  // new_of_orig[o] = the node id (after partitioning) of original node o.
+  Result<std::vector<int64_t>> new_ids_by_original_id();
+  Status write_layer(int layer, int64_t width, const RowReader& read, const std::vector<int64_t>& new_of_orig);
+
+  // Link prediction: the scorer of a pair of embeddings (logits), the
+  // metrics of the held-out edges of one set against their negatives.
+  torch::Tensor score(const torch::Tensor& hu, const torch::Tensor& hv);
+  Result<EvalMetrics> evaluate_link(int epoch);
+  Result<LinkMetrics> link_metrics(bool test, const RowReader& read, int64_t width);
+  // --keep-best: remembers the weights when `e` is the best evaluation so
+  // far; puts the best weights back and makes that evaluation the run's.
+  void remember_if_best(const EvalMetrics& e);
+  void restore_best();
+
+  TrainingBackend& b_;
+  const TrainConfig& c_;
+  std::shared_ptr<spdlog::logger> log_;
+  ModelConfig mc_;
+  bool link_ = false;
+  std::unique_ptr<Model> model_;
+  torch::nn::Sequential scorer_mlp_{nullptr};  // --scorer mlp
+  std::vector<torch::Tensor> params_;          // the model's and the scorer's
+  std::unique_ptr<torch::optim::Adam> optimizer_;
+  std::unique_ptr<SparseEmbedding> embedding_;
+  struct Best {
+    double metric = -std::numeric_limits<double>::infinity();
+    EvalMetrics eval;
+    std::string model_state;            // the model's weights and buffers (a serialized archive)
+    std::vector<torch::Tensor> params;  // every trained parameter (the scorer's and projections' too)
+  };
+  std::optional<Best> best_;
+  const GraphTypeInfo* types_ = nullptr;     // heterogeneous graphs only
+  std::vector<torch::nn::Linear> type_proj_;  // by node type; null for a type without features
+  std::unique_ptr<CheckpointDir> ckpt_;
+  TrainResult r_;
+  double previous_time_s_ = 0;  // total_time_s of the run a resume continues
+};
+
+}  // namespace dgld::trainer
