@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 
 #include <fmt/format.h>
@@ -11,23 +12,58 @@
 
 namespace dgld::trainer {
 
-Result<ModelKind> parse_model_kind(std::string_view name) {
-  if (name == "sage" || name == "graphsage") return ModelKind::sage;
-  if (name == "gcn") return ModelKind::gcn;
-  if (name == "gat") return ModelKind::gat;
-  if (name == "rgcn") return ModelKind::rgcn;
-  return invalid_argument("unknown model '" + std::string(name) + "' (known: sage, gcn, gat, rgcn)");
+namespace {
+
+// Everything that differs between the built-in model kinds: the name, the
+// conv of one layer (`in` wide in, `out` wide out per head) and whether it is
+// multi-headed (GAT: heads concatenated between layers and averaged at the
+// output, ELU between layers as DGL's GAT example; the others ReLU).
+struct KindRow {
+  ModelKind kind;
+  const char* name;
+  torch::nn::AnyModule (*make_layer)(const ModelConfig& c, int64_t in, int64_t out);
+  bool multi_head;
+};
+
+const KindRow kKinds[] = {
+    {ModelKind::sage, "sage",
+     [](const ModelConfig& c, int64_t in, int64_t out) { return torch::nn::AnyModule(SageConv(in, out, c.kernels)); },
+     false},
+    {ModelKind::gcn, "gcn",
+     [](const ModelConfig& c, int64_t in, int64_t out) { return torch::nn::AnyModule(GraphConv(in, out, c.kernels)); },
+     false},
+    {ModelKind::gat, "gat",
+     [](const ModelConfig& c, int64_t in, int64_t out) {
+       return torch::nn::AnyModule(GatConv(in, out, c.num_heads, c.kernels));
+     },
+     true},
+    {ModelKind::rgcn, "rgcn",
+     [](const ModelConfig& c, int64_t in, int64_t out) {
+       return torch::nn::AnyModule(RelGraphConv(in, out, c.num_rels, c.num_bases, c.kernels));
+     },
+     false},
+};
+
+const KindRow& row_of(ModelKind kind) {
+  for (const KindRow& r : kKinds) {
+    if (r.kind == kind) return r;
+  }
+  throw std::logic_error("model kind without a row in kKinds");
 }
 
-const char* model_kind_name(ModelKind kind) {
-  switch (kind) {
-    case ModelKind::sage: return "sage";
-    case ModelKind::gcn: return "gcn";
-    case ModelKind::gat: return "gat";
-    case ModelKind::rgcn: return "rgcn";
+}  // namespace
+
+Result<ModelKind> parse_model_kind(std::string_view name) {
+  if (name == "graphsage") return ModelKind::sage;
+  std::string known;
+  for (const KindRow& r : kKinds) {
+    if (name == r.name) return r.kind;
+    known += (known.empty() ? "" : ", ") + std::string(r.name);
   }
-  return "?";
+  return invalid_argument("unknown model '" + std::string(name) + "' (known: " + known + ")");
 }
+
+const char* model_kind_name(ModelKind kind) { return row_of(kind).name; }
 
 Result<Kernels> parse_kernels(std::string_view name) {
   if (name == "fused") return Kernels::fused;
@@ -232,48 +268,28 @@ torch::Tensor RelGraphConvImpl::forward(const ops::BlockGraphPtr& b, const torch
 }
 
 GnnNetImpl::GnnNetImpl(const ModelConfig& config) : config_(config) {
-  const int L = config.num_layers;
-  for (int l = 0; l < L; ++l) {
-    const bool last = l == L - 1;
-    const int64_t out = last ? config.num_classes : config.num_hidden;
-    int64_t in = config.in_dim;
-    if (l > 0) in = config.kind == ModelKind::gat ? config.num_hidden * config.num_heads : config.num_hidden;
-    const std::string name = "layer" + std::to_string(l);
-    switch (config.kind) {
-      case ModelKind::sage: sage_.push_back(register_module(name, SageConv(in, out, config.kernels))); break;
-      case ModelKind::gcn: gcn_.push_back(register_module(name, GraphConv(in, out, config.kernels))); break;
-      case ModelKind::gat:
-        gat_.push_back(register_module(name, GatConv(in, out, config.num_heads, config.kernels)));
-        break;
-      case ModelKind::rgcn:
-        rgcn_.push_back(
-            register_module(name, RelGraphConv(in, out, config.num_rels, config.num_bases, config.kernels)));
-        break;
-    }
+  const KindRow& row = row_of(config.kind);
+  multi_head_ = row.multi_head;
+  for (int l = 0; l < config.num_layers; ++l) {
+    const int64_t in = l == 0 ? config.in_dim : layer_out_dim(l - 1);
+    const int64_t out = l == config.num_layers - 1 ? config.num_classes : config.num_hidden;
+    layers_.push_back(row.make_layer(config, in, out));
+    register_module("layer" + std::to_string(l), layers_.back().ptr());
   }
   dropout_ = register_module("dropout", torch::nn::Dropout(config.dropout));
 }
 
 int64_t GnnNetImpl::layer_out_dim(int layer) const {
   if (layer == config_.num_layers - 1) return config_.num_classes;
-  return config_.kind == ModelKind::gat ? config_.num_hidden * config_.num_heads : config_.num_hidden;
+  return multi_head_ ? config_.num_hidden * config_.num_heads : config_.num_hidden;
 }
 
 torch::Tensor GnnNetImpl::forward_layer(int layer, const ops::BlockGraphPtr& b, const torch::Tensor& h_src) {
   const bool last = layer == config_.num_layers - 1;
-  torch::Tensor h;
-  switch (config_.kind) {
-    case ModelKind::sage: h = sage_[layer]->forward(b, h_src); break;
-    case ModelKind::gcn: h = gcn_[layer]->forward(b, h_src); break;
-    case ModelKind::gat: {
-      h = gat_[layer]->forward(b, h_src);
-      h = last ? h.mean(1) : h.flatten(1);
-      break;
-    }
-    case ModelKind::rgcn: h = rgcn_[layer]->forward(b, h_src); break;
-  }
+  torch::Tensor h = layers_[static_cast<size_t>(layer)].forward(b, h_src);
+  if (multi_head_) h = last ? h.mean(1) : h.flatten(1);
   if (!last) {
-    h = config_.kind == ModelKind::gat ? torch::elu(h) : torch::relu(h);
+    h = multi_head_ ? torch::elu(h) : torch::relu(h);
     h = dropout_(h);
   }
   return h;

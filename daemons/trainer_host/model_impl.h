@@ -148,10 +148,8 @@ class GnnNetImpl : public torch::nn::Module {
 
  private:
   ModelConfig config_;
-  std::vector<SageConv> sage_;
-  std::vector<GraphConv> gcn_;
-  std::vector<GatConv> gat_;
-  std::vector<RelGraphConv> rgcn_;
+  bool multi_head_ = false;  // GAT: heads concatenated between layers, averaged at the output
+  std::vector<torch::nn::AnyModule> layers_;  // one conv per layer, made by the kind's table row (model.cpp)
   torch::nn::Dropout dropout_{nullptr};
 };
 TORCH_MODULE(GnnNet);
