@@ -21,12 +21,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-std::string node_tensor_names(const MappedPartition& part) {
-  std::string names;
-  for (const auto& t : part.node_tensors()) names += (names.empty() ? "" : ", ") + t.name;
-  return names.empty() ? "none" : names;
-}
-
 template <typename T>
 Result<std::span<const T>> node_column(const MappedPartition& part, const std::string& name, bool required,
                                        const char* dtype_name) {

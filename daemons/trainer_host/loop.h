@@ -27,7 +27,6 @@ inline double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-inline std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
 class Loop {
  public:

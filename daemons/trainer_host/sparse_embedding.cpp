@@ -5,15 +5,11 @@
 
 #include <fmt/format.h>
 
+#include "daemons/trainer_host/training_loop.h"  // ids_tensor
+
 namespace dgld::trainer {
 
 namespace {
-
-torch::Tensor ids_tensor(std::span<const int64_t> ids) {
-  auto t = torch::empty({static_cast<int64_t>(ids.size())}, torch::kInt64);
-  if (!ids.empty()) std::memcpy(t.data_ptr<int64_t>(), ids.data(), ids.size() * sizeof(int64_t));
-  return t;
-}
 
 class LocalEmbeddingStore final : public EmbeddingStore {
  public:

@@ -23,6 +23,7 @@
 
 #include "common/ops/torch_library.h"
 #include "daemons/trainer_host/model_impl.h"
+#include "daemons/trainer_host/training_loop.h"  // first_line
 
 namespace dgld::trainer {
 
@@ -35,12 +36,6 @@ constexpr const char* kContract =
     "forward(self, blocks: List[torch.classes.dgld.Block], x: Tensor) -> Tensor, "
     "forward_layer(self, i: int, block: torch.classes.dgld.Block, h: Tensor) -> Tensor and an int attribute "
     "num_layers (docs/models.md)";
-
-std::string first_line(const std::string& s) {
-  const auto start = s.find_first_not_of('\n');
-  if (start == std::string::npos) return s;
-  return s.substr(start, s.find('\n', start) - start);
-}
 
 }  // namespace
 

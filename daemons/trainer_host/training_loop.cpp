@@ -1,5 +1,7 @@
 #include "daemons/trainer_host/training_loop.h"
 
+#include "common/partition/partition.h"
+
 #include "daemons/trainer_host/loop.h"
 
 #include <dlfcn.h>
@@ -395,6 +397,18 @@ void set_torch_threads(int n) {
   at::set_num_threads(n);
   using SetFn = void (*)(int);
   if (auto fn = reinterpret_cast<SetFn>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) fn(n);
+}
+
+std::string first_line(const std::string& s) {
+  const auto start = s.find_first_not_of('\n');
+  if (start == std::string::npos) return s;
+  return s.substr(start, s.find('\n', start) - start);
+}
+
+std::string node_tensor_names(const MappedPartition& part) {
+  std::string names;
+  for (const auto& t : part.node_tensors()) names += (names.empty() ? "" : ", ") + t.name;
+  return names.empty() ? "none" : names;
 }
 
 torch::Tensor ids_tensor(std::span<const int64_t> ids) {

@@ -28,6 +28,10 @@
 #include "daemons/trainer_host/sparse_embedding.h"
 #include "daemons/trainer_host/training.h"
 
+namespace dgld {
+class MappedPartition;
+}
+
 namespace dgld::trainer {
 
 enum class Reduce { sum, min, max };
@@ -118,6 +122,12 @@ Result<torch::Tensor> allgather(TrainingBackend& b, const torch::Tensor& mine, c
 void set_torch_threads(int n);
 
 torch::Tensor ids_tensor(std::span<const int64_t> ids);
+
+// The first non-empty line of `s`: LibTorch's messages carry a backtrace after it.
+std::string first_line(const std::string& s);
+
+// The names of a partition's node tensors ("a, b, c"; "none"), for messages.
+std::string node_tensor_names(const MappedPartition& part);
 // [n, d] float tensor copied from `rows`, which holds n*d floats (d may be 0).
 torch::Tensor rows_tensor(std::span<const float> rows, int64_t n, int64_t d);
 // The same without a copy: the tensor takes the vector over and, when it is
