@@ -35,8 +35,12 @@
 #include "common/dtype.h"
 #include "common/status.h"
 #include "partition/graph_data.h"
+#include "partition/npy.h"
 
 namespace dgld {
+
+// The mask arrays a chunked graph may carry as node data (uint8 or bool).
+inline constexpr const char* kChunkedMasks[] = {"train_mask", "val_mask", "test_mask"};
 
 struct ChunkedNodeData {
   std::string name;                // "features", "labels", "train_mask", ...
@@ -81,28 +85,10 @@ Status for_each_edge_in_chunk(const ChunkedGraph& g, int i, const std::function<
 // uint8; `cols` values per row (1 for a vector). Errors name the file: not a
 // .npy file, another dtype than the other chunks', a row count other than the
 // chunk's node count.
-struct NodeDataChunk {
-  DType dtype = DType::float32;
-  int64_t rows = 0, cols = 1;
-  std::vector<std::byte> data;  // rows * cols values
-};
 Result<NodeDataChunk> read_node_data_chunk(const ChunkedGraph& g, const std::string& name, int i);
 
-// Helpers (also used by the tests): a .npy file's header, format 1.0, 2.0 or
-// 3.0, C order, descr '<f4', '<i8', '|u1' or '|b1' (bool, read as uint8),
-// shape (rows,) (cols 1, ndim 1) or (rows, cols). Errors name the file.
-struct NpyHeader {
-  std::string descr;  // as written: "<f4", ...
-  DType dtype = DType::float32;
-  int ndim = 1;
-  int64_t rows = 0, cols = 1;
-  uint64_t data_offset = 0;  // bytes before the data
-};
-Result<NpyHeader> read_npy_header(const std::filesystem::path& path);
 // read_node_data_chunk's checks on the file's header only, without the rows.
 Result<NpyHeader> check_node_data_chunk(const ChunkedGraph& g, const std::string& name, int i);
-// The whole array (the file's size must match the header's shape).
-Result<NodeDataChunk> read_npy(const std::filesystem::path& path);
 
 // The whole chunked graph as a GraphSource (the single-process partitioner's
 // input, --input chunks:DIR): edges as listed (directed), node data

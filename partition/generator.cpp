@@ -12,6 +12,7 @@
 
 #include "common/logging.h"
 #include "common/random.h"
+#include "partition/generate_keys.h"
 
 namespace dgld {
 namespace {
@@ -258,46 +259,20 @@ Result<SbmParams> parse_generator_spec(const std::string& spec) {
   const std::string name = spec.substr(0, colon);
   if (name != "sbm") return invalid_argument("--generate '" + spec + "': unknown generator '" + name + "' (known: sbm)");
   SbmParams p;
-  std::map<std::string, std::function<Status(std::string_view)>> keys;
-  auto num = [&](auto* field) {
-    return [field, &spec](std::string_view v) -> Status {
-      auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), *field);
-      if (ec != std::errc() || ptr != v.data() + v.size()) {
-        return invalid_argument("--generate '" + spec + "': bad number '" + std::string(v) + "'");
-      }
-      return Status::ok();
-    };
-  };
-  keys["nodes"] = num(&p.nodes);
-  keys["avg_degree"] = num(&p.avg_degree);
-  keys["classes"] = num(&p.classes);
-  keys["feat_dim"] = num(&p.feat_dim);
-  keys["p_in"] = num(&p.p_in);
-  keys["gamma"] = num(&p.gamma);
-  keys["centroid_scale"] = num(&p.centroid_scale);
-  keys["train"] = num(&p.train);
-  keys["val"] = num(&p.val);
-  keys["test"] = num(&p.test);
-  keys["seed"] = num(&p.seed);
-  std::string_view rest = colon == std::string::npos ? std::string_view() : std::string_view(spec).substr(colon + 1);
-  while (!rest.empty()) {
-    const auto comma = rest.find(',');
-    std::string_view kv = rest.substr(0, comma);
-    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-    const auto eq = kv.find('=');
-    if (eq == std::string_view::npos) {
-      return invalid_argument("--generate '" + spec + "': expected key=value, got '" + std::string(kv) + "'");
-    }
-    auto it = keys.find(std::string(kv.substr(0, eq)));
-    if (it == keys.end()) {
-      std::string known;
-      for (const auto& [k, _] : keys) known += (known.empty() ? "" : ", ") + k;
-      return invalid_argument("--generate '" + spec + "': unknown key '" + std::string(kv.substr(0, eq)) +
-                              "' (known: " + known + ")");
-    }
-    DGLD_RETURN_IF_ERROR(it->second(kv.substr(eq + 1)));
-  }
-  auto bad = [&](const std::string& what) { return invalid_argument("--generate '" + spec + "': " + what); };
+  GenerateKeys keys(spec);
+  keys.add("nodes", &p.nodes);
+  keys.add("avg_degree", &p.avg_degree);
+  keys.add("classes", &p.classes);
+  keys.add("feat_dim", &p.feat_dim);
+  keys.add("p_in", &p.p_in);
+  keys.add("gamma", &p.gamma);
+  keys.add("centroid_scale", &p.centroid_scale);
+  keys.add("train", &p.train);
+  keys.add("val", &p.val);
+  keys.add("test", &p.test);
+  keys.add("seed", &p.seed);
+  DGLD_RETURN_IF_ERROR(keys.parse());
+  auto bad = [&](const std::string& what) { return keys.error(what); };
   if (p.nodes < 2 || p.nodes > INT32_MAX) return bad("nodes must be in 2..2^31-1");
   if (p.classes < 1 || p.classes > p.nodes) return bad("classes must be in 1..nodes");
   if (!(p.avg_degree > 0) || p.avg_degree >= static_cast<double>(p.nodes)) return bad("avg_degree must be in (0, nodes)");

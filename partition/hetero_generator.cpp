@@ -10,6 +10,7 @@
 #include "common/logging.h"
 #include "partition/hetero_input.h"
 #include "common/random.h"
+#include "partition/generate_keys.h"
 
 namespace dgld {
 namespace {
@@ -250,60 +251,24 @@ Result<HsbmParams> parse_hsbm_spec(const std::string& spec) {
   if (name != "hsbm")
     return invalid_argument("--generate '" + spec + "': expected hsbm:key=value,...");
   HsbmParams p;
-  std::map<std::string, std::function<Status(const std::string&, std::string_view)>> keys;
-  auto num = [&](auto* field) {
-    return [field, &spec](const std::string& key, std::string_view v) -> Status {
-      auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), *field);
-      if (v.empty() || ec != std::errc() || ptr != v.data() + v.size()) {
-        return invalid_argument("--generate '" + spec + "': bad value '" + std::string(v) +
-                                "' for key '" + key + "' (expected " +
-                                (std::is_floating_point_v<std::remove_pointer_t<decltype(field)>>
-                                     ? "a number"
-                                     : "an integer") +
-                                ")");
-      }
-      return Status::ok();
-    };
-  };
-  keys["papers"] = num(&p.papers);
-  keys["authors"] = num(&p.authors);
-  keys["venues"] = num(&p.venues);
-  keys["topics"] = num(&p.topics);
-  keys["classes"] = num(&p.classes);
-  keys["feat_dim"] = num(&p.feat_dim);
-  keys["writes_per_paper"] = num(&p.writes_per_paper);
-  keys["cites_per_paper"] = num(&p.cites_per_paper);
-  keys["topics_per_paper"] = num(&p.topics_per_paper);
-  keys["p_in"] = num(&p.p_in);
-  keys["centroid_scale"] = num(&p.centroid_scale);
-  keys["train"] = num(&p.train);
-  keys["val"] = num(&p.val);
-  keys["test"] = num(&p.test);
-  keys["seed"] = num(&p.seed);
-  std::string_view rest =
-      colon == std::string::npos ? std::string_view() : std::string_view(spec).substr(colon + 1);
-  while (!rest.empty()) {
-    const auto comma = rest.find(',');
-    std::string_view kv = rest.substr(0, comma);
-    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-    const auto eq = kv.find('=');
-    if (eq == std::string_view::npos) {
-      return invalid_argument("--generate '" + spec + "': expected key=value, got '" +
-                              std::string(kv) + "'");
-    }
-    const std::string key(kv.substr(0, eq));
-    auto it = keys.find(key);
-    if (it == keys.end()) {
-      std::string known;
-      for (const auto& [k, _] : keys) known += (known.empty() ? "" : ", ") + k;
-      return invalid_argument("--generate '" + spec + "': unknown key '" + key +
-                              "' (known: " + known + ")");
-    }
-    DGLD_RETURN_IF_ERROR(it->second(key, kv.substr(eq + 1)));
-  }
-  auto bad = [&](const std::string& what) {
-    return invalid_argument("--generate '" + spec + "': " + what);
-  };
+  GenerateKeys keys(spec);
+  keys.add("papers", &p.papers);
+  keys.add("authors", &p.authors);
+  keys.add("venues", &p.venues);
+  keys.add("topics", &p.topics);
+  keys.add("classes", &p.classes);
+  keys.add("feat_dim", &p.feat_dim);
+  keys.add("writes_per_paper", &p.writes_per_paper);
+  keys.add("cites_per_paper", &p.cites_per_paper);
+  keys.add("topics_per_paper", &p.topics_per_paper);
+  keys.add("p_in", &p.p_in);
+  keys.add("centroid_scale", &p.centroid_scale);
+  keys.add("train", &p.train);
+  keys.add("val", &p.val);
+  keys.add("test", &p.test);
+  keys.add("seed", &p.seed);
+  DGLD_RETURN_IF_ERROR(keys.parse());
+  auto bad = [&](const std::string& what) { return keys.error(what); };
   if (p.papers < 2) return bad("papers must be >= 2");
   if (p.authors < 1) return bad("authors must be >= 1");
   if (p.topics < 1) return bad("topics must be >= 1");

@@ -308,7 +308,7 @@ TEST_CASE("bad input is reported with file and line, and leaves no output") {
 TEST_CASE("generator specs are checked") {
   CHECK(parse_generator_spec("sbm:nodes=100,avg_degree=5").is_ok());
   CHECK_THAT(parse_generator_spec("sbm:nodes=100,degree=5").status().message(), Catch::Contains("unknown key 'degree'"));
-  CHECK_THAT(parse_generator_spec("sbm:nodes=abc").status().message(), Catch::Contains("bad number 'abc'"));
+  CHECK_THAT(parse_generator_spec("sbm:nodes=abc").status().message(), Catch::Contains("bad value 'abc' for key 'nodes' (expected an integer)"));
   CHECK_THAT(parse_generator_spec("er:nodes=10").status().message(), Catch::Contains("unknown generator"));
   CHECK_FALSE(parse_generator_spec("sbm:nodes=100,train=0.9,test=0.5").is_ok());
 }
