@@ -6,6 +6,7 @@
 
 #include "common/part_config.h"
 #include "common/partition/array_file.h"
+#include "common/partition/graph_file.h"
 #include "common/partition/link_split.h"
 #include "common/partition/partition.h"
 
@@ -203,33 +204,19 @@ class PartitionWriter::Impl {
     namespace pa = part_arrays;
     const int64_t n_local = n_inner_ + static_cast<int64_t>(halo_.size());
     const int64_t e_local = in_indptr_.back(), e_inner = in_indptr_[n_inner_], e_out = out_indptr_.back();
-    std::vector<ArraySpec> specs = {
-        {pa::kMeta, DType::int64, {pa::kMetaSize}},
-        {pa::kNodeGlobalId, DType::int64, {n_local}},
-        {pa::kNodeInner, DType::uint8, {n_local}},
-        {pa::kNodeOwner, DType::int32, {n_local}},
-        {pa::kNodeOrigId, DType::int64, {n_inner_}},
-        {pa::kInIndptr, DType::int64, {n_local + 1}},
-        {pa::kInIndices, DType::int64, {e_local}},
-        {pa::kInEids, DType::int64, {e_local}},
-        {pa::kEdgeInner, DType::uint8, {e_local}},
-        {pa::kEdgeOrigId, DType::int64, {e_inner}},
-        {pa::kOutIndptr, DType::int64, {n_inner_ + 1}},
-        {pa::kOutIndices, DType::int64, {e_out}},
-        {pa::kOutEids, DType::int64, {e_out}},
-    };
-    const bool typed = g_.types.present();
-    if (typed) specs.push_back({pa::kInEtype, DType::int32, {e_local}});
-    DGLD_ASSIGN_OR_RETURN(auto w, ArrayFileWriter::create(path, ArrayFileKind::partition_graph, std::move(specs)));
-    std::vector<int64_t> meta(pa::kMetaSize, 0);
-    meta[pa::kMetaPartId] = p_;
-    meta[pa::kMetaNumParts] = L_.num_parts;
-    meta[pa::kMetaNumInnerNodes] = n_inner_;
-    meta[pa::kMetaNumLocalNodes] = n_local;
-    meta[pa::kMetaNumInnerEdges] = e_inner;
-    meta[pa::kMetaNumLocalEdges] = e_local;
-    meta[pa::kMetaNumOutEdges] = e_out;
-    meta[pa::kMetaHaloHops] = o_.num_hops;
+    GraphFileCounts counts;
+    counts.part_id = p_;
+    counts.num_parts = L_.num_parts;
+    counts.inner_nodes = n_inner_;
+    counts.local_nodes = n_local;
+    counts.inner_edges = e_inner;
+    counts.local_edges = e_local;
+    counts.out_edges = e_out;
+    counts.halo_hops = o_.num_hops;
+    counts.typed = g_.types.present();
+    const bool typed = counts.typed;
+    DGLD_ASSIGN_OR_RETURN(auto w, ArrayFileWriter::create(path, ArrayFileKind::partition_graph, graph_file_arrays(counts)));
+    const std::vector<int64_t> meta = graph_file_meta(counts);
     DGLD_RETURN_IF_ERROR(w->write_array(std::span<const int64_t>(meta)));
     {
       Appender<int64_t> a(*w);

@@ -5,6 +5,7 @@
 
 #include "common/file_util.h"
 #include "common/part_config.h"
+#include "common/partition/graph_file.h"
 #include "common/partition/partition.h"
 
 namespace dgld::rank {
@@ -47,31 +48,18 @@ Status RankJob::write_partition() {
   const int64_t n_local = n_inner + static_cast<int64_t>(halo.size());
   const int64_t e_inner = static_cast<int64_t>(in_.size()), e_local = e_inner + static_cast<int64_t>(halo_edges.size());
   const auto n_out = static_cast<int64_t>(spilled_out_);
-  std::vector<ArraySpec> specs = {
-      {pa::kMeta, DType::int64, {pa::kMetaSize}},
-      {pa::kNodeGlobalId, DType::int64, {n_local}},
-      {pa::kNodeInner, DType::uint8, {n_local}},
-      {pa::kNodeOwner, DType::int32, {n_local}},
-      {pa::kNodeOrigId, DType::int64, {n_inner}},
-      {pa::kInIndptr, DType::int64, {n_local + 1}},
-      {pa::kInIndices, DType::int64, {e_local}},
-      {pa::kInEids, DType::int64, {e_local}},
-      {pa::kEdgeInner, DType::uint8, {e_local}},
-      {pa::kEdgeOrigId, DType::int64, {e_inner}},
-      {pa::kOutIndptr, DType::int64, {n_inner + 1}},
-      {pa::kOutIndices, DType::int64, {n_out}},
-      {pa::kOutEids, DType::int64, {n_out}},
-  };
-  DGLD_ASSIGN_OR_RETURN(auto w, ArrayFileWriter::create(staging_ / "graph.dgld", ArrayFileKind::partition_graph, specs));
-  std::vector<int64_t> meta(pa::kMetaSize, 0);
-  meta[pa::kMetaPartId] = me_;
-  meta[pa::kMetaNumParts] = P_;
-  meta[pa::kMetaNumInnerNodes] = n_inner;
-  meta[pa::kMetaNumLocalNodes] = n_local;
-  meta[pa::kMetaNumInnerEdges] = e_inner;
-  meta[pa::kMetaNumLocalEdges] = e_local;
-  meta[pa::kMetaNumOutEdges] = n_out;
-  meta[pa::kMetaHaloHops] = 1;
+  GraphFileCounts counts;
+  counts.part_id = me_;
+  counts.num_parts = P_;
+  counts.inner_nodes = n_inner;
+  counts.local_nodes = n_local;
+  counts.inner_edges = e_inner;
+  counts.local_edges = e_local;
+  counts.out_edges = n_out;
+  counts.halo_hops = 1;
+  DGLD_ASSIGN_OR_RETURN(auto w, ArrayFileWriter::create(staging_ / "graph.dgld", ArrayFileKind::partition_graph,
+                                                        graph_file_arrays(counts)));
+  const std::vector<int64_t> meta = graph_file_meta(counts);
   DGLD_RETURN_IF_ERROR(w->write_array(std::span<const int64_t>(meta)));
   // Node arrays, one at a time.
   auto gid = [&](int64_t i) { return i < n_inner ? first + i : halo[static_cast<size_t>(i - n_inner)]; };
