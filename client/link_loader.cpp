@@ -94,7 +94,7 @@ struct DistEdgeDataLoader::Impl {
       }
     }
     // The batch's positive edges and their reverses stay out of the blocks.
-    auto b = builder->sample(batch_id, nodes, rng_seed, o.exclude_seed_edges ? &positives : nullptr);
+    auto b = builder->sample(batch_id, nodes, rng_seed, o.sampling.exclude == SamplingSpec::Exclude::seed_edges ? &positives : nullptr);
     if (!b.is_ok()) return b.status().with_context(fmt::format("link batch {} of epoch {}", batch_id, e));
     lb.batch = std::move(b).value();
     DGLD_RETURN_IF_ERROR(builder->fetch(lb.batch).with_context(fmt::format("link batch {} of epoch {}", batch_id, e)));

@@ -39,15 +39,14 @@ struct LinkLoaderOptions {
   int64_t batch_size = 1000;  // positive edges per batch
   bool shuffle = true;
   uint64_t seed = 0;
-  SamplingSpec sampling;  // fanouts (input layer first), replace, prob
+  // fanouts (input layer first), replace, prob, and exclude: seed_edges
+  // removes the batch's positive edges and their reverses from its blocks.
+  SamplingSpec sampling;
   std::string feature = "features";  // empty: no features
   size_t feature_cache_bytes = 0;    // remote feature rows kept here (row_cache.h)
   int num_negatives = 1;             // per positive edge
   NegativeSampler negative_sampler = NegativeSampler::uniform;
   bool exclude_positives = false;
-  // The batch's positive edges and their reverses are removed from its
-  // blocks; false: blocks as sampled (DGL's exclude=None).
-  bool exclude_seed_edges = true;
   // Held-out positives negatives must avoid (with exclude_positives); null: none.
   std::shared_ptr<const EdgePairSet> held_out;
   int threads = 2;

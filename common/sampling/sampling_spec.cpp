@@ -61,7 +61,14 @@ std::string SamplingSpec::to_string() const {
   }
   s += fmt::format(" edge_dir={} replace={}", out_edges ? "out" : "in", replace ? 1 : 0);
   if (!prob.empty()) s += " prob=" + prob;
+  if (exclude == Exclude::seed_edges) s += " exclude=seed_edges";
   return s;
+}
+
+Result<SamplingSpec::Exclude> parse_exclude(std::string_view text, std::string_view flag) {
+  if (text.empty() || text == "none") return SamplingSpec::Exclude::none;
+  if (text == "self" || text == "reverse_id") return SamplingSpec::Exclude::seed_edges;
+  return invalid_argument(fmt::format("{} '{}': expected none, self or reverse_id", flag, text));
 }
 
 Result<std::vector<int64_t>> parse_fanouts(std::string_view text, std::string_view flag) {
@@ -97,7 +104,8 @@ flatbuffers::Offset<fbs::SamplingSpec> write_sampling_spec(flatbuffers::FlatBuff
     etype_fanouts = fbb.CreateVector(layers);
   }
   const auto prob = spec.prob.empty() ? 0 : fbb.CreateString(spec.prob);
-  return fbs::CreateSamplingSpec(fbb, fanouts, etype_fanouts, spec.out_edges, spec.replace, prob);
+  return fbs::CreateSamplingSpec(fbb, fanouts, etype_fanouts, spec.out_edges, spec.replace, prob,
+                                 static_cast<uint8_t>(spec.exclude));
 }
 
 Result<SamplingSpec> read_sampling_spec(const fbs::SamplingSpec* table, std::string_view where) {
@@ -114,6 +122,11 @@ Result<SamplingSpec> read_sampling_spec(const fbs::SamplingSpec* table, std::str
   spec.out_edges = table->out_edges();
   spec.replace = table->replace();
   if (table->prob()) spec.prob = table->prob()->str();
+  if (table->exclude() > static_cast<uint8_t>(SamplingSpec::Exclude::seed_edges)) {
+    return invalid_argument(fmt::format("{}: sampling: exclude {} is not a known value (0 none, 1 seed edges)", where,
+                                        table->exclude()));
+  }
+  spec.exclude = static_cast<SamplingSpec::Exclude>(table->exclude());
   if (Status st = spec.validate(); !st.is_ok()) return st.with_context(std::string(where));
   return spec;
 }

@@ -1,7 +1,8 @@
 #pragma once
 // SamplingSpec: what to sample around a batch of seeds, DGL's
 // NeighborSampler(fanouts, edge_dir, prob, replace) with DGL's fanout dicts
-// for heterogeneous graphs. One value travels unchanged from where a user
+// for heterogeneous graphs, and the edges a link-prediction batch's blocks
+// leave out (DGL's exclude=). One value travels unchanged from where a user
 // states it (trainer-host's flags, the Python NeighborSampler) through the
 // sampler protocol (SampleBatch) to a graph-server (SampleNeighbors, one
 // layer), as the FlatBuffers table of schemas/sampling.fbs. validate() is
@@ -38,6 +39,12 @@ struct SamplingSpec {
   bool out_edges = false;  // DGL's edge_dir='out' (the seeds' out-neighbours)
   bool replace = false;
   std::string prob;  // float32 edge tensor of weights (DGL's prob=); empty: uniform
+  // Edge prediction (DGL's exclude=): none keeps the blocks as sampled;
+  // seed_edges removes a batch's own edges from its blocks, by endpoints and
+  // in both directions (DGL's 'self' and, on a graph stored with its reverse
+  // edges, 'reverse_id').
+  enum class Exclude : uint8_t { none = 0, seed_edges = 1 };
+  Exclude exclude = Exclude::none;
 
   size_t num_layers() const { return fanouts.size(); }
   // The spec of layer i alone (what one SampleNeighbors asks a server for).
@@ -54,6 +61,10 @@ struct SamplingSpec {
 // "10,25" (or DGL's "[10, 25]") -> {10, 25}; invalid_argument naming `flag`
 // and the item that is not an integer >= -1.
 Result<std::vector<int64_t>> parse_fanouts(std::string_view text, std::string_view flag = "--fan-out");
+
+// DGL's exclude= values: "none" (and "") -> none; "self", "reverse_id" ->
+// seed_edges; invalid_argument naming `flag` otherwise.
+Result<SamplingSpec::Exclude> parse_exclude(std::string_view text, std::string_view flag = "--exclude");
 
 // The wire table (schemas/sampling.fbs). read_sampling_spec validates and
 // names `where` (the message and its sender) in its errors; a missing table

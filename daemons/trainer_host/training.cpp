@@ -40,6 +40,9 @@ Result<SamplingSpec> sampling_spec(const TrainConfig& c, int num_etypes) {
   }
   spec.replace = c.replace;
   spec.prob = c.sample_prob;
+  if (c.task == "link") {
+    DGLD_ASSIGN_OR_RETURN(spec.exclude, parse_exclude(c.exclude, "--exclude"));
+  }
   for (int64_t f : spec.fanouts) {
     if (num_etypes > 0) spec.etype_fanouts.emplace_back(static_cast<size_t>(num_etypes), f);
   }
@@ -128,9 +131,6 @@ Status validate_train_config(const TrainConfig& c) {
       return invalid_argument("--neg-sampler '" + c.neg_sampler + "': expected uniform or local-uniform");
     }
     if (c.infer) return invalid_argument("--infer with --task link: write the embeddings after training (--output-dir)");
-    if (c.exclude != "reverse_id" && c.exclude != "none") {
-      return invalid_argument("--exclude '" + c.exclude + "': expected reverse_id or none");
-    }
     if (!c.checkpoint_dir.empty()) return invalid_argument("--checkpoint-dir is not supported with --task link yet");
   }
   if (c.keep_best != "off") {

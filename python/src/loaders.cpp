@@ -182,7 +182,7 @@ class EdgeDataLoader {
     o.feature_cache_bytes = static_cast<size_t>(std::max<int64_t>(0, feature_cache_mb)) << 20;
     o.num_negatives = num_negatives;
     o.negative_sampler = unwrap(client::parse_negative_sampler(negative_sampler));
-    o.exclude_seed_edges = exclude_seed_edges;
+    o.sampling.exclude = exclude_seed_edges ? SamplingSpec::Exclude::seed_edges : SamplingSpec::Exclude::none;
     o.exclude_positives = exclude_positives;
     o.prefetch = prefetch;
     o.threads = num_threads;

@@ -63,6 +63,7 @@ LinkLoaderOptions small_options() {
   LinkLoaderOptions o;
   o.batch_size = 100;
   o.sampling.fanouts = {5, 5};
+  o.sampling.exclude = SamplingSpec::Exclude::seed_edges;
   o.num_negatives = 3;
   o.seed = 11;
   return o;
@@ -172,7 +173,7 @@ TEST_CASE("link loader: without exclusion a batch's blocks do hold some of its o
   auto eids = g.edge_split("train_mask");
   REQUIRE(eids.is_ok());
   LinkLoaderOptions o = small_options();
-  o.exclude_seed_edges = false;
+  o.sampling.exclude = SamplingSpec::Exclude::none;
   auto loader = DistEdgeDataLoader::create(*c0, *eids, o);
   REQUIRE(loader.is_ok());
   auto lb = (*loader)->make(0, 0);

@@ -27,11 +27,15 @@ TEST_CASE("sampling spec: every field survives the wire table") {
   REQUIRE(p.is_ok());
   CHECK(*p == plain);
 
-  SamplingSpec typed{.fanouts = {2, 3}, .etype_fanouts = {{1, 0, -1}, {4, 5, 6}}, .replace = true, .prob = "w"};
+  SamplingSpec typed{.fanouts = {2, 3},
+                     .etype_fanouts = {{1, 0, -1}, {4, 5, 6}},
+                     .replace = true,
+                     .prob = "w",
+                     .exclude = SamplingSpec::Exclude::seed_edges};
   auto t = round_trip(typed);
   REQUIRE(t.is_ok());
   CHECK(*t == typed);
-  CHECK(t->to_string() == "fanouts=2,3 etype_fanouts=1,0,-1/4,5,6 edge_dir=in replace=1 prob=w");
+  CHECK(t->to_string() == "fanouts=2,3 etype_fanouts=1,0,-1/4,5,6 edge_dir=in replace=1 prob=w exclude=seed_edges");
 
   SamplingSpec out{.fanouts = {7}, .out_edges = true};
   auto o = round_trip(out);
@@ -57,6 +61,12 @@ TEST_CASE("sampling spec: bad specs are refused, on the wire too, naming the fie
   REQUIRE_FALSE(wire.is_ok());
   CHECK(wire.status().code() == StatusCode::invalid_argument);
   CHECK_THAT(wire.status().message(), Contains("SampleBatch from test"));
+  // An exclude value this build does not know (a newer peer) is refused.
+  flatbuffers::FlatBufferBuilder fbb;
+  fbb.Finish(fbs::CreateSamplingSpec(fbb, fbb.CreateVector(std::vector<int64_t>{3}), 0, false, false, 0, 7));
+  auto unknown = read_sampling_spec(flatbuffers::GetRoot<fbs::SamplingSpec>(fbb.GetBufferPointer()), "SampleBatch");
+  REQUIRE_FALSE(unknown.is_ok());
+  CHECK_THAT(unknown.status().message(), Contains("exclude 7 is not a known value"));
   auto missing = read_sampling_spec(nullptr, "SampleNeighbors from client 3");
   REQUIRE_FALSE(missing.is_ok());
   CHECK_THAT(missing.status().message(), Contains("SampleNeighbors from client 3: the request has no sampling spec"));
@@ -69,7 +79,18 @@ TEST_CASE("sampling spec: layer(i) is one layer's request") {
   CHECK(l1.etype_fanouts == std::vector<std::vector<int64_t>>{{4, 5}});
   CHECK(l1.replace);
   CHECK(l1.prob == "w");
+  CHECK(s.layer(0).exclude == s.exclude);
   CHECK(l1.validate().is_ok());
+}
+
+TEST_CASE("sampling spec: DGL's exclude= values") {
+  CHECK(*parse_exclude("none") == SamplingSpec::Exclude::none);
+  CHECK(*parse_exclude("") == SamplingSpec::Exclude::none);
+  CHECK(*parse_exclude("self") == SamplingSpec::Exclude::seed_edges);
+  CHECK(*parse_exclude("reverse_id") == SamplingSpec::Exclude::seed_edges);
+  auto bad = parse_exclude("reverse_types");
+  REQUIRE_FALSE(bad.is_ok());
+  CHECK_THAT(bad.status().message(), Contains("--exclude 'reverse_types': expected none, self or reverse_id"));
 }
 
 TEST_CASE("sampling spec: fanout text as trainer-host and DGL's scripts write it") {
