@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -316,6 +317,52 @@ def forward(self, block: Block, h_src: Tensor) -> Tensor:
     return out + self.bias.view(1, self.num_heads, self.out_feats)
 )";
 
+// One layer of a built-in model as the export writes it: its parameters and
+// submodules (from the trained model's parameters) before its forward.
+struct LayerExport {
+  jit::Module& layer;
+  const std::function<void(const std::string&)>& linear;  // a Linear submodule `name`
+  const std::function<void(const std::string&)>& param;   // the layer's parameter `name`
+  const ModelConfig& c;
+};
+
+// Per built-in kind, what the export writes for a layer and its TorchScript
+// forward (the kinds of model.cpp's table that can be exported).
+struct ExportRow {
+  ModelKind kind;
+  const char* source;
+  void (*fill)(const LayerExport& e);
+};
+
+const ExportRow kExports[] = {
+    {ModelKind::sage, kSageSource,
+     [](const LayerExport& e) {
+       e.linear("fc_self");
+       e.linear("fc_neigh");
+       e.param("bias");
+     }},
+    {ModelKind::gcn, kGcnSource,
+     [](const LayerExport& e) {
+       e.param("weight");
+       e.param("bias");
+     }},
+    {ModelKind::gat, kGatSource,
+     [](const LayerExport& e) {
+       e.layer.register_attribute("num_heads", c10::IntType::get(), static_cast<int64_t>(e.c.num_heads));
+       e.linear("fc");
+       e.param("attn_l");
+       e.param("attn_r");
+       e.param("bias");
+     }},
+};
+
+const ExportRow* export_row(ModelKind kind) {
+  for (const ExportRow& r : kExports) {
+    if (r.kind == kind) return &r;
+  }
+  return nullptr;
+}
+
 jit::Module make_module(const std::string& name) {
   jit::Module m("__torch__.dgld.builtin." + name);
   m.register_attribute("training", c10::BoolType::get(), true);
@@ -374,9 +421,10 @@ Result<std::unique_ptr<Model::Impl>> load_scripted_model(const ModelConfig& conf
 
 Status BuiltinModel::save_torchscript(const std::string& path) {
   const ModelConfig& c = config;
-  if (c.kind == ModelKind::rgcn) return invalid_argument("--save-model is not supported for rgcn yet");
-  auto resolver = std::make_shared<DgldResolver>();
   const std::string kind = model_kind_name(c.kind);
+  const ExportRow* row = export_row(c.kind);
+  if (row == nullptr) return invalid_argument(fmt::format("--save-model is not supported for {} yet", kind));
+  auto resolver = std::make_shared<DgldResolver>();
   jit::Module top = make_module(kind);
   try {
     std::map<std::string, torch::Tensor> params;
@@ -388,34 +436,17 @@ Status BuiltinModel::save_torchscript(const std::string& path) {
       const int64_t out = l == c.num_layers - 1 ? c.num_classes : c.num_hidden;
       layer.register_attribute("in_feats", c10::IntType::get(), in);
       layer.register_attribute("out_feats", c10::IntType::get(), out);
-      auto linear = [&](const std::string& name) {
+      const std::function<void(const std::string&)> linear = [&](const std::string& name) {
         jit::Module fc = make_module(fmt::format("{}.Layer{}.{}", kind, l, name));
         add_parameter(fc, "weight", params.at(prefix + name + ".weight"));
         fc.define(kLinearSource, resolver);
         layer.register_module(name, fc);
       };
-      switch (c.kind) {
-        case ModelKind::sage:
-          linear("fc_self");
-          linear("fc_neigh");
-          add_parameter(layer, "bias", params.at(prefix + "bias"));
-          layer.define(kSageSource, resolver);
-          break;
-        case ModelKind::gcn:
-          add_parameter(layer, "weight", params.at(prefix + "weight"));
-          add_parameter(layer, "bias", params.at(prefix + "bias"));
-          layer.define(kGcnSource, resolver);
-          break;
-        case ModelKind::gat:
-          layer.register_attribute("num_heads", c10::IntType::get(), static_cast<int64_t>(c.num_heads));
-          linear("fc");
-          add_parameter(layer, "attn_l", params.at(prefix + "attn_l"));
-          add_parameter(layer, "attn_r", params.at(prefix + "attn_r"));
-          add_parameter(layer, "bias", params.at(prefix + "bias"));
-          layer.define(kGatSource, resolver);
-          break;
-        case ModelKind::rgcn: break;  // rejected above
-      }
+      const std::function<void(const std::string&)> param = [&](const std::string& name) {
+        add_parameter(layer, name, params.at(prefix + name));
+      };
+      row->fill(LayerExport{layer, linear, param, c});
+      layer.define(row->source, resolver);
       top.register_module(fmt::format("layer{}", l), layer);
     }
     top.register_attribute("num_layers", c10::IntType::get(), static_cast<int64_t>(c.num_layers));
