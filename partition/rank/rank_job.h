@@ -11,7 +11,6 @@
 #include "partition/rank/comm.h"
 // PT-Scotch needs mpi.h first.
 #include <scotch/ptscotch.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -28,19 +27,12 @@
 #include "common/partition/array_file.h"
 #include "partition/chunked.h"
 #include "partition/dist_partition.h"
+#include "partition/progress.h"
 
 namespace dgld::rank {
 namespace fs = std::filesystem;
 
-using Clock = std::chrono::steady_clock;
-
-inline double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-inline int64_t peak_rss_bytes() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<int64_t>(u.ru_maxrss) * 1024;
-}
+using Clock = PartitionClock;  // seconds_since() and peak_rss_bytes(): partition/progress.h
 
 // An edge on its way: endpoints (original ids, later new ids; both below
 // 2^31, which read_share checks) and its original edge id. 16 bytes.
