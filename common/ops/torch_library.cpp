@@ -99,6 +99,10 @@ TORCH_LIBRARY(dgld, m) {
       .def("out_degrees", [](const BlockPtr& self) { return self->out_degrees(); })
       // Global ids of the src / dst nodes (empty when the block has none).
       .def("src_ids", [](const BlockPtr& self) { return ids_or_empty(self->src_ids); })
+      // The type id of every edge, parallel to indices() (CSR order); empty
+      // for a block without edge types.
+      .def("etypes", [](const BlockPtr& self) { return ids_or_empty(self->etypes()).to(torch::kInt64); })
+      .def("num_etypes", &BlockGraph::num_etypes)
       .def("dst_ids", [](const BlockPtr& self) { return ids_or_empty(self->dst_ids); })
       // Blocks live on the CPU: block.to(device) is the block itself.
       .def("to", [](const BlockPtr& self, c10::Device device) {

@@ -24,6 +24,7 @@ from .convert import block_from_native, pair_graph
 from .graph import DGLGraph
 from .dist_dataloader import DistDataLoader
 from .dist_tensor import DistTensor, _as_ids
+from .typed_batches import etype_fanouts, typed_batch, typed_seeds
 
 __all__ = ["NeighborSampler", "MultiLayerNeighborSampler", "MultiLayerFullNeighborSampler", "DistNodeDataLoader",
            "DistDataLoader", "as_edge_prediction_sampler", "EdgePredictionSampler", "DistEdgeDataLoader",
@@ -40,10 +41,14 @@ class NeighborSampler:
     def __init__(self, fanouts, edge_dir="in", prob=None, mask=None, replace=False, prefetch_node_feats=None,
                  prefetch_labels=None, prefetch_edge_feats=None, output_device=None, fused=True, return_eids=False):
         # fused (DGL 1.x) and return_eids (DGL 0.6-0.7: blocks carry edata[dgl.EID] always) change nothing here.
+        # A layer's fanout may be DGL's dict {etype: fanout} (typed graphs, typed_batches.py): the
+        # spec then takes the largest per layer, and the loader gives it one fanout per edge type.
+        self.layer_fanouts = list(fanouts) if isinstance(fanouts, (list, tuple)) else fanouts
         try:
-            fanouts = [int(f) for f in fanouts]
+            fanouts = [_layer_fanout(f) for f in fanouts]
         except (TypeError, ValueError):
-            raise InvalidArgument(f"fanouts must be a list of integers >= -1, got {fanouts!r}") from None
+            raise InvalidArgument(f"fanouts must be a list of integers >= -1 (or of dicts {{etype: fanout}}), "
+                                  f"got {fanouts!r}") from None
         if edge_dir != "in":
             raise InvalidArgument("the distributed loader samples in-neighbours only (edge_dir='in')")
         if mask is not None:
@@ -70,6 +75,16 @@ class NeighborSampler:
         self.spec = _C.SamplingSpec(self.fanouts, replace=self.replace, prob=self.prob or "")
 
 
+def _layer_fanout(f):
+    """One layer's fanout for the spec: an int, or a dict's largest (-1 if any is -1)."""
+    if isinstance(f, dict):
+        values = [int(v) for v in f.values()]
+        if not values:
+            raise ValueError("empty fanout dict")
+        return -1 if -1 in values else max(values)
+    return int(f)
+
+
 MultiLayerNeighborSampler = NeighborSampler
 
 
@@ -93,6 +108,28 @@ def _default_tensor(g, names, want_dtype, want_dim):
         if t.dtype == want_dtype and len(t.shape) == want_dim:
             return default
     return ""
+
+
+def _typed_tensors(g, sampler, seed_types):
+    """A typed graph's tensors to fetch with each batch: the feature (named,
+    or 'features' when a node type has it) read from every type that has it,
+    and the labels (named, or 'labels') of the seeds' one node type when it
+    has them."""
+    feature = ""
+    names = sampler.prefetch_node_feats
+    want = names[0] if names else ("features" if names is None else "")
+    if want and any(want in g.nodes[t].data for t in g.ntypes):
+        feature = want
+    elif names:
+        raise InvalidArgument(f"no node type of the graph has data {want!r} to prefetch")
+    label = ""
+    names = sampler.prefetch_labels
+    want = names[0] if names else ("labels" if names is None else "")
+    if want and len(seed_types) == 1 and want in g.nodes[seed_types[0]].data:
+        label = want
+    elif names:
+        raise InvalidArgument(f"prefetch_labels={names}: the seeds must be of one node type that has data {want!r}")
+    return feature, label
 
 
 def _raw_batches(loader):
@@ -156,17 +193,41 @@ class DistNodeDataLoader(_EpochLoader):
 
     def __init__(self, g, nids, graph_sampler, device=None, batch_size=1, shuffle=False, drop_last=False,
                  num_threads=2, prefetch=4, samplers=None, batch_timeout_s=60.0, feature_cache_mb=256, **kwargs):
-        self._set_ids(g, nids, device, "node", g.num_nodes())
+        self._typed = not g.is_homogeneous()
+        spec = graph_sampler.spec
+        if self._typed:
+            ids, seed_types = typed_seeds(g, nids)
+            self._set_ids(g, ids, device, "node", g.num_nodes())
+            spec = _C.SamplingSpec(spec.fanouts, etype_fanouts=etype_fanouts(g, graph_sampler.layer_fanouts),
+                                   replace=spec.replace, prob=spec.prob)
+            self._feature, self._label = _typed_tensors(g, graph_sampler, seed_types)
+            label_spec = f"{seed_types[0]}/{self._label}" if self._label else ""
+        else:
+            self._set_ids(g, nids, device, "node", g.num_nodes())
+            self._feature = _default_tensor(g, graph_sampler.prefetch_node_feats, torch.float32, 2)
+            self._label = label_spec = _default_tensor(g, graph_sampler.prefetch_labels, torch.int64, 1)
         self._sampler = graph_sampler
-        self._feature = _default_tensor(g, graph_sampler.prefetch_node_feats, torch.float32, 2)
-        self._label = _default_tensor(g, graph_sampler.prefetch_labels, torch.int64, 1)
         seed = int(torch.randint(0, 2**62, (1,)).item())
         self._loader = _C.DataLoader(
-            g._client, self._ids, graph_sampler.spec, int(batch_size), bool(shuffle),
-            bool(drop_last), seed, int(prefetch), self._feature, self._label, int(num_threads),
+            g._client, self._ids, spec, int(batch_size), bool(shuffle),
+            bool(drop_last), seed, int(prefetch), self._feature, label_spec, int(num_threads),
             list(samplers or []), float(batch_timeout_s), int(feature_cache_mb))
 
+    def _typed_batches(self):
+        g, name = self._g, self._feature
+        for b in _raw_batches(self._loader):
+            input_nodes, seeds, natives, features, labels, timings = b
+            self._add_timings(timings)
+            in_ids, seed_ids, blocks = typed_batch(g, input_nodes, seeds, natives, features, labels, name,
+                                                   self._label)
+            for t, _, rows in features or []:
+                g.nodes[g.ntypes[t]].data[name]._remember(in_ids[g.ntypes[t]], rows)
+            yield in_ids, seed_ids, blocks
+
     def _batches(self):
+        if self._typed:
+            yield from self._typed_batches()
+            return
         feat = self._g.ndata[self._feature] if self._feature else None
         label = self._g.ndata[self._label] if self._label else None
         for b in _raw_batches(self._loader):

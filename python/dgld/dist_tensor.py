@@ -40,13 +40,17 @@ def _as_ids(idx, length):
 
 
 class NodePartitionPolicy:
-    """Rows partitioned like the nodes (DGL's NodePartitionPolicy)."""
-    policy_str = "node:_N"
+    """Rows partitioned like the nodes (DGL's NodePartitionPolicy); with a
+    node type of a heterogeneous graph, one row per node of that type."""
     is_node = True
 
     def __init__(self, partition_book=None, ntype="_N"):
         self.partition_book = partition_book
         self.type_name = ntype
+
+    @property
+    def policy_str(self):
+        return f"node:{self.type_name}"
 
 
 class EdgePartitionPolicy:
@@ -76,7 +80,10 @@ class DistTensor:
                  is_gdata=True, attach=True, _from=None):
         if _from is not None:
             self._t = _from
-            self._policy = EdgePartitionPolicy() if _from.is_edge else NodePartitionPolicy()
+            if _from.is_edge:
+                self._policy = EdgePartitionPolicy()
+            else:
+                self._policy = NodePartitionPolicy(ntype=_client().ntypes[_from.ntype] if _from.ntype >= 0 else "_N")
             self._recent = []
             return
         client = _client()
@@ -92,26 +99,39 @@ class DistTensor:
                 raise InvalidArgument(f"DistTensor of {shape[0]} rows: the graph has {client.num_nodes} nodes and "
                                       f"{client.num_edges} edges; pass part_policy")
         elif isinstance(part_policy, str):
-            part_policy = EdgePartitionPolicy() if part_policy.startswith("edge") else NodePartitionPolicy()
+            kind, _, type_name = part_policy.partition(":")
+            part_policy = (EdgePartitionPolicy() if kind == "edge" else
+                           NodePartitionPolicy(ntype=type_name or "_N"))
         edges = not part_policy.is_node
-        want = client.num_edges if edges else client.num_nodes
+        ntype = -1  # a node type's tensor of a heterogeneous graph: its rows are that type's nodes
+        if not edges and part_policy.type_name != "_N" and client.ntypes:
+            if part_policy.type_name not in client.ntypes:
+                raise InvalidArgument(f"DistTensor: {part_policy.type_name!r} is not a node type of the graph "
+                                      f"(known: {', '.join(client.ntypes)})")
+            ntype = client.ntypes.index(part_policy.type_name)
+        want = client.num_edges if edges else (client.ntype_counts[ntype] if ntype >= 0 else client.num_nodes)
         if shape[0] != want:
-            raise InvalidArgument(f"DistTensor partitioned by {'edges' if edges else 'nodes'} must have {want} "
-                                  f"rows, got {shape[0]}")
+            what = "edges" if edges else (f"the nodes of type {part_policy.type_name!r}" if ntype >= 0 else "nodes")
+            raise InvalidArgument(f"DistTensor partitioned by {what} must have {want} rows, got {shape[0]}")
         if name is None:
             name = f"anonymous-{next(_anonymous)}"
             persistent = False
+        if ntype >= 0 and not name.startswith(part_policy.type_name + "/"):
+            name = f"{part_policy.type_name}/{name}"  # the servers keep "<ntype>/..." per type
         self._t = _C.DistTensor.create(client, name, list(shape), dtype, edges, "zeros", 0.0, 1.0, 0,
                                        bool(persistent), _DEFAULT_TIMEOUT_S)
         self._policy = part_policy
         self._recent = []
         if init_func is not None:
-            self._initialize(client, init_func, shape, dtype, edges)
+            self._initialize(client, init_func, shape, dtype, edges, ntype)
 
-    def _initialize(self, client, init_func, shape, dtype, edges):
+    def _initialize(self, client, init_func, shape, dtype, edges, ntype=-1):
         # Machine m's rows are filled by its first trainer, or, in a job with
         # fewer trainers than machines, by trainer m % num_trainers.
-        ranges = client.edge_ranges() if edges else client.node_ranges()
+        if ntype >= 0:
+            ranges = client.ntype_ranges(ntype)
+        else:
+            ranges = client.edge_ranges() if edges else client.node_ranges()
         trainers, machines = max(1, client.num_trainers), len(ranges)
         per_machine = trainers // machines
         for m, (start, end) in enumerate(ranges):

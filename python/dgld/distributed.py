@@ -53,12 +53,15 @@ class _NodeTypes:
 
     def __init__(self, graph):
         self._g = graph
+        self._views = {}  # one per type: its DistTensors stay open (and keep rows a loader fetched)
 
     def __getitem__(self, ntype):
-        self._g._ntype_id(ntype)  # an unknown type is an error here
-        view = types.SimpleNamespace()
-        view.data = _DataView(self._g, edges=False, prefix=ntype + "/")
-        return view
+        if ntype not in self._views:
+            self._g._ntype_id(ntype)  # an unknown type is an error here
+            view = types.SimpleNamespace()
+            view.data = _DataView(self._g, edges=False, prefix=ntype + "/")
+            self._views[ntype] = view
+        return self._views[ntype]
 
     def __call__(self, ntype=None):
         return torch.arange(self._g.num_nodes(ntype), dtype=torch.int64)
@@ -178,7 +181,9 @@ class DistGraph:
     def nodes(self):
         """g.nodes[ntype].data[name]: a node type's data, indexed by that
         type's ids (DGL's per-type node data of a heterogeneous graph)."""
-        return _NodeTypes(self)
+        if getattr(self, "_node_types", None) is None:
+            self._node_types = _NodeTypes(self)
+        return self._node_types
 
     def to_homogeneous_ids(self, ntype, ids):
         """Per-type ids of `ntype` -> the graph's homogeneous node ids (what
@@ -281,12 +286,26 @@ def node_split(nodes, partition_book=None, ntype="_N", rank=None, force_even=Tru
     nodes: a DistTensor or a tensor) selects, by DGL's rules: with
     force_even the selected ids are cut into near-equal slices per machine,
     and a machine's slice among its trainers. rank and num_trainers (a dgld
-    addition) default to this trainer's and the job's."""
+    addition) default to this trainer's and the job's. On a heterogeneous
+    graph, with ntype the mask covers that type's nodes and the result is
+    that type's ids (DGL's per-type split)."""
     client = _client()
-    mask = _mask_tensor(nodes, client.num_nodes, "node_split")
+    typed = ntype != "_N" and bool(client.ntypes)
+    if typed:
+        if ntype not in client.ntypes:
+            raise InvalidArgument(f"node_split: {ntype!r} is not a node type (known: {', '.join(client.ntypes)})")
+        t = client.ntypes.index(ntype)
+        per_type = _mask_tensor(nodes, client.ntype_counts[t], f"node_split of {ntype!r}")
+        mask = torch.zeros(client.num_nodes, dtype=torch.bool)
+        mask[client.to_homogeneous(t, torch.nonzero(per_type).reshape(-1))] = True
+    else:
+        mask = _mask_tensor(nodes, client.num_nodes, "node_split")
     tids = None if node_trainer_ids is None else _mask_tensor(node_trainer_ids, client.num_nodes, "node_split")
-    return client.split(mask, False, bool(force_even), -1 if rank is None else int(rank),
-                        0 if num_trainers is None else int(num_trainers), tids)
+    ids = client.split(mask, False, bool(force_even), -1 if rank is None else int(rank),
+                       0 if num_trainers is None else int(num_trainers), tids)
+    if typed:
+        ids = client.to_type_wise(ids)[1]
+    return ids
 
 
 def edge_split(edges, partition_book=None, etype="_E", rank=None, force_even=True, edge_trainer_ids=None,

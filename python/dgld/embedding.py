@@ -80,7 +80,8 @@ class _SparseOptimizer:
             states = {}
             for s, dim in state_names:
                 states[s] = DistTensor((p.num_embeddings, dim or p.embedding_dim), torch.float32,
-                                       f"{p.name}.{type(self).__name__}.{s}", persistent=True)
+                                       f"{p.name}.{type(self).__name__}.{s}", part_policy=p.weight.part_policy,
+                                       persistent=True)
             self._state.append(states)
 
     def zero_grad(self):
@@ -89,8 +90,11 @@ class _SparseOptimizer:
         reset_trace()): DGL's scripts call zero_grad() after the forward pass
         that made them and before backward()."""
 
-    def _owners(self, client, ids):
-        """The trainer rank that updates each row."""
+    def _owners(self, client, ids, ntype):
+        """The trainer rank that updates each row (ids of node type ntype's
+        rows when ntype >= 0)."""
+        if ntype >= 0:
+            ids = client.to_homogeneous(ntype, ids)
         per_machine = max(1, client.num_trainers // max(1, client.num_machines))
         ranges = client.node_ranges()
         ends = torch.tensor([e for _, e in ranges], dtype=torch.int64)
@@ -100,13 +104,13 @@ class _SparseOptimizer:
         within = ((ids - starts[machine]) * per_machine) // torch.clamp(size, min=1)
         return machine * per_machine + within
 
-    def _exchange(self, client, ids, grads):
+    def _exchange(self, client, ids, grads, ntype):
         """All-to-all of (ids, gradient rows) to their owners: what this
         trainer must update."""
         world = tdist.get_world_size() if tdist.is_available() and tdist.is_initialized() else 1
         if world == 1:
             return ids, grads
-        owners = self._owners(client, ids)
+        owners = self._owners(client, ids, ntype)
         order = torch.argsort(owners, stable=True)
         ids, grads, owners = ids[order], grads[order], owners[order]
         send_counts = torch.bincount(owners, minlength=world)
@@ -131,7 +135,7 @@ class _SparseOptimizer:
                 else:
                     ids = torch.empty(0, dtype=torch.int64)
                     grads = torch.empty((0, p.embedding_dim), dtype=torch.float32)
-                ids, grads = self._exchange(p._client, ids, grads)
+                ids, grads = self._exchange(p._client, ids, grads, p.weight._t.ntype)
                 if ids.numel():
                     # A row's gradients (from several trainers, or several
                     # places in one batch) are averaged, as DGL's optimisers do.

@@ -228,6 +228,18 @@ void bind_client(py::module_& m) {
              for (const auto& x : c.cluster().partition_book().node_ranges()) r.emplace_back(x.start, x.end);
              return r;
            })
+      // Heterogeneous graphs: the homogeneous ids of node type t's nodes on each machine.
+      .def("ntype_ranges",
+           [](Client& c, int t) {
+             const auto& types = c.cluster().config().types;
+             if (t < 0 || t >= types.num_ntypes()) {
+               throw StatusError(invalid_argument("node type id " + std::to_string(t) + " is out of range [0, " +
+                                                  std::to_string(types.num_ntypes()) + ")"));
+             }
+             std::vector<std::pair<int64_t, int64_t>> r;
+             for (const auto& x : types.ntype_map[static_cast<size_t>(t)]) r.emplace_back(x.start, x.end);
+             return r;
+           })
       .def("edge_ranges",
            [](Client& c) {
              std::vector<std::pair<int64_t, int64_t>> r;

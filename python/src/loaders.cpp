@@ -54,13 +54,34 @@ py::object make_block(const torch::Tensor& indptr, const torch::Tensor& indices,
   return to_python(g);
 }
 
+// A heterogeneous batch's input rows: [(node type id, positions in
+// input_nodes, rows)] for every type with the feature.
+py::list typed_rows(std::vector<client::TypedRows>&& typed) {
+  py::list out;
+  for (auto& t : typed) {
+    const auto n = static_cast<int64_t>(t.index.size());
+    torch::Tensor rows;
+    if (t.rows.empty()) {
+      rows = torch::empty({n, t.dim}, torch::kFloat32);
+    } else {
+      auto* owned = new std::vector<float>(std::move(t.rows));
+      rows = torch::from_blob(owned->data(), {n, t.dim}, [owned](void*) { delete owned; }, torch::kFloat32);
+    }
+    out.append(py::make_tuple(t.ntype, tensor_of(std::move(t.index)), rows));
+  }
+  return out;
+}
+
 // A finished batch as Python sees it: (input_nodes, seeds, blocks, features
 // or None, labels or None, timings dict); the rows fetched with the batch are
 // also the first block's srcdata[feature_] and the last's dstdata[label_].
-py::object to_python_batch(client::Batch&& b, const std::string& feature_, const std::string& label_) {
+// A heterogeneous batch's blocks carry every edge's type (block.etypes(), of
+// num_etypes types) and its features are typed_rows' list.
+py::object to_python_batch(client::Batch&& b, const std::string& feature_, const std::string& label_,
+                           int64_t num_etypes = 0) {
   auto& mb = b.mini_batch;
   std::vector<ops::BlockGraphPtr> graphs;
-  for (const Block& blk : mb.blocks) graphs.push_back(unwrap(ops::block_graph_from(blk, true)));
+  for (const Block& blk : mb.blocks) graphs.push_back(unwrap(ops::block_graph_from(blk, true, num_etypes)));
   const int64_t n = static_cast<int64_t>(mb.input_nodes.size());
   py::object features = py::none(), labels = py::none();
   if (b.feature_dim > 0) {
@@ -91,6 +112,7 @@ py::object to_python_batch(client::Batch&& b, const std::string& feature_, const
   // The rows fetched with the batch, also as DGL's block.srcdata / dstdata.
   if (!features.is_none()) graphs.front()->src_data[feature_] = features.cast<torch::Tensor>();
   if (!labels.is_none()) graphs.back()->dst_data[label_] = labels.cast<torch::Tensor>();
+  if (!b.typed_features.empty()) features = typed_rows(std::move(b.typed_features));
   py::list blocks;
   for (const auto& g : graphs) blocks.append(to_python(g));
   py::dict timings;
@@ -133,6 +155,7 @@ class DataLoader {
       py::gil_scoped_release release;
       loader_ = unwrap(client::DistDataLoader::create(cluster, std::move(ids), std::move(o)));
     }
+    num_etypes_ = cluster.config().types.num_etypes();
     client_->add_loader(loader_);
   }
 
@@ -153,13 +176,14 @@ class DataLoader {
   py::object next() {
     auto b = next_interruptibly(*loader_, next_timeout_, "DistNodeDataLoader");
     if (!b) return py::none();
-    return to_python_batch(std::move(*b), feature_, label_);
+    return to_python_batch(std::move(*b), feature_, label_, num_etypes_);
   }
 
  private:
   std::shared_ptr<Client> client_;
   std::string feature_, label_;
   std::shared_ptr<client::DistDataLoader> loader_;
+  int64_t num_etypes_ = 0;  // heterogeneous graphs: blocks carry edge types
   std::chrono::milliseconds next_timeout_{120000};
 };
 

@@ -6,6 +6,7 @@ as trainer 0 on machine 0. Every process started here is stopped by PID.
 The package and the binaries come from the build directory:
 DGLD_BUILD_ROOT (set by meson test), else <repo>/build."""
 
+import json
 import os
 import random
 import signal
@@ -136,6 +137,23 @@ def run_trainers(job, codes, timeout=120):
     for p, out in zip(procs, outs):
         assert p.returncode == 0, out
     return outs
+
+
+def run_result(script, graph=GRAPH, part_flags=(), prefix="dgld-pytest-", timeout=240):
+    """Partitions `graph`, starts its two graph-servers and runs `script`
+    (formatted with ip= and part=) as trainer 0 of 1; returns the dict the
+    script printed on its line starting with 'RESULT ' (as JSON). Fails with
+    the script's output when it exits non-zero."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as d:
+        job = Job(d, graph=graph, part_flags=part_flags)
+        try:
+            code = script.format(ip=job.ip_config, part=job.part_config)
+            r = subprocess.run([sys.executable, "-c", code], cwd=job.root, env=job.env(0, 0, 1),
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
+        finally:
+            job.stop()
+    assert r.returncode == 0, r.stdout[-4000:]
+    return json.loads(next(line for line in r.stdout.splitlines() if line.startswith("RESULT "))[7:])
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import tempfile
 
-from conftest import Job
+from conftest import Job, run_result
 
 SCRIPT = r"""
 import json, torch
@@ -86,3 +86,99 @@ def test_distgraph_types_and_per_type_data():
     assert "'journal' is not a node type" in res["unknown_type"]
     assert "out of range" in res["out_of_range"]
     assert res["written"] == [1, 0]
+
+
+LOADER_SCRIPT = r"""
+import json, torch
+import dgld, dgld.distributed as dist
+from dgld.dataloading import DistNodeDataLoader, NeighborSampler
+
+dist.initialize({ip!r})
+g = dist.DistGraph('g', part_config={part!r})
+torch.manual_seed(0)
+out = {{}}
+# node_split by type: the two trainers of a 2-machine job get every paper whose mask is set, as paper ids.
+mask = g.nodes["paper"].data["train_mask"]
+train = torch.cat([dist.node_split(mask, g.get_partition_book(), ntype="paper", rank=r, num_trainers=2)
+                   for r in range(2)])
+full = mask[torch.arange(g.num_nodes("paper"))]
+out["split_ok"] = sorted(train.tolist()) == torch.nonzero(full).reshape(-1).tolist()
+# A fanout per edge type (DGL's dict form) in the input layer, an int for every type in the output layer.
+cets = g.canonical_etypes
+fan0 = {{c: (1 + i % 3) for i, c in enumerate(cets)}}
+loader = DistNodeDataLoader(g, {{"paper": train}}, NeighborSampler([fan0, 4]), batch_size=64, shuffle=True)
+seen, ok = [], {{"types": True, "edges": True, "fanout": True, "feat": True, "labels": True, "dst_first": True}}
+feat = g.nodes["paper"].data["features"]
+labels = g.nodes["paper"].data["labels"]
+for input_nodes, seeds, blocks in loader:
+    ok["types"] &= sorted(input_nodes) == sorted(g.ntypes) and sorted(seeds) == sorted(g.ntypes)
+    ok["types"] &= all(seeds[t].numel() == 0 for t in g.ntypes if t != "paper")
+    seen += seeds["paper"].tolist()
+    ok["types"] &= torch.equal(blocks[-1].dstdata[dgld.NID]["paper"], seeds["paper"])
+    for t in g.ntypes:
+        ok["types"] &= torch.equal(blocks[0].srcdata[dgld.NID][t], input_nodes[t])
+    for layer, b in enumerate(blocks):
+        ok["types"] &= list(b.canonical_etypes) == list(cets)
+        for t in g.ntypes:  # a block's dst nodes are its first src nodes, per type
+            n = b.num_dst_nodes(t)
+            ok["dst_first"] &= torch.equal(b.srcdata[dgld.NID][t][:n], b.dstdata[dgld.NID][t])
+        for r, c in enumerate(cets):
+            rel = b[c]
+            u, v = rel.edges()
+            eids = rel.edata[dgld.EID]
+            # Every sampled edge is an edge of that relation between those nodes.
+            su = g.to_homogeneous_ids(c[0], b.srcdata[dgld.NID][c[0]][u])
+            dv = g.to_homogeneous_ids(c[2], b.dstdata[dgld.NID][c[2]][v])
+            fu, fv = g.find_edges(eids)
+            ok["edges"] &= torch.equal(fu, su) and torch.equal(fv, dv)
+            limit = fan0[c] if layer == 0 else 4
+            if v.numel():
+                ok["fanout"] &= int(torch.bincount(v).max()) <= limit
+    x = blocks[0].srcdata["features"]["paper"]
+    ok["feat"] &= torch.equal(x, feat[input_nodes["paper"].clone()])
+    ok["labels"] &= torch.equal(blocks[-1].dstdata["labels"]["paper"], labels[seeds["paper"].clone()])
+out.update(ok)
+out["all_seeds_once"] = sorted(seen) == sorted(train.tolist())
+try:
+    DistNodeDataLoader(g, {{"paper": train}}, NeighborSampler([{{"writes": 2}}]), batch_size=8)
+    out["missing_etype"] = "no error"
+except Exception as e:
+    out["missing_etype"] = str(e)
+try:
+    DistNodeDataLoader(g, train, NeighborSampler([2]), batch_size=8)
+    out["untyped_seeds"] = "no error"
+except Exception as e:
+    out["untyped_seeds"] = str(e)
+# A DistEmbedding of one node type (DGL's part_policy=g.get_node_partition_policy(ntype)),
+# indexed by that type's ids and trained by SparseAdam: only the rows looked up change.
+n_auth = g.num_nodes("author")
+emb = dist.DistEmbedding(n_auth, 4, name="author_emb", part_policy=g.get_node_partition_policy("author"),
+                         init_func=lambda shape, dtype: torch.ones(shape, dtype=dtype))
+opt = dist.optim.SparseAdam([emb], lr=0.1)
+ids = torch.tensor([0, 3, n_auth - 1])
+emb(ids).sum().backward()
+opt.step()
+after = emb.weight[torch.arange(n_auth)]
+changed = torch.nonzero((after != 1).any(1)).reshape(-1).tolist()
+out["emb_changed"] = changed
+out["emb_name"] = emb.weight.name
+try:
+    dist.DistEmbedding(n_auth + 1, 4, part_policy=g.get_node_partition_policy("author"))
+    out["emb_bad_rows"] = "no error"
+except Exception as e:
+    out["emb_bad_rows"] = str(e)
+print("RESULT " + json.dumps(out))
+dist.exit_client()
+"""
+
+
+def test_typed_loader_blocks_split_and_embedding():
+    res = run_result(LOADER_SCRIPT, graph="hsbm:papers=600,authors=300,venues=8,topics=20,feat_dim=8,seed=3",
+                     part_flags=("--add-reverse",), prefix="dgld-pytest-hetero-loader-")
+    for key in ("split_ok", "types", "edges", "fanout", "feat", "labels", "dst_first", "all_seeds_once"):
+        assert res[key] is True, (key, res)
+    assert "lacks edge type" in res["missing_etype"], res["missing_etype"]
+    assert "several node types" in res["untyped_seeds"], res["untyped_seeds"]
+    assert res["emb_changed"] == [0, 3, 299], res["emb_changed"]
+    assert res["emb_name"].startswith("author/"), res["emb_name"]
+    assert "'author'" in res["emb_bad_rows"] and "300 rows" in res["emb_bad_rows"], res["emb_bad_rows"]

@@ -5,14 +5,7 @@ split: every training edge comes once per epoch, no batch's blocks hold its
 own edges, negatives miss held-out edges when asked, and a dot-product SAGE
 model learns."""
 
-import json
-import subprocess
-import sys
-import tempfile
-
-import pytest
-
-from conftest import Job
+from conftest import run_result
 
 SCRIPT = r"""
 import json, torch
@@ -80,16 +73,8 @@ print("RESULT " + json.dumps(out))
 
 
 def test_edge_loader_batches_and_a_model_learns():
-    with tempfile.TemporaryDirectory(prefix="dgld-pytest-link-") as d:
-        job = Job(d, part_flags=("--link-split", "0.8,0.1,0.1", "--link-negatives", "5", "--seed", "2"))
-        try:
-            code = SCRIPT.format(ip=job.ip_config, part=job.part_config)
-            r = subprocess.run([sys.executable, "-c", code], cwd=job.root, env=job.env(0, 0, 1),
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=240)
-        finally:
-            job.stop()
-    assert r.returncode == 0, r.stdout[-4000:]
-    res = json.loads(next(line for line in r.stdout.splitlines() if line.startswith("RESULT "))[7:])
+    res = run_result(SCRIPT, part_flags=("--link-split", "0.8,0.1,0.1", "--link-negatives", "5", "--seed", "2"),
+                     prefix="dgld-pytest-link-")
     assert res["num_eids"] > 0 and res["batches"] == (res["num_eids"] + 255) // 256
     assert res["seen"] == res["num_eids"] and res["unique"] == res["num_eids"]  # every edge once per epoch
     assert res["in_blocks"] == 0  # no batch's edge (or its reverse) inside its blocks
