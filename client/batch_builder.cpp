@@ -154,8 +154,8 @@ Status BatchBuilder::fetch(Batch& out, int skip_features_of) const {
   const auto t1 = Clock::now();
   if (!typed_feature_.empty()) {
     if (skip_features_of >= 0) {
-      return invalid_argument("batch " + std::to_string(out.batch_id) +
-                              ": heterogeneous batches are not made by sampler-workers yet");
+      return invalid_argument("batch " + std::to_string(out.batch_id) + ": a heterogeneous batch sends every "
+                              "feature row (skip_features_of must be -1, is " + std::to_string(skip_features_of) + ")");
     }
     auto rows = pull_typed_rows(*cluster_, typed_feature_, out.mini_batch.input_nodes);
     if (!rows.is_ok()) return rows.status().with_context("features of batch " + std::to_string(out.batch_id));

@@ -159,7 +159,9 @@ struct DistDataLoader::Impl {
     Task t;
     while (take(r, t)) {
       auto seeds = seeds_of(t);
-      const int skip = o.local_features_from_shm && !o.spec.feature.empty() ? cluster->machine_id() : -1;
+      // A heterogeneous batch comes whole through the socket (typed rows: no slot, no skipped rows).
+      const bool typed = cluster->config().types.present();
+      const int skip = o.local_features_from_shm && !o.spec.feature.empty() && !typed ? cluster->machine_id() : -1;
       std::optional<BatchSlots::Lease> slot =
           rem.slots && !rem.slots_refused->load() ? rem.slots->acquire() : std::nullopt;
       auto reply = rem.client->call(encode_sample_batch(t.batch_id, seeds, batch_rng_seed(o.seed, t.epoch, t.batch_id),
@@ -255,10 +257,6 @@ Result<std::unique_ptr<DistDataLoader>> DistDataLoader::create(Cluster& cluster,
   if (options.batch_size < 1) return invalid_argument("DistDataLoader: batch_size must be >= 1");
   if (options.prefetch < 1) return invalid_argument("DistDataLoader: prefetch must be >= 1");
   if (options.local_threads < 1) return invalid_argument("DistDataLoader: local_threads must be >= 1");
-  if (cluster.config().types.present() && !options.samplers.empty()) {
-    return invalid_argument("DistDataLoader: sampler-workers do not make heterogeneous batches yet (graph '" +
-                            cluster.config().graph_name + "'); run without sampler-workers (--num-samplers 0)");
-  }
   auto impl = std::make_unique<Impl>();
   impl->cluster = &cluster;
   impl->o = std::move(options);
@@ -282,7 +280,7 @@ Result<std::unique_ptr<DistDataLoader>> DistDataLoader::create(Cluster& cluster,
   Impl* p = impl.get();
   std::unique_ptr<DistDataLoader> loader(new DistDataLoader(std::move(impl)));
   const int per_worker = std::max(1, p->o.prefetch);
-  if (p->o.shared_memory_batches) {
+  if (p->o.shared_memory_batches && !p->cluster->config().types.present()) {
     // Slots for the batches in flight, ready and being trained on; the first
     // batch of each slot comes through the socket and sizes it.
     static std::atomic<int> loaders{0};

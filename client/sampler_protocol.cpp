@@ -62,6 +62,14 @@ Result<SampleBatchRequest> decode_sample_batch(const net::Message& m, const std:
 
 namespace {
 
+// A heterogeneous batch's blocks carry edge types (every block has them, or none).
+bool has_etypes(const Batch& batch) {
+  for (const Block& b : batch.mini_batch.blocks) {
+    if (!b.etypes.empty()) return true;
+  }
+  return false;
+}
+
 net::OutMessage sample_batch_reply_header(const Batch& batch, bool in_slot, int64_t slot_bytes_needed) {
   flatbuffers::FlatBufferBuilder fbb;
   std::vector<flatbuffers::Offset<fbs::SampledBlock>> offs;
@@ -69,10 +77,19 @@ net::OutMessage sample_batch_reply_header(const Batch& batch, bool in_slot, int6
     offs.push_back(fbs::CreateSampledBlock(fbb, b.num_dst(), b.num_src(), b.num_edges()));
   }
   auto vec = fbb.CreateVector(offs);
+  const bool etypes = has_etypes(batch);
+  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fbs::TypedFeature>>> typed;
+  if (!batch.typed_features.empty()) {
+    std::vector<flatbuffers::Offset<fbs::TypedFeature>> t;
+    for (const TypedRows& r : batch.typed_features) {
+      t.push_back(fbs::CreateTypedFeature(fbb, r.ntype, static_cast<int64_t>(r.index.size()), r.dim));
+    }
+    typed = fbb.CreateVector(t);
+  }
   fbb.Finish(fbs::CreateSampleBatchReply(
       fbb, batch.batch_id, vec, batch.feature_dim,
       static_cast<int64_t>(batch.timings.sample_s * 1e9), static_cast<int64_t>(batch.timings.fetch_s * 1e9),
-      batch.features_skipped_machine, in_slot, slot_bytes_needed));
+      batch.features_skipped_machine, in_slot, slot_bytes_needed, etypes, typed));
   return net::OutMessage(fbs::MessageKind::SampleBatchReply, fbb);
 }
 
@@ -125,8 +142,56 @@ net::OutMessage encode_sample_batch_reply(Batch&& batch, int64_t slot_bytes_need
   }
   m.blobs.push_back(net::OutBlob::from_vector(std::move(batch.features)));
   m.blobs.push_back(net::OutBlob::from_vector(std::move(batch.labels)));
+  if (has_etypes(batch)) {
+    for (Block& b : batch.mini_batch.blocks) m.blobs.push_back(net::OutBlob::from_vector(std::move(b.etypes)));
+  }
+  for (TypedRows& r : batch.typed_features) {
+    m.blobs.push_back(net::OutBlob::from_vector(std::move(r.index)));
+    m.blobs.push_back(net::OutBlob::from_vector(std::move(r.rows)));
+  }
   return m;
 }
+
+namespace {
+
+// A heterogeneous batch's edge types (one int32 array per block, checked
+// against the types the config lists) and typed feature rows (positions in
+// the input nodes, ascending, and their rows), from blob `at` on.
+Status decode_typed_parts(const fbs::SampleBatchReply& r, const net::Message& m, size_t at, const std::string& peer,
+                          Batch& out) {
+  auto& mb = out.mini_batch;
+  if (r.etypes()) {
+    for (size_t i = 0; i < mb.blocks.size(); ++i, ++at) {
+      Block& b = mb.blocks[i];
+      DGLD_RETURN_IF_ERROR(copy_blob(m.blobs[at], static_cast<int64_t>(b.indices.size()), b.etypes, "etypes", peer));
+      for (int32_t t : b.etypes) {
+        if (t < 0) return protocol_error("SampleBatchReply from " + peer + ": a negative edge type");
+      }
+    }
+  }
+  if (!r.typed_features()) return Status::ok();
+  const auto rows = static_cast<int64_t>(mb.input_nodes.size());
+  for (const fbs::TypedFeature* f : *r.typed_features()) {
+    TypedRows t;
+    t.ntype = f->ntype();
+    t.dim = f->dim();
+    if (t.ntype < 0 || t.dim < 0 || f->count() < 0 || f->count() > rows) {
+      return protocol_error("SampleBatchReply from " + peer + ": typed feature rows with bad sizes");
+    }
+    DGLD_RETURN_IF_ERROR(copy_blob(m.blobs[at++], f->count(), t.index, "typed feature positions", peer));
+    DGLD_RETURN_IF_ERROR(copy_blob(m.blobs[at++], f->count() * t.dim, t.rows, "typed feature rows", peer));
+    for (size_t k = 0; k < t.index.size(); ++k) {
+      if (t.index[k] < 0 || t.index[k] >= rows || (k > 0 && t.index[k] <= t.index[k - 1])) {
+        return protocol_error("SampleBatchReply from " + peer + ": typed feature positions are not ascending "
+                              "positions of the input nodes");
+      }
+    }
+    out.typed_features.push_back(std::move(t));
+  }
+  return Status::ok();
+}
+
+}  // namespace
 
 Result<Batch> decode_sample_batch_reply(net::Message&& m, const std::string& peer,
                                         const std::shared_ptr<BufferPool>& buffers, BatchSlots::Lease* slot) {
@@ -140,7 +205,13 @@ Result<Batch> decode_sample_batch_reply(net::Message&& m, const std::string& pee
   const auto* r = m.as<fbs::SampleBatchReply>();
   const size_t num_blocks = r->blocks() ? r->blocks()->size() : 0;
   const bool in_slot = r->in_slot();
-  if (num_blocks == 0 || m.blobs.size() != (in_slot ? 0 : 5 * num_blocks + 2) || r->feature_dim() < 0) {
+  const bool etypes = r->etypes();
+  const size_t num_typed = r->typed_features() ? r->typed_features()->size() : 0;
+  if ((etypes || num_typed > 0) && in_slot) {
+    return protocol_error("SampleBatchReply from " + peer + ": a heterogeneous batch in a slot");
+  }
+  const size_t want_blobs = in_slot ? 0 : 5 * num_blocks + 2 + (etypes ? num_blocks : 0) + 2 * num_typed;
+  if (num_blocks == 0 || m.blobs.size() != want_blobs || r->feature_dim() < 0) {
     return protocol_error("SampleBatchReply from " + peer + ": " + std::to_string(num_blocks) +
                           " blocks with " + std::to_string(m.blobs.size()) + " blobs" +
                           (in_slot ? " (in a slot: none expected)" : ""));
@@ -242,6 +313,7 @@ Result<Batch> decode_sample_batch_reply(net::Message&& m, const std::string& pee
   if (lb.size() != 0) {
     DGLD_RETURN_IF_ERROR(copy_blob(lb, static_cast<int64_t>(mb.seeds.size()), out.labels, "labels", peer));
   }
+  DGLD_RETURN_IF_ERROR(decode_typed_parts(*r, m, 5 * num_blocks + 2, peer, out));
   return out;
 }
 

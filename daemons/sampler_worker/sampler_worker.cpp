@@ -130,7 +130,8 @@ struct SamplerWorker::Impl {
     const client::BatchBuilder& builder = **b;
     auto batch = builder.sample(req.batch_id, req.seeds, req.rng_seed);
     int64_t slot_bytes_needed = 0;
-    if (batch.is_ok() && !req.reply_slot.empty()) {
+    // A heterogeneous batch (typed rows, edge types) always goes in the reply.
+    if (batch.is_ok() && !req.reply_slot.empty() && !cluster->config().types.present()) {
       auto written = write_to_slot(req.reply_slot, builder, *batch);
       if (!written.is_ok()) {
         batch = written.status();

@@ -29,10 +29,6 @@ Status DistBackend::setup_hetero(const MappedPartition& part) {
     type_feature_dims_.push_back(f && f->shape.size() == 2 ? f->shape[1] : 0);
   }
   DGLD_ASSIGN_OR_RETURN(typed_features_, client::open_typed_features(*cluster_, c_.feature));
-  if (o_.num_samplers > 0 || !o_.sampler_endpoints.empty()) {
-    return invalid_argument("--num-samplers: sampler-workers do not make heterogeneous batches yet; run with "
-                            "--num-samplers 0 (the trainer samples in its own threads)");
-  }
   return Status::ok();
 }
 

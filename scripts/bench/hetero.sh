@@ -3,7 +3,9 @@
 # typed batches (a fanout per edge type and layer, blocks with edge types, per-type feature
 # rows, the target type's labels) made by DistDataLoader through two graph-servers on
 # loopback, against in-process sampling and feature gather of the same batches of the same
-# graph in memory (ratio line; target >= 0.5 as for homogeneous batches). Graph: hsbm with
+# graph in memory (ratio line; target >= 0.5 as for homogeneous batches), and the same
+# batches made by one sampler-worker (edge types and typed rows in its replies; ratio
+# hetero_sampler_worker_vs_inprocess, target >= 0.5). Graph: hsbm with
 # reverse relations (4 node types, 8 edge types), 2 partitions, trainer 0 of 2, batch 1000,
 # fanouts 10,10 per edge type. Results go to bench-results/hetero.json.
 #
@@ -20,7 +22,7 @@ while [[ $# -gt 0 ]]; do
     --batches) batches="$2"; shift 2 ;;
     --threads) threads="$2"; shift 2 ;;
     --build) build="$2"; shift 2 ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
     *) echo "hetero.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done

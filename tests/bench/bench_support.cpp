@@ -131,6 +131,23 @@ Result<std::vector<testing::Process>> start_two_servers(const std::string& part_
   return procs;
 }
 
+Result<std::string> start_sampler_worker(const std::string& part_config, const std::string& ip_config, int threads,
+                                         const testing::TempDir& logs, std::vector<testing::Process>& procs) {
+  procs.push_back(testing::Process::start(
+      {(testing::build_root() / "daemons/sampler_worker/sampler-worker").string(), "--part-config", part_config,
+       "--ip-config", ip_config, "--machine-id", "0", "--group", "0", "--listen-port", "0", "--num-threads",
+       std::to_string(threads)},
+      logs.path() / "worker.log"));
+  if (!procs.back().wait_for_log("listening on", std::chrono::minutes(1))) {
+    return internal_error("sampler-worker failed to start:\n" + procs.back().log());
+  }
+  const std::string log = procs.back().log();
+  const std::string key = "listening on 127.0.0.1:";
+  const auto at = log.find(key);
+  if (at == std::string::npos) return internal_error("sampler-worker log lacks '" + key + "':\n" + log);
+  return "127.0.0.1:" + std::to_string(std::stoi(log.substr(at + key.size())));
+}
+
 Result<std::unique_ptr<client::Cluster>> connect_trainer0(const std::string& part_config, const std::string& ip_config,
                                                           int num_trainers) {
   client::ClusterOptions co;

@@ -66,6 +66,12 @@ std::vector<int64_t> parse_fanouts(const std::string& s);
 Result<std::vector<testing::Process>> start_two_servers(const std::string& part_config, const std::string& ip_config,
                                                         const testing::TempDir& logs);
 
+// A sampler-worker for trainer 0 on machine 0 with `threads` threads, its
+// log in `logs`; returns its "127.0.0.1:<port>" endpoint (the process is
+// appended to `procs`), or an error with its log when it did not start.
+Result<std::string> start_sampler_worker(const std::string& part_config, const std::string& ip_config, int threads,
+                                         const testing::TempDir& logs, std::vector<testing::Process>& procs);
+
 // Trainer 0 on machine 0 of the job (num_trainers: the job's trainer count,
 // 0: the coordinator's).
 Result<std::unique_ptr<client::Cluster>> connect_trainer0(const std::string& part_config, const std::string& ip_config,

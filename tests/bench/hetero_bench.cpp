@@ -197,7 +197,21 @@ int main(int argc, char** argv) {
     std::printf("note: the runs sampled %lld and %lld edges (different batches?)\n", static_cast<long long>(dist->edges),
                 static_cast<long long>(base.edges));
   }
+  // The same typed batches made by a sampler-worker (edge types and typed
+  // rows in its replies).
+  auto endpoint = bench::start_sampler_worker(part_config, ip_config, threads, logs, procs);
+  if (!endpoint.is_ok()) return fail(endpoint.status());
+  auto worker_opt = o;
+  worker_opt.samplers = {*endpoint};
+  auto worker = bench::measure_loader(**cluster, *ids, worker_opt, max_batches, "sampler-worker");
+  if (!worker.is_ok()) return fail(worker.status());
+  print(*worker);
+  if (worker->edges != base.edges) {
+    std::printf("note: the worker's batches sampled %lld edges, in-process %lld\n",
+                static_cast<long long>(worker->edges), static_cast<long long>(base.edges));
+  }
   const double ratio = base.seeds_per_s() > 0 ? dist->seeds_per_s() / base.seeds_per_s() : 0;
+  const double worker_ratio = base.seeds_per_s() > 0 ? worker->seeds_per_s() / base.seeds_per_s() : 0;
   nlohmann::json out;
   out["graph"] = config->graph_name;
   out["num_nodes"] = config->num_nodes;
@@ -205,12 +219,15 @@ int main(int argc, char** argv) {
   out["batch_size"] = batch;
   out["fanouts_per_etype"] = o.spec.sampling.fanouts;
   out["threads"] = threads;
-  out["runs"] = {{"inprocess", to_json(base)}, {"servers", to_json(*dist)}};
+  out["runs"] = {{"inprocess", to_json(base)}, {"servers", to_json(*dist)}, {"sampler_worker", to_json(*worker)}};
   out["ratios"]["hetero_distributed_vs_inprocess"] = {{"value", ratio}, {"target", 0.5}, {"met", ratio >= 0.5}};
+  out["ratios"]["hetero_sampler_worker_vs_inprocess"] = {
+      {"value", worker_ratio}, {"target", 0.5}, {"met", worker_ratio >= 0.5}};
   if (!json_out.empty()) std::ofstream(json_out) << out.dump(2) << "\n";
   cluster->reset();
   for (auto it = procs.rbegin(); it != procs.rend(); ++it) it->signal(SIGTERM);
   for (auto& p : procs) p.wait(std::chrono::seconds(10));
   std::printf("ratio: hetero_distributed_vs_inprocess %.3f (target 0.5, as for homogeneous mini-batches)\n", ratio);
+  std::printf("ratio: hetero_sampler_worker_vs_inprocess %.3f (target 0.5)\n", worker_ratio);
   return 0;
 }

@@ -162,19 +162,13 @@ int main(int argc, char** argv) {
   }
   print(*d0);
 
-  procs.push_back(testing::Process::start(
-      {(testing::build_root() / "daemons/sampler_worker/sampler-worker").string(), "--part-config", part_config,
-       "--ip-config", ip_config, "--machine-id", "0", "--group", "0", "--listen-port", "0", "--num-threads",
-       std::to_string(threads)},
-      logs.path() / "worker.log"));
-  if (!procs.back().wait_for_log("listening on", std::chrono::minutes(1))) {
-    std::cerr << "sampler-worker failed to start:\n" << procs.back().log();
+  auto endpoint = bench::start_sampler_worker(part_config, ip_config, threads, logs, procs);
+  if (!endpoint.is_ok()) {
+    std::cerr << endpoint.status().to_string() << "\n";
     return 1;
   }
-  const std::string wlog = procs.back().log();
-  const std::string key = "listening on 127.0.0.1:";
   auto worker_opt = o;
-  worker_opt.samplers = {"127.0.0.1:" + std::to_string(std::stoi(wlog.substr(wlog.find(key) + key.size())))};
+  worker_opt.samplers = {*endpoint};
   // The same worker with its batches sent through the socket, for comparison.
   auto socket_opt = worker_opt;
   socket_opt.shared_memory_batches = false;

@@ -440,3 +440,91 @@ TEST_CASE("sampler: a worker answers bad requests with errors and keeps serving"
   CHECK(b->mini_batch.seeds == seeds);
   check_batch(*b, {3, 5});
 }
+
+namespace {
+
+// An OutMessage as the receiving side holds it (payload and blobs copied).
+net::Message received(net::OutMessage&& out) {
+  net::Message m;
+  m.header.kind = out.kind;
+  m.payload = net::ByteBuffer(out.payload.size());
+  std::memcpy(m.payload.data(), out.payload.data(), out.payload.size());
+  for (const auto& b : out.blobs) {
+    net::ByteBuffer buf(b.size);
+    if (b.size) std::memcpy(buf.data(), b.data, b.size);
+    m.blobs.push_back(std::move(buf));
+  }
+  return m;
+}
+
+// A heterogeneous batch of two blocks: edge types on every edge, feature
+// rows of two node types.
+Batch typed_batch() {
+  Batch b;
+  b.batch_id = 4;
+  Block inner;  // 2 dst, 4 src, 3 edges
+  inner.dst_nodes = {10, 11};
+  inner.src_nodes = {10, 11, 12, 13};
+  inner.indptr = {0, 2, 3};
+  inner.indices = {2, 3, 0};
+  inner.eids = {7, 8, 9};
+  inner.etypes = {0, 2, 1};
+  Block outer;  // 1 dst, 2 src, 1 edge
+  outer.dst_nodes = {10};
+  outer.src_nodes = {10, 11};
+  outer.indptr = {0, 1};
+  outer.indices = {1};
+  outer.eids = {5};
+  outer.etypes = {2};
+  b.mini_batch.blocks = {inner, outer};
+  b.mini_batch.seeds = outer.dst_nodes;
+  b.mini_batch.input_nodes = inner.src_nodes;
+  b.labels = {3};
+  b.typed_features.push_back(TypedRows{.ntype = 0, .index = {0, 2}, .rows = {1, 2, 3, 4, 5, 6}, .dim = 3});
+  b.typed_features.push_back(TypedRows{.ntype = 1, .index = {1, 3}, .rows = {7, 8}, .dim = 1});
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("sampler: a heterogeneous batch's edge types and typed rows survive the reply; bad ones are refused") {
+  const Batch want = typed_batch();
+  auto got = decode_sample_batch_reply(received(encode_sample_batch_reply(typed_batch())), "worker", nullptr);
+  REQUIRE(got.is_ok());
+  REQUIRE(got->mini_batch.blocks.size() == 2);
+  for (size_t i = 0; i < 2; ++i) {
+    CHECK(got->mini_batch.blocks[i].etypes == want.mini_batch.blocks[i].etypes);
+    CHECK(got->mini_batch.blocks[i].indices == want.mini_batch.blocks[i].indices);
+  }
+  REQUIRE(got->typed_features.size() == 2);
+  for (size_t t = 0; t < 2; ++t) {
+    CHECK(got->typed_features[t].ntype == want.typed_features[t].ntype);
+    CHECK(got->typed_features[t].index == want.typed_features[t].index);
+    CHECK(got->typed_features[t].rows == want.typed_features[t].rows);
+    CHECK(got->typed_features[t].dim == want.typed_features[t].dim);
+  }
+  CHECK(got->labels == want.labels);
+
+  SECTION("positions that are not ascending") {
+    Batch b = typed_batch();
+    b.typed_features[0].index = {2, 0};
+    auto r = decode_sample_batch_reply(received(encode_sample_batch_reply(std::move(b))), "worker", nullptr);
+    REQUIRE_FALSE(r.is_ok());
+    CHECK(r.status().code() == StatusCode::protocol_error);
+    CHECK(r.status().message().find("not ascending") != std::string::npos);
+  }
+  SECTION("rows of the wrong size") {
+    Batch b = typed_batch();
+    b.typed_features[1].rows.push_back(9);
+    auto r = decode_sample_batch_reply(received(encode_sample_batch_reply(std::move(b))), "worker", nullptr);
+    REQUIRE_FALSE(r.is_ok());
+    CHECK(r.status().message().find("typed feature rows") != std::string::npos);
+  }
+  SECTION("edge types of the wrong count") {
+    Batch b = typed_batch();
+    b.mini_batch.blocks[0].etypes.pop_back();
+    auto r = decode_sample_batch_reply(received(encode_sample_batch_reply(std::move(b))), "worker", nullptr);
+    REQUIRE_FALSE(r.is_ok());
+    CHECK(r.status().message().find("etypes") != std::string::npos);
+  }
+}
