@@ -49,34 +49,56 @@ Result<std::vector<DistTensor>> open_typed_features(Cluster& cluster, const std:
   return out;
 }
 
-Result<std::vector<TypedRows>> pull_typed_rows(Cluster& cluster, const std::vector<DistTensor>& tensors,
-                                               std::span<const int64_t> ids) {
-  const RangePartitionBook& book = cluster.partition_book();
+Result<TypedPlan> plan_typed_rows(const RangePartitionBook& book, const std::vector<DistTensor>& tensors,
+                                  std::span<const int64_t> ids) {
   std::vector<int> slot(static_cast<size_t>(std::max(1, book.num_ntypes())), -1);
-  std::vector<TypedRows> out;
-  for (const DistTensor& t : tensors) {
-    slot[static_cast<size_t>(t.ntype())] = static_cast<int>(out.size());
+  TypedPlan all;
+  for (size_t k = 0; k < tensors.size(); ++k) {
+    slot[static_cast<size_t>(tensors[k].ntype())] = static_cast<int>(k);
     TypedRows r;
-    r.ntype = t.ntype();
-    r.dim = t.shape()[1];
-    out.push_back(std::move(r));
+    r.ntype = tensors[k].ntype();
+    r.dim = tensors[k].shape()[1];
+    all.rows.push_back(std::move(r));
   }
-  std::vector<std::vector<int64_t>> type_ids(out.size());
+  all.ids.resize(tensors.size());
+  all.tensor.resize(tensors.size());
+  for (size_t k = 0; k < tensors.size(); ++k) all.tensor[k] = static_cast<int>(k);
   for (size_t i = 0; i < ids.size(); ++i) {
     const int type = book.node_type(ids[i]);
     if (type < 0) return invalid_argument("node id " + std::to_string(ids[i]) + " is not a node of the graph");
     const int s = slot[static_cast<size_t>(type)];
     if (s < 0) continue;
-    out[static_cast<size_t>(s)].index.push_back(static_cast<int64_t>(i));
-    type_ids[static_cast<size_t>(s)].push_back(ids[i]);
-  }
-  for (size_t s = 0; s < out.size(); ++s) {
-    out[s].rows.resize(type_ids[s].size() * static_cast<size_t>(out[s].dim));
-    DGLD_RETURN_IF_ERROR(tensors[s].pull_into(type_ids[s], out[s].rows.data()));
+    all.rows[static_cast<size_t>(s)].index.push_back(static_cast<int64_t>(i));
+    all.ids[static_cast<size_t>(s)].push_back(ids[i]);
   }
   // Types with no node among the ids are left out.
-  out.erase(std::remove_if(out.begin(), out.end(), [](const TypedRows& r) { return r.index.empty(); }), out.end());
+  TypedPlan out;
+  for (size_t k = 0; k < all.rows.size(); ++k) {
+    if (all.rows[k].index.empty()) continue;
+    out.rows.push_back(std::move(all.rows[k]));
+    out.ids.push_back(std::move(all.ids[k]));
+    out.tensor.push_back(all.tensor[k]);
+  }
   return out;
+}
+
+Status pull_typed_plan(const std::vector<DistTensor>& tensors, const TypedPlan& plan, std::span<float* const> into) {
+  for (size_t k = 0; k < plan.rows.size(); ++k) {
+    DGLD_RETURN_IF_ERROR(tensors[static_cast<size_t>(plan.tensor[k])].pull_into(plan.ids[k], into[k]));
+  }
+  return Status::ok();
+}
+
+Result<std::vector<TypedRows>> pull_typed_rows(Cluster& cluster, const std::vector<DistTensor>& tensors,
+                                               std::span<const int64_t> ids) {
+  DGLD_ASSIGN_OR_RETURN(TypedPlan plan, plan_typed_rows(cluster.partition_book(), tensors, ids));
+  std::vector<float*> into;
+  for (TypedRows& r : plan.rows) {
+    r.rows.resize(r.index.size() * static_cast<size_t>(r.dim));
+    into.push_back(r.rows.data());
+  }
+  DGLD_RETURN_IF_ERROR(pull_typed_plan(tensors, plan, into));
+  return std::move(plan.rows);
 }
 
 Result<std::unique_ptr<BatchBuilder>> BatchBuilder::create(Cluster& cluster, BatchSpec spec,
@@ -187,7 +209,17 @@ Status BatchBuilder::fetch(Batch& out, int skip_features_of) const {
   return Status::ok();
 }
 
-Status BatchBuilder::fetch_into(const Batch& batch, float* rows, int64_t* labels) const {
+Result<TypedPlan> BatchBuilder::plan_typed(const Batch& batch) const {
+  return plan_typed_rows(cluster_->partition_book(), typed_feature_, batch.mini_batch.input_nodes);
+}
+
+Status BatchBuilder::fetch_into(const Batch& batch, float* rows, int64_t* labels, const TypedPlan* typed,
+                                std::span<float* const> typed_rows) const {
+  if (typed != nullptr) {
+    if (Status st = pull_typed_plan(typed_feature_, *typed, typed_rows); !st.is_ok()) {
+      return st.with_context("features of batch " + std::to_string(batch.batch_id));
+    }
+  }
   if (feature_) {
     if (Status st = feature_->pull_unique_into(batch.mini_batch.input_nodes, rows); !st.is_ok()) {
       return st.with_context("features of batch " + std::to_string(batch.batch_id));

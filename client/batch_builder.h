@@ -52,6 +52,15 @@ struct TypedRows {
   int64_t dim = 0;
 };
 
+// Which rows of `ids` (homogeneous node ids) each of `tensors` holds: per
+// tensor with nodes among the ids, a TypedRows with its positions in `ids`
+// (rows still empty), those ids and the tensor's index in `tensors`.
+struct TypedPlan {
+  std::vector<TypedRows> rows;
+  std::vector<std::vector<int64_t>> ids;
+  std::vector<int> tensor;
+};
+
 struct BatchTimings {
   double sample_s = 0;  // sampling the blocks (on whoever made the batch)
   double fetch_s = 0;   // pulling features and labels
@@ -72,6 +81,7 @@ struct Batch {
   std::vector<TypedRows> typed_features;
   BatchTimings timings;
   int worker = -1;  // sampler endpoint index that made it; -1: the trainer
+  bool from_slot = false;  // a sampler-worker wrote it into a shared-memory slot
   // >= 0 only between a worker and the loader: `features` lacks the rows of
   // the nodes this machine owns (the trainer copies them from shared memory).
   int features_skipped_machine = -1;
@@ -113,7 +123,13 @@ class BatchBuilder {
   Status fetch(Batch& batch, int skip_features_of = -1) const;
   // ... or into `rows` (input nodes x feature_dim() floats) and `labels`
   // (one per seed), each ignored when the spec has no such tensor.
-  Status fetch_into(const Batch& batch, float* rows, int64_t* labels) const;
+  // A heterogeneous batch: which rows of which type it needs (plan_typed),
+  // then fetch_into with `typed` pulls them into typed_rows[k] (one buffer
+  // per plan entry, index.size() x dim floats).
+  Result<TypedPlan> plan_typed(const Batch& batch) const;
+  bool heterogeneous() const { return !typed_feature_.empty(); }
+  Status fetch_into(const Batch& batch, float* rows, int64_t* labels, const TypedPlan* typed = nullptr,
+                    std::span<float* const> typed_rows = {}) const;
   int64_t feature_dim() const;  // 0 without features
   const BatchSpec& spec() const { return spec_; }
   // Rows served from the feature cache / requested because not cached (0, 0 without one).
@@ -134,6 +150,10 @@ class BatchBuilder {
 // (types without one are skipped); invalid_argument for one that is not a
 // float32 matrix.
 Result<std::vector<DistTensor>> open_typed_features(Cluster& cluster, const std::string& feature);
+Result<TypedPlan> plan_typed_rows(const RangePartitionBook& book, const std::vector<DistTensor>& tensors,
+                                  std::span<const int64_t> ids);
+// Pulls each plan entry's rows into into[k].
+Status pull_typed_plan(const std::vector<DistTensor>& tensors, const TypedPlan& plan, std::span<float* const> into);
 // The rows of `ids` (homogeneous node ids), grouped by node type: one
 // TypedRows per tensor of `tensors` that has nodes among the ids.
 Result<std::vector<TypedRows>> pull_typed_rows(Cluster& cluster, const std::vector<DistTensor>& tensors,

@@ -52,10 +52,21 @@ Result<BatchLayout> batch_slot_layout(const BatchShape& shape) {
     o.indptr = take(b.num_dst + 1, 8);
     o.indices = take(b.num_edges, 8);
     o.eids = take(b.num_edges, 8);
+    if (shape.etypes) o.etypes = take(b.num_edges, sizeof(int32_t));
     l.blocks.push_back(o);
   }
   l.features = take(shape.blocks.front().num_src * shape.feature_dim, sizeof(float));
   l.labels = take(shape.has_labels ? shape.blocks.back().num_dst : 0, 8);
+  for (const auto& t : shape.typed) {
+    if (t.ntype < 0 || t.count < 0 || t.dim < 0 || t.count > shape.blocks.front().num_src) {
+      return invalid_argument(fmt::format("typed rows of node type {}: {} rows of {} for {} input nodes", t.ntype,
+                                          t.count, t.dim, shape.blocks.front().num_src));
+    }
+    BatchLayout::TypedOffsets o;
+    o.index = take(t.count, 8);
+    o.rows = take(t.count * t.dim, sizeof(float));
+    l.typed.push_back(o);
+  }
   l.total = at;
   return l;
 }

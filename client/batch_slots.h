@@ -32,22 +32,34 @@ inline constexpr uint32_t kBatchSlotKind = 0x48435442;  // "BTCH"
 
 // The arrays of one batch and where each starts in a slot (64-byte aligned,
 // in this order): per block dst_nodes, src_nodes, indptr, indices, eids
-// (int64); the feature rows (float32, num_input x feature_dim); the labels
-// (int64, one per seed, or none).
+// (int64), and with edge types etypes (int32); the feature rows (float32,
+// num_input x feature_dim); the labels (int64, one per seed, or none); then,
+// for a heterogeneous batch, per typed feature its positions in the input
+// nodes (int64, count) and its rows (float32, count x dim).
 struct BatchShape {
   struct BlockShape {
     int64_t num_dst = 0, num_src = 0, num_edges = 0;
   };
+  struct TypedShape {
+    int ntype = -1;
+    int64_t count = 0, dim = 0;
+  };
   std::vector<BlockShape> blocks;  // input layer first
   int64_t feature_dim = 0;
   bool has_labels = false;
+  bool etypes = false;             // every block carries edge types
+  std::vector<TypedShape> typed;   // heterogeneous batches' feature rows
 };
 struct BatchLayout {
   struct BlockOffsets {
-    size_t dst_nodes = 0, src_nodes = 0, indptr = 0, indices = 0, eids = 0;
+    size_t dst_nodes = 0, src_nodes = 0, indptr = 0, indices = 0, eids = 0, etypes = 0;
+  };
+  struct TypedOffsets {
+    size_t index = 0, rows = 0;
   };
   std::vector<BlockOffsets> blocks;
   size_t features = 0, labels = 0;
+  std::vector<TypedOffsets> typed;
   size_t total = 0;  // bytes the batch needs
 };
 // invalid_argument when a size is negative or the blocks do not chain

@@ -159,7 +159,7 @@ struct DistDataLoader::Impl {
     Task t;
     while (take(r, t)) {
       auto seeds = seeds_of(t);
-      // A heterogeneous batch comes whole through the socket (typed rows: no slot, no skipped rows).
+      // A heterogeneous batch comes with every row (in a slot or through the socket).
       const bool typed = cluster->config().types.present();
       const int skip = o.local_features_from_shm && !o.spec.feature.empty() && !typed ? cluster->machine_id() : -1;
       std::optional<BatchSlots::Lease> slot =
@@ -171,7 +171,7 @@ struct DistDataLoader::Impl {
       Result<Batch> b = reply.is_ok()
                             ? decode_sample_batch_reply(std::move(*reply), rem.endpoint, buffers, slot ? &*slot : nullptr)
                             : Result<Batch>(reply.status());
-      const bool in_slot = b.is_ok() && b->slot_features != nullptr;
+      const bool in_slot = b.is_ok() && b->from_slot;
       if (b.is_ok() && slot && !in_slot) {
         if (needed > 0) {
           slot->grow_to(static_cast<size_t>(needed));  // the next batch in this slot fits
@@ -280,7 +280,7 @@ Result<std::unique_ptr<DistDataLoader>> DistDataLoader::create(Cluster& cluster,
   Impl* p = impl.get();
   std::unique_ptr<DistDataLoader> loader(new DistDataLoader(std::move(impl)));
   const int per_worker = std::max(1, p->o.prefetch);
-  if (p->o.shared_memory_batches && !p->cluster->config().types.present()) {
+  if (p->o.shared_memory_batches) {
     // Slots for the batches in flight, ready and being trained on; the first
     // batch of each slot comes through the socket and sizes it.
     static std::atomic<int> loaders{0};

@@ -94,11 +94,13 @@ net::OutMessage sample_batch_reply_header(const Batch& batch, bool in_slot, int6
 }
 
 // A slot always has room for one label per seed (zeros when there are none).
-BatchShape shape_of(const Batch& batch, bool has_labels) {
+BatchShape shape_of(const Batch& batch, bool has_labels, const std::vector<TypedRows>& typed) {
   BatchShape shape;
   for (const Block& b : batch.mini_batch.blocks) shape.blocks.push_back({b.num_dst(), b.num_src(), b.num_edges()});
   shape.feature_dim = batch.feature_dim;
   shape.has_labels = has_labels;
+  shape.etypes = has_etypes(batch);
+  for (const TypedRows& t : typed) shape.typed.push_back({t.ntype, static_cast<int64_t>(t.index.size()), t.dim});
   return shape;
 }
 
@@ -108,11 +110,13 @@ net::OutMessage encode_slot_batch_reply(const Batch& batch) {
   return sample_batch_reply_header(batch, /*in_slot=*/true, 0);
 }
 
-Result<BatchLayout> write_blocks_to_slot(const Batch& batch, std::byte* slot, size_t slot_bytes) {
-  DGLD_ASSIGN_OR_RETURN(BatchLayout l, batch_slot_layout(shape_of(batch, /*has_labels=*/true)));
+Result<BatchLayout> write_blocks_to_slot(const Batch& batch, std::byte* slot, size_t slot_bytes,
+                                         const std::vector<TypedRows>& typed) {
+  const BatchShape shape = shape_of(batch, /*has_labels=*/true, typed);
+  DGLD_ASSIGN_OR_RETURN(BatchLayout l, batch_slot_layout(shape));
   if (l.total > slot_bytes) return l;
-  auto put = [&](size_t off, const std::vector<int64_t>& v) {
-    if (!v.empty()) std::memcpy(slot + off, v.data(), v.size() * sizeof(int64_t));
+  auto put = [&](size_t off, const auto& v) {
+    if (!v.empty()) std::memcpy(slot + off, v.data(), v.size() * sizeof(v[0]));
   };
   for (size_t i = 0; i < batch.mini_batch.blocks.size(); ++i) {
     const Block& b = batch.mini_batch.blocks[i];
@@ -121,7 +125,16 @@ Result<BatchLayout> write_blocks_to_slot(const Batch& batch, std::byte* slot, si
     put(l.blocks[i].indptr, b.indptr);
     put(l.blocks[i].indices, b.indices);
     put(l.blocks[i].eids, b.eids);
+    if (shape.etypes) {
+      if (b.etypes.size() != b.indices.size()) {
+        return invalid_argument("batch " + std::to_string(batch.batch_id) + ": block " + std::to_string(i) + " has " +
+                                std::to_string(b.etypes.size()) + " edge types for " +
+                                std::to_string(b.indices.size()) + " edges");
+      }
+      put(l.blocks[i].etypes, b.etypes);
+    }
   }
+  for (size_t k = 0; k < typed.size(); ++k) put(l.typed[k].index, typed[k].index);
   return l;
 }
 
@@ -154,6 +167,52 @@ net::OutMessage encode_sample_batch_reply(Batch&& batch, int64_t slot_bytes_need
 
 namespace {
 
+// Positions of a type's rows in the input nodes: ascending, in range.
+Status check_typed_positions(const TypedRows& t, size_t num_inputs, const std::string& peer) {
+  for (size_t k = 0; k < t.index.size(); ++k) {
+    if (t.index[k] < 0 || t.index[k] >= static_cast<int64_t>(num_inputs) || (k > 0 && t.index[k] <= t.index[k - 1])) {
+      return protocol_error("SampleBatchReply from " + peer + ": typed feature positions are not ascending "
+                            "positions of the input nodes");
+    }
+  }
+  return Status::ok();
+}
+
+Status check_etypes(const Block& b, const std::string& peer) {
+  for (int32_t t : b.etypes) {
+    if (t < 0) return protocol_error("SampleBatchReply from " + peer + ": a negative edge type");
+  }
+  return Status::ok();
+}
+
+// A heterogeneous batch written into a slot: each block's edge types and the
+// typed rows, copied out of it.
+Status typed_parts_from_slot(const BatchShape& shape, const BatchLayout& layout, const std::byte* slot,
+                             const std::string& peer, Batch& out) {
+  auto& mb = out.mini_batch;
+  if (shape.etypes) {
+    for (size_t i = 0; i < mb.blocks.size(); ++i) {
+      Block& b = mb.blocks[i];
+      b.etypes.resize(b.indices.size());
+      if (!b.etypes.empty()) std::memcpy(b.etypes.data(), slot + layout.blocks[i].etypes, b.etypes.size() * 4);
+      DGLD_RETURN_IF_ERROR(check_etypes(b, peer));
+    }
+  }
+  for (size_t k = 0; k < shape.typed.size(); ++k) {
+    const auto& s = shape.typed[k];
+    TypedRows t;
+    t.ntype = s.ntype;
+    t.dim = s.dim;
+    t.index.resize(static_cast<size_t>(s.count));
+    if (s.count > 0) std::memcpy(t.index.data(), slot + layout.typed[k].index, t.index.size() * sizeof(int64_t));
+    DGLD_RETURN_IF_ERROR(check_typed_positions(t, mb.input_nodes.size(), peer));
+    t.rows.resize(static_cast<size_t>(s.count * s.dim));
+    if (!t.rows.empty()) std::memcpy(t.rows.data(), slot + layout.typed[k].rows, t.rows.size() * sizeof(float));
+    out.typed_features.push_back(std::move(t));
+  }
+  return Status::ok();
+}
+
 // A heterogeneous batch's edge types (one int32 array per block, checked
 // against the types the config lists) and typed feature rows (positions in
 // the input nodes, ascending, and their rows), from blob `at` on.
@@ -164,9 +223,7 @@ Status decode_typed_parts(const fbs::SampleBatchReply& r, const net::Message& m,
     for (size_t i = 0; i < mb.blocks.size(); ++i, ++at) {
       Block& b = mb.blocks[i];
       DGLD_RETURN_IF_ERROR(copy_blob(m.blobs[at], static_cast<int64_t>(b.indices.size()), b.etypes, "etypes", peer));
-      for (int32_t t : b.etypes) {
-        if (t < 0) return protocol_error("SampleBatchReply from " + peer + ": a negative edge type");
-      }
+      DGLD_RETURN_IF_ERROR(check_etypes(b, peer));
     }
   }
   if (!r.typed_features()) return Status::ok();
@@ -180,12 +237,7 @@ Status decode_typed_parts(const fbs::SampleBatchReply& r, const net::Message& m,
     }
     DGLD_RETURN_IF_ERROR(copy_blob(m.blobs[at++], f->count(), t.index, "typed feature positions", peer));
     DGLD_RETURN_IF_ERROR(copy_blob(m.blobs[at++], f->count() * t.dim, t.rows, "typed feature rows", peer));
-    for (size_t k = 0; k < t.index.size(); ++k) {
-      if (t.index[k] < 0 || t.index[k] >= rows || (k > 0 && t.index[k] <= t.index[k - 1])) {
-        return protocol_error("SampleBatchReply from " + peer + ": typed feature positions are not ascending "
-                              "positions of the input nodes");
-      }
-    }
+    DGLD_RETURN_IF_ERROR(check_typed_positions(t, mb.input_nodes.size(), peer));
     out.typed_features.push_back(std::move(t));
   }
   return Status::ok();
@@ -207,9 +259,6 @@ Result<Batch> decode_sample_batch_reply(net::Message&& m, const std::string& pee
   const bool in_slot = r->in_slot();
   const bool etypes = r->etypes();
   const size_t num_typed = r->typed_features() ? r->typed_features()->size() : 0;
-  if ((etypes || num_typed > 0) && in_slot) {
-    return protocol_error("SampleBatchReply from " + peer + ": a heterogeneous batch in a slot");
-  }
   const size_t want_blobs = in_slot ? 0 : 5 * num_blocks + 2 + (etypes ? num_blocks : 0) + 2 * num_typed;
   if (num_blocks == 0 || m.blobs.size() != want_blobs || r->feature_dim() < 0) {
     return protocol_error("SampleBatchReply from " + peer + ": " + std::to_string(num_blocks) +
@@ -227,6 +276,10 @@ Result<Batch> decode_sample_batch_reply(net::Message&& m, const std::string& pee
   BatchShape shape;
   shape.feature_dim = out.feature_dim;
   shape.has_labels = true;
+  shape.etypes = etypes;
+  if (r->typed_features()) {
+    for (const fbs::TypedFeature* f : *r->typed_features()) shape.typed.push_back({f->ntype(), f->count(), f->dim()});
+  }
   for (size_t i = 0; i < num_blocks; ++i) {
     const auto* info = r->blocks()->Get(static_cast<flatbuffers::uoffset_t>(i));
     const int64_t nd = info->num_dst(), ns = info->num_src(), ne = info->num_edges();
@@ -279,9 +332,15 @@ Result<Batch> decode_sample_batch_reply(net::Message&& m, const std::string& pee
   const int64_t rows = static_cast<int64_t>(mb.input_nodes.size());
   if (in_slot) {
     // Every row, where the worker wrote it; the slot stays busy while they are used.
+    out.from_slot = true;
     out.labels.resize(mb.seeds.size());
     if (!mb.seeds.empty()) {
       std::memcpy(out.labels.data(), slot->data() + layout.labels, mb.seeds.size() * sizeof(int64_t));
+    }
+    if (etypes || !shape.typed.empty()) {
+      // A heterogeneous batch: edge types and typed rows are copied out, the slot is free again.
+      DGLD_RETURN_IF_ERROR(typed_parts_from_slot(shape, layout, slot->data(), peer, out));
+      return out;
     }
     const size_t features_at = layout.features;
     auto held = std::move(*slot).hold(features_at);

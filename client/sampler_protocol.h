@@ -48,15 +48,19 @@ net::OutMessage encode_sample_batch(int64_t batch_id, std::span<const int64_t> s
 net::OutMessage encode_sample_batch_reply(Batch&& batch, int64_t slot_bytes_needed = 0);
 // The reply to a request whose batch was written into its slot: sizes only.
 net::OutMessage encode_slot_batch_reply(const Batch& batch);
-// Writes the blocks, and leaves room for the rows and labels, of `batch` in
-// `slot` (of `slot_bytes`) at the offsets of batch_slot_layout(); returns
-// the layout, or the bytes needed (layout.total > slot_bytes, nothing
-// written).
-Result<BatchLayout> write_blocks_to_slot(const Batch& batch, std::byte* slot, size_t slot_bytes);
+// Writes the blocks (with their edge types), and leaves room for the rows
+// and labels, of `batch` in `slot` (of `slot_bytes`) at the offsets of
+// batch_slot_layout(); a heterogeneous batch's typed rows (`typed`: the
+// batch's TypedRows with their positions, rows not yet pulled) get their
+// positions written and room for their rows. Returns the layout, or the
+// bytes needed (layout.total > slot_bytes, nothing written).
+Result<BatchLayout> write_blocks_to_slot(const Batch& batch, std::byte* slot, size_t slot_bytes,
+                                         const std::vector<TypedRows>& typed = {});
 // Checks every size against the reply table; protocol_error naming `peer`.
 // Feature rows go into a buffer from `buffers` when given. A reply whose
 // batch is in a slot needs the lease of that slot (`slot`): the blocks and
-// labels are copied out, the feature rows stay (Batch::slot_features).
+// labels are copied out, the feature rows stay (Batch::slot_features), a
+// heterogeneous batch's typed rows are copied out.
 Result<Batch> decode_sample_batch_reply(net::Message&& reply, const std::string& peer,
                                         const std::shared_ptr<BufferPool>& buffers = nullptr,
                                         BatchSlots::Lease* slot = nullptr);

@@ -4,12 +4,15 @@
 #include <iostream>
 
 #include "common/logging.h"
+#include "common/memory.h"
 #include "common/stop_signals.h"
 #include "daemons/sampler_worker/sampler_worker.h"
 
 using namespace dgld;
 
 int main(int argc, char** argv) {
+  // Batches' row buffers are large: keep freed ones for reuse (as trainer-host does).
+  tune_allocator_for_large_buffers();
   auto parsed = sampler::parse_sampler_worker_options(argc, argv);
   if (parsed.exit_code >= 0) return parsed.exit_code;
   if (Status st = setup_logging(parsed.options.log); !st.is_ok()) {

@@ -130,8 +130,7 @@ struct SamplerWorker::Impl {
     const client::BatchBuilder& builder = **b;
     auto batch = builder.sample(req.batch_id, req.seeds, req.rng_seed);
     int64_t slot_bytes_needed = 0;
-    // A heterogeneous batch (typed rows, edge types) always goes in the reply.
-    if (batch.is_ok() && !req.reply_slot.empty() && !cluster->config().types.present()) {
+    if (batch.is_ok() && !req.reply_slot.empty()) {
       auto written = write_to_slot(req.reply_slot, builder, *batch);
       if (!written.is_ok()) {
         batch = written.status();
@@ -171,12 +170,21 @@ struct SamplerWorker::Impl {
       return int64_t{-1};
     }
     auto* base = static_cast<std::byte*>((*seg)->mutable_data());
-    DGLD_ASSIGN_OR_RETURN(auto layout, client::write_blocks_to_slot(batch, base, (*seg)->size()));
+    // A heterogeneous batch: its rows per node type (positions now, rows pulled into the slot below).
+    client::TypedPlan typed;
+    if (builder.heterogeneous()) {
+      DGLD_ASSIGN_OR_RETURN(typed, builder.plan_typed(batch));
+    }
+    DGLD_ASSIGN_OR_RETURN(auto layout, client::write_blocks_to_slot(batch, base, (*seg)->size(), typed.rows));
     if (layout.total > (*seg)->size()) return static_cast<int64_t>(layout.total);
+    std::vector<float*> typed_rows;
+    for (const auto& o : layout.typed) typed_rows.push_back(reinterpret_cast<float*>(base + o.rows));
     const auto t0 = std::chrono::steady_clock::now();
     DGLD_RETURN_IF_ERROR(builder.fetch_into(batch, reinterpret_cast<float*>(base + layout.features),
-                                            reinterpret_cast<int64_t*>(base + layout.labels)));
+                                            reinterpret_cast<int64_t*>(base + layout.labels),
+                                            builder.heterogeneous() ? &typed : nullptr, typed_rows));
     batch.timings.fetch_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    batch.typed_features = std::move(typed.rows);  // their sizes go in the reply; the rows are in the slot
     return int64_t{0};
   }
 
