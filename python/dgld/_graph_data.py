@@ -21,6 +21,22 @@ def _check_device(device):
         raise DGLError(f"dgld keeps graphs on the CPU, not on {device}")
 
 
+class CpuGraph:
+    """What every dgld graph says about devices: it lives on the CPU, and
+    to('cpu') / cpu() are the graph itself."""
+
+    @property
+    def device(self):
+        return torch.device("cpu")
+
+    def to(self, device, **kwargs):
+        _check_device(device)
+        return self
+
+    def cpu(self):
+        return self
+
+
 def _count(ids, given, what):
     """A node count: `given`, checked to cover every id, or max id + 1."""
     need = int(ids.max()) + 1 if ids.numel() else 0

@@ -66,6 +66,28 @@ class EdgePartitionPolicy:
 _anonymous = itertools.count()
 
 
+def _policy_for_rows(client, rows):
+    """DGL's choice of a DistTensor's partition policy by its row count: the
+    one policy (all nodes, all edges, or one node type's nodes) of that many
+    rows; an error when none or several match."""
+    matches = []
+    if rows == client.num_nodes:
+        matches.append(NodePartitionPolicy())
+    if rows == client.num_edges:
+        matches.append(EdgePartitionPolicy())
+    for t, n in zip(client.ntypes, client.ntype_counts):
+        if rows == n and rows != client.num_nodes:
+            matches.append(NodePartitionPolicy(ntype=t))
+    if len(matches) == 1:
+        return matches[0]
+    counts = f"{client.num_nodes} nodes, {client.num_edges} edges"
+    if client.ntypes:
+        counts += ", " + ", ".join(f"{n} {t!r} nodes" for t, n in zip(client.ntypes, client.ntype_counts))
+    what = "no" if not matches else "several"
+    raise InvalidArgument(f"DistTensor of {rows} rows: {what} partition policies match (the graph has {counts}); "
+                          f"pass part_policy")
+
+
 class DistTensor:
     """A tensor whose rows live on the graph-servers, partitioned like the
     nodes (or edges) of the graph (DGL's dgl.distributed.DistTensor).
@@ -91,13 +113,7 @@ class DistTensor:
         if len(shape) == 0:
             raise InvalidArgument("a DistTensor needs at least one dimension")
         if part_policy is None:
-            if shape[0] == client.num_nodes:
-                part_policy = NodePartitionPolicy()
-            elif shape[0] == client.num_edges:
-                part_policy = EdgePartitionPolicy()
-            else:
-                raise InvalidArgument(f"DistTensor of {shape[0]} rows: the graph has {client.num_nodes} nodes and "
-                                      f"{client.num_edges} edges; pass part_policy")
+            part_policy = _policy_for_rows(client, shape[0])
         elif isinstance(part_policy, str):
             kind, _, type_name = part_policy.partition(":")
             part_policy = (EdgePartitionPolicy() if kind == "edge" else

@@ -76,12 +76,31 @@ class _DataView(MutableMapping):
         self._prefix = prefix or (graph._client.etype if edges else graph._client.ntype) + "/"
         self._opened = {}
         self._assigned = {}
+        self._alias_of = {}
 
     def _names(self):
         names = {n[len(self._prefix):] for n in self._g._client.tensors() if n.startswith(self._prefix)}
         return sorted(names | set(self._assigned))
 
+    # DGL's partition_graph names a node type's features 'feat' and its labels
+    # 'label'; dgl-partition writes 'features' and 'labels' (as partition_graph
+    # here renames them). A script asking for DGL's name gets the same tensor.
+    _ALIASES = {"feat": "features", "label": "labels"}
+
+    def _resolve(self, key):
+        alias = self._ALIASES.get(key)
+        if alias is None or key in self._assigned or key in self._opened:
+            return key
+        if key not in self._alias_of:  # asked once: the servers' list of tensors
+            self._alias_of[key] = key if self._prefix + key in self._g._client.tensors() else alias
+        return self._alias_of[key]
+
+    def __contains__(self, key):
+        key = self._resolve(key)
+        return key in self._assigned or key in self._opened or self._prefix + key in self._g._client.tensors()
+
     def __getitem__(self, key):
+        key = self._resolve(key)
         if key in self._assigned:
             return self._assigned[key]
         if key not in self._opened:
@@ -104,9 +123,6 @@ class _DataView(MutableMapping):
             del self._assigned[key]
             return
         raise InvalidArgument(f"{key!r} is the partition's own data and cannot be deleted")
-
-    def __contains__(self, key):
-        return key in self._names()
 
     def __iter__(self):
         return iter(self._names())
@@ -147,6 +163,27 @@ class DistGraph:
             raise InvalidArgument(f"{etype!r} names {'no' if not matches else 'more than one'} edge type of "
                                   f"{self._name!r} (known: {', '.join(canonical)})")
         return matches[0]
+
+    def get_ntype_id(self, ntype):
+        """A node type's id (its index in g.ntypes); None: the only type's."""
+        if ntype is None:
+            if len(self.ntypes) != 1:
+                raise InvalidArgument(f"the graph has several node types ({', '.join(self.ntypes)}): name one")
+            return 0
+        if self.is_homogeneous():
+            if ntype != "_N":
+                raise InvalidArgument(f"{ntype!r} is not a node type of {self._name!r} (known: _N)")
+            return 0
+        return self._ntype_id(ntype)
+
+    def get_etype_id(self, etype):
+        """An edge type's id (name or canonical triple; its index in
+        g.canonical_etypes); None: the only type's."""
+        if etype is None or self.is_homogeneous():
+            if etype is None and len(self.canonical_etypes) != 1:
+                raise InvalidArgument("the graph has several edge types: name one")
+            return 0
+        return self._etype_id(etype)
 
     def num_nodes(self, ntype=None):
         if ntype is None or not self._client.ntypes:

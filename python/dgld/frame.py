@@ -85,6 +85,12 @@ class Frame(MutableMapping):
     def snapshot(self):
         return dict(self._columns)
 
+    def copy(self):
+        """A frame of its own over the same column tensors."""
+        f = Frame(self._num_rows, self._what)
+        f._columns = dict(self._columns)
+        return f
+
     def restore(self, columns):
         self._columns = dict(columns)
 

@@ -27,6 +27,7 @@ from . import _C  # noqa: F401 - registers torch.classes.dgld.Block and torch.op
 from . import message_passing as _mp
 from ._errors import DGLError
 from ._ids import as_id_tensor
+from ._graph_data import CpuGraph
 from .frame import Frame, SpaceView
 
 NID = "_ID"
@@ -36,12 +37,7 @@ ALL = "__ALL__"
 _Block = torch.classes.dgld.Block
 
 
-def _check_device(device):
-    if torch.device(device).type != "cpu":
-        raise DGLError(f"dgld keeps graphs on the CPU: cannot move a graph to {device}")
-
-
-class DGLGraph:
+class DGLGraph(CpuGraph):
     """DGL's graph object (see the module doc). Made by dgld.graph(),
     dgld.create_block(), dgld.to_block() and dgld's loaders; not by calling
     the class."""
@@ -188,17 +184,6 @@ class DGLGraph:
     def idtype(self):
         return self._idtype
 
-    @property
-    def device(self):
-        return torch.device("cpu")
-
-    def to(self, device, **kwargs):
-        _check_device(device)
-        return self
-
-    def cpu(self):
-        return self
-
     def _with_idtype(self, idtype):
         if idtype == self._idtype:
             return self
@@ -211,6 +196,12 @@ class DGLGraph:
 
     def long(self):
         return self._with_idtype(torch.int64)
+
+    def local_var(self):
+        """DGL's local_var: the same structure with frames of its own (the
+        same tensors), so columns set or replaced on it leave this graph's
+        frames as they are."""
+        return self._shallow_copy()
 
     def _shallow_copy(self):
         g = type(self).__new__(type(self))

@@ -21,7 +21,7 @@ from collections.abc import MutableMapping
 import torch
 
 from ._errors import DGLError
-from ._graph_data import _check_device, _idtype_of, _uv
+from ._graph_data import CpuGraph, _check_device, _idtype_of, _uv
 from .frame import Frame
 from .graph import DGLBlock, DGLGraph
 
@@ -146,7 +146,7 @@ class _TypedEdges:
         return h
 
 
-class DGLTypedGraph:
+class DGLTypedGraph(CpuGraph):
     """A typed graph or typed block (see the module doc); made by
     dgld.heterograph and dgld.create_block with a dict."""
 
@@ -314,6 +314,22 @@ class DGLTypedGraph:
 
     def all_edges(self, form="uv", order="eid", etype=None):
         return self[self._canonical(etype)].all_edges(form=form, order=order)
+
+    def local_var(self):
+        """DGL's local_var: the same structure with frames of its own (the
+        same tensors), so columns set or replaced on it leave this graph's
+        frames as they are."""
+        g = type(self).__new__(type(self))
+        g.__dict__.update(self.__dict__)
+        g._srcframes = {t: f.copy() for t, f in self._srcframes.items()}
+        g._dstframes = g._srcframes if self._dstframes is self._srcframes else \
+            {t: f.copy() for t, f in self._dstframes.items()}
+        g._rels = {}
+        for (s, e, d), rel in self._rels.items():
+            r = rel._shallow_copy()
+            r._srcframe, r._dstframe = g._srcframes[s], g._dstframes[d]
+            g._rels[(s, e, d)] = r
+        return g
 
     @contextlib.contextmanager
     def local_scope(self):

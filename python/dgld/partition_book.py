@@ -14,21 +14,35 @@ class GraphPartitionBook:
     """Which machine owns which ids (DGL's RangePartitionBook): every
     partition owns one contiguous range of node ids and one of edge ids."""
 
-    def __init__(self, node_ranges, edge_ranges, partid, machines=()):
+    def __init__(self, node_ranges, edge_ranges, partid, machines=(), ntype_ranges=None):
         """node_ranges / edge_ranges: each partition's [start, end) of node /
         edge ids (the config's node_map and edge_map); partid: this
-        process's partition; machines: (host, base port) of each."""
+        process's partition; machines: (host, base port) of each;
+        ntype_ranges (heterogeneous graphs): {ntype: each partition's
+        [start, end) of that type's homogeneous ids}, in type id order."""
         self._node_ranges = [tuple(r) for r in node_ranges]
         self._edge_ranges = [tuple(r) for r in edge_ranges]
         self._node_ends = torch.tensor([e for _, e in self._node_ranges], dtype=torch.int64)
         self._edge_ends = torch.tensor([e for _, e in self._edge_ranges], dtype=torch.int64)
         self._partid = partid
         self._machines = list(machines)
+        # Per type: each partition's first homogeneous id and first per-type id.
+        self._types = {}
+        for t, ranges in (ntype_ranges or {}).items():
+            starts = torch.tensor([s for s, _ in ranges], dtype=torch.int64)
+            counts = torch.tensor([e - s for s, e in ranges], dtype=torch.int64)
+            self._types[t] = (starts, torch.cumsum(counts, 0) - counts, counts)
 
     @classmethod
     def from_client(cls, client):
         """The book of the job a client (dgld._C.Client) has joined."""
-        return cls(client.node_ranges(), client.edge_ranges(), client.machine_id, client.machines())
+        typed = {t: client.ntype_ranges(i) for i, t in enumerate(client.ntypes)}
+        return cls(client.node_ranges(), client.edge_ranges(), client.machine_id, client.machines(), typed)
+
+    def _typed(self, ntype):
+        if ntype not in self._types:
+            raise InvalidArgument(f"{ntype!r} is not a node type of the graph (known: {', '.join(self.ntypes)})")
+        return self._types[ntype]
 
     @property
     def partid(self):
@@ -55,8 +69,41 @@ class GraphPartitionBook:
         return self._owner(eids, self._edge_ends, "edge")
 
     def partid2nids(self, partid, ntype="_N"):
+        """The node ids partition partid owns; with a node type of a
+        heterogeneous graph, that type's (per-type) ids."""
+        if ntype != "_N" and self._types:
+            _, type_starts, counts = self._typed(ntype)
+            first = int(type_starts[partid])
+            return torch.arange(first, first + int(counts[partid]), dtype=torch.int64)
         start, end = self._node_ranges[partid]
         return torch.arange(start, end, dtype=torch.int64)
+
+    def map_to_homo_nid(self, ids, ntype):
+        """Per-type ids of ntype -> homogeneous node ids (DGL's)."""
+        if not self._types:
+            return _as_ids(ids, int(self._node_ends[-1]))
+        starts, type_starts, counts = self._typed(ntype)
+        total = int(counts.sum())
+        ids = _as_ids(ids, total)
+        if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= total):
+            raise InvalidArgument(f"{ntype!r} node ids must be in [0, {total})")
+        part = torch.searchsorted(type_starts + counts, ids, right=True)
+        return starts[part] + (ids - type_starts[part])
+
+    def map_to_per_ntype(self, ids):
+        """Homogeneous node ids -> (node type ids, per-type ids) (DGL's)."""
+        ids = _as_ids(ids, int(self._node_ends[-1]))
+        if not self._types:
+            return torch.zeros_like(ids), ids
+        types, per_type = torch.full_like(ids, -1), torch.empty_like(ids)
+        for i, (starts, type_starts, counts) in enumerate(self._types.values()):
+            for p in range(len(starts)):
+                m = (ids >= starts[p]) & (ids < starts[p] + counts[p])
+                types[m] = i
+                per_type[m] = ids[m] - starts[p] + type_starts[p]
+        if ids.numel() and bool((types < 0).any()):
+            raise InvalidArgument(f"node id {int(ids[types < 0][0])} is not a node of the graph")
+        return types, per_type
 
     def partid2eids(self, partid, etype="_E"):
         start, end = self._edge_ranges[partid]
@@ -78,7 +125,7 @@ class GraphPartitionBook:
 
     @property
     def ntypes(self):
-        return ["_N"]
+        return list(self._types) or ["_N"]
 
     @property
     def etypes(self):

@@ -182,3 +182,69 @@ def test_typed_loader_blocks_split_and_embedding():
     assert res["emb_changed"] == [0, 3, 299], res["emb_changed"]
     assert res["emb_name"].startswith("author/"), res["emb_name"]
     assert "'author'" in res["emb_bad_rows"] and "300 rows" in res["emb_bad_rows"], res["emb_bad_rows"]
+
+
+API_SCRIPT = r"""
+import json, torch
+import dgld, dgld.distributed as dist
+import dgld.nn.pytorch as dglnn
+
+dist.initialize({ip!r})
+g = dist.DistGraph('g', part_config={part!r})
+out = {{}}
+out["ntype_ids"] = [g.get_ntype_id(t) for t in g.ntypes]
+out["etype_id"] = g.get_etype_id(("author", "writes", "paper")) == g.canonical_etypes.index(("author", "writes", "paper"))
+# DGL's names: 'feat' / 'label' read dgl-partition's 'features' / 'labels' (the same object).
+out["feat_alias"] = ["feat" in g.nodes["paper"].data, g.nodes["paper"].data["feat"] is g.nodes["paper"].data["features"]]
+out["no_feat"] = "feat" in g.nodes["author"].data
+# The partition book per type: per-type ids of a partition, both ways.
+pb = g.get_partition_book()
+out["book_ntypes"] = pb.ntypes
+owned = [pb.partid2nids(p, "paper") for p in range(2)]
+out["partid2nids"] = torch.equal(torch.cat(owned), torch.arange(g.num_nodes("paper")))
+ids = torch.arange(g.num_nodes("author"))
+hom = pb.map_to_homo_nid(ids, "author")
+out["map_homo"] = torch.equal(hom, g.to_homogeneous_ids("author", ids))
+types, back = pb.map_to_per_ntype(hom)
+out["map_back"] = torch.equal(back, ids) and bool((types == g.get_ntype_id("author")).all())
+out["owner"] = torch.equal(pb.nid2partid(g.to_homogeneous_ids("paper", owned[1])),
+                           torch.ones(owned[1].numel(), dtype=torch.int64))
+# A DistTensor without part_policy takes the one policy of its row count.
+t = dist.DistTensor((g.num_nodes("paper"),), torch.int64, "results", persistent=True)
+out["policy"] = t.part_policy.policy_str
+t[torch.tensor([0, 5])] = torch.tensor([7, 9])
+out["policy_rows"] = t[torch.tensor([5, 0])].tolist()
+try:
+    dist.DistTensor((g.num_nodes("paper") + 1, 2), torch.float32, "nowhere")
+    out["no_policy"] = "no error"
+except Exception as e:
+    out["no_policy"] = str(e)
+# local_var: columns set on it leave the block's frames as they were.
+block = dgld.create_block({{("author", "writes", "paper"): (torch.tensor([0, 1]), torch.tensor([0, 0]))}},
+                          num_src_nodes={{"author": 2, "paper": 1}}, num_dst_nodes={{"paper": 1}})
+block.srcdata["h"] = {{"author": torch.ones(2, 3)}}
+lv = block.local_var()
+lv.srcdata["h"] = {{"author": torch.zeros(2, 3)}}
+lv.dstdata["x"] = {{"paper": torch.ones(1, 1)}}
+out["local_var"] = bool(block.srcdata["h"]["author"].sum() == 6) and "x" not in block.dstdata and \
+    bool(lv.srcdata["h"]["author"].sum() == 0) and block.to("cpu") is block
+wb = dglnn.WeightBasis((3, 4), 2, 5)
+w = wb()
+out["basis_shape"] = list(w.shape)
+out["basis"] = torch.allclose(w[3], wb.w_comp[3, 0] * wb.weight[0] + wb.w_comp[3, 1] * wb.weight[1])
+print("RESULT " + json.dumps(out))
+dist.exit_client()
+"""
+
+
+def test_dgl_typed_api_names():
+    res = run_result(API_SCRIPT, graph="hsbm:papers=400,authors=200,venues=8,topics=20,feat_dim=4,seed=2",
+                     part_flags=("--add-reverse",), prefix="dgld-pytest-hetero-api-")
+    assert res["ntype_ids"] == [0, 1, 2, 3] and res["etype_id"]
+    assert res["feat_alias"] == [True, True] and res["no_feat"] is False, res
+    assert res["book_ntypes"] == ["paper", "author", "venue", "topic"]
+    for key in ("partid2nids", "map_homo", "map_back", "owner", "local_var", "basis"):
+        assert res[key] is True, (key, res)
+    assert res["policy"] == "node:paper" and res["policy_rows"] == [9, 7]
+    assert "no partition policies match" in res["no_policy"] and "'paper' nodes" in res["no_policy"], res["no_policy"]
+    assert res["basis_shape"] == [5, 3, 4]

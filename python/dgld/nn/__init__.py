@@ -17,6 +17,7 @@ from .heterographconv import HeteroGraphConv
 from .graphconv import EdgeWeightNorm, GraphConv
 from .relgraphconv import RelGraphConv, TypedLinear
 from .sageconv import SAGEConv
+from .weightbasis import WeightBasis
 
 __all__ = ["SAGEConv", "GraphConv", "EdgeWeightNorm", "GATConv", "GATv2Conv", "GINConv", "RelGraphConv",
-           "TypedLinear", "HeteroGraphConv", "project_before_aggregating", "functional"]
+           "TypedLinear", "HeteroGraphConv", "WeightBasis", "project_before_aggregating", "functional"]

@@ -8,3 +8,4 @@ from .heterographconv import HeteroGraphConv  # noqa: F401
 from .graphconv import EdgeWeightNorm, GraphConv  # noqa: F401
 from .relgraphconv import RelGraphConv, TypedLinear  # noqa: F401
 from .sageconv import SAGEConv  # noqa: F401
+from .weightbasis import WeightBasis  # noqa: F401

@@ -80,7 +80,8 @@ class RelGraphConv(nn.Module):
 
     def __init__(self, in_feat: int, out_feat: int, num_rels: int, regularizer: Optional[str] = None,
                  num_bases: Optional[int] = None, bias: bool = True, activation=None, self_loop: bool = True,
-                 dropout: float = 0.0, layer_norm: bool = False):
+                 dropout: float = 0.0, layer_norm: bool = False, low_mem: bool = False):
+        # low_mem (DGL 0.5-0.7) chose a slower, smaller computation of the same result: nothing to choose here.
         super().__init__()
         self._in_feat, self._out_feat, self._num_rels = int(in_feat), int(out_feat), int(num_rels)
         self.linear_r = TypedLinear(in_feat, out_feat, num_rels, regularizer, num_bases)
