@@ -150,11 +150,15 @@ def test_typed_graph_errors():
         typed_block().num_nodes("paper")
 
 
-def test_kernels_that_read_dst_as_src_refuse_more_dst_than_src():
+def test_relations_with_more_dst_than_src_nodes():
+    # GATConv takes the dst nodes' attention from their own features (DGL's pair).
     rel = typed_block()["writes"]
     gat = dglnn.GATConv(3, 2, 1, allow_zero_in_degree=True)
+    assert gat(rel, (torch.randn(2, 3), torch.randn(4, 3))).shape == (4, 1, 2)
+    # GraphConv's self loop (a dgld addition) reads dst v as src v: refused.
+    gcn = dglnn.GraphConv(3, 2, self_loop=True, allow_zero_in_degree=True)
     with pytest.raises(RuntimeError, match="at least as many src nodes as dst nodes"):
-        gat(rel, (torch.randn(2, 3), torch.randn(4, 3)))
+        gcn(rel, (torch.randn(2, 3), torch.randn(4, 3)))
 
 
 # ------------------------------------------------------------ HeteroGraphConv

@@ -63,7 +63,8 @@ def test_gatconv_equals_the_builtin_layer_and_its_plain_torch_path():
     torch.testing.assert_close(torch.jit.script(layer)(b, x), want, rtol=1e-5, atol=1e-6)
     # The general-kernel path (used with attention dropout or edge weights)
     # computes the same with dropout switched off and unit edge weights.
-    torch.testing.assert_close(layer._aggregate_general(b, layer.fc(x).view(-1, 3, 4), None)
+    z = layer.fc(x).view(-1, 3, 4)
+    torch.testing.assert_close(layer._aggregate_general(b, z, z[:20], None)
                                + layer.bias.view(1, 3, 4), want, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(layer(b, x, edge_weight=torch.ones(b.num_edges())), want, rtol=1e-5, atol=1e-5)
 

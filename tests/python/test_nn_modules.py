@@ -192,6 +192,34 @@ def test_gatconv_with_edge_weight_and_attention_dropout_path():
     assert torch.autograd.gradcheck(lambda t: layer(g, t, edge_weight=ew), (x,))
 
 
+def test_gatconv_pair_input_with_more_dst_than_src_nodes():
+    """DGL's (h_src, h_dst) pair on a relation into another node type: the
+    dst nodes' attention term comes from their own features (fc_dst with
+    pair widths, the one fc otherwise), however many there are."""
+    src, dst = torch.tensor([0, 1, 1, 2, 0]), torch.tensor([0, 1, 2, 3, 5])
+    g = dgld.create_block((src, dst), num_src_nodes=3, num_dst_nodes=6)
+    x = inputs()[:3].detach().requires_grad_(True)
+    xd = torch.randn(6, 2, dtype=torch.float64, requires_grad=True)
+    for in_feats, residual in (((4, 2), True), ((4, 2), False)):
+        layer = randomise(dglnn.GATConv(in_feats, 3, num_heads=2, residual=residual, allow_zero_in_degree=True))
+        zs, zd = layer.fc_src(x).view(-1, 2, 3), layer.fc_dst(xd).view(-1, 2, 3)
+        e = F.leaky_relu((zs * layer.attn_l).sum(-1)[src] + (zd * layer.attn_r).sum(-1)[dst], 0.2)
+        want = attention_ref(g, e, zs[src]) + layer.bias.view(1, 2, 3)
+        if residual:
+            want = want + layer.res_fc(xd).view(6, 2, 3)
+        assert torch.allclose(layer(g, (x, xd)), want, atol=1e-10)
+        assert torch.autograd.gradcheck(lambda a, b: layer(g, (a, b)), (x, xd))
+    shared = randomise(dglnn.GATConv(4, 3, num_heads=2, allow_zero_in_degree=True))
+    x4 = torch.randn(6, 4, dtype=torch.float64)
+    z, zd = shared.fc(x).view(-1, 2, 3), shared.fc(x4).view(-1, 2, 3)
+    e = F.leaky_relu((z * shared.attn_l).sum(-1)[src] + (zd * shared.attn_r).sum(-1)[dst], 0.2)
+    assert torch.allclose(shared(g, (x, x4)), attention_ref(g, e, z[src]) + shared.bias.view(1, 2, 3), atol=1e-10)
+    scripted = torch.jit.script(shared)
+    assert torch.allclose(scripted(g._csr(), (x, x4)), shared(g, (x, x4)), atol=1e-10)
+    with pytest.raises(dgld.nn._utils.InvalidArgument, match="destination node features have width 3"):
+        shared(g, (x, torch.randn(6, 3, dtype=torch.float64)))
+
+
 @pytest.mark.parametrize("aggr", ["sum", "max", "mean"])
 def test_ginconv(aggr):
     g = block()

@@ -2,8 +2,11 @@
 a_r.z_v); alpha the softmax of e over v's in-edges; h_v' = sum_u alpha_uv
 z_u + b, per head -> [num_dst, num_heads, out_feats]. Without attention
 dropout or edge weights it runs dgld's fused GAT kernel; with them, the
-general kernels (gsddmm, edge softmax, gspmm). Scripts with
-torch.jit.script."""
+general kernels (gsddmm, edge softmax, gspmm). As DGL's: with
+in_feats a pair (source width, destination width) it has fc_src and fc_dst,
+else one fc; an (h_src, h_dst) input takes the destination nodes' z from
+h_dst (any number of them, e.g. a relation into another node type), a single
+tensor from its first num_dst rows. Scripts with torch.jit.script."""
 
 from typing import Optional, Tuple, Union
 
@@ -11,7 +14,7 @@ import torch
 from torch import Tensor, nn
 
 from .._kernels import edge_softmax_native
-from ._utils import Block, check_width, check_zero_in_degree, native_block
+from ._utils import Block, check_width, check_zero_in_degree, native_block, pair_sizes
 
 
 class GATConv(nn.Module):
@@ -19,24 +22,32 @@ class GATConv(nn.Module):
     softmax of e over v's in-edges; h_v' = sum_u alpha_uv z_u + b, per head
     -> [num_dst, num_heads, out_feats] (see the module doc)."""
 
-    def __init__(self, in_feats: int, out_feats: int, num_heads: int, feat_drop: float = 0.0,
+    def __init__(self, in_feats, out_feats: int, num_heads: int, feat_drop: float = 0.0,
                  attn_drop: float = 0.0, negative_slope: float = 0.2, residual: bool = False, activation=None,
                  allow_zero_in_degree: bool = False, bias: bool = True):
         super().__init__()
-        self._in_src_feats = int(in_feats)
+        self._in_src_feats, self._in_dst_feats = pair_sizes(in_feats)
         self._out_feats = int(out_feats)
         self._num_heads = int(num_heads)
         self._negative_slope = float(negative_slope)
         self._allow_zero_in_degree = bool(allow_zero_in_degree)
         self._attn_drop_p = float(attn_drop)
-        self.fc = nn.Linear(self._in_src_feats, self._out_feats * self._num_heads, bias=False)
+        width = self._out_feats * self._num_heads
+        if isinstance(in_feats, (tuple, list)):
+            self.register_module("fc", None)
+            self.fc_src = nn.Linear(self._in_src_feats, width, bias=False)
+            self.fc_dst = nn.Linear(self._in_dst_feats, width, bias=False)
+        else:
+            self.fc = nn.Linear(self._in_src_feats, width, bias=False)
+            self.register_module("fc_src", None)
+            self.register_module("fc_dst", None)
         self.attn_l = nn.Parameter(torch.empty(1, self._num_heads, self._out_feats))
         self.attn_r = nn.Parameter(torch.empty(1, self._num_heads, self._out_feats))
         self.feat_drop = nn.Dropout(feat_drop)
         self.attn_drop = nn.Dropout(attn_drop)
         if residual:
-            if self._in_src_feats != self._out_feats * self._num_heads:
-                self.res_fc = nn.Linear(self._in_src_feats, self._num_heads * self._out_feats, bias=False)
+            if self._in_dst_feats != self._out_feats * self._num_heads:
+                self.res_fc = nn.Linear(self._in_dst_feats, self._num_heads * self._out_feats, bias=False)
             else:
                 self.res_fc = nn.Identity()
         else:
@@ -50,7 +61,9 @@ class GATConv(nn.Module):
 
     def reset_parameters(self):
         gain = nn.init.calculate_gain("relu")
-        nn.init.xavier_normal_(self.fc.weight, gain=gain)
+        for fc in (self.fc, self.fc_src, self.fc_dst):
+            if fc is not None:
+                nn.init.xavier_normal_(fc.weight, gain=gain)
         nn.init.xavier_normal_(self.attn_l, gain=gain)
         nn.init.xavier_normal_(self.attn_r, gain=gain)
         if self.bias is not None:
@@ -63,33 +76,60 @@ class GATConv(nn.Module):
         if not torch.jit.is_scripting():
             graph = native_block(graph)
         check_zero_in_degree(graph, self._allow_zero_in_degree)
+        nd = graph.num_dst_nodes()
+        heads, out = self._num_heads, self._out_feats
+        fc = self.fc
+        fc_src = self.fc_src
+        fc_dst = self.fc_dst
         if isinstance(feat, Tensor):
             h_src = self.feat_drop(feat)
+            check_width("GATConv", "source node", h_src, self._in_src_feats)
+            h_dst = h_src[:nd]
+            if fc is not None:
+                z = fc(h_src).view(-1, heads, out)
+            else:
+                assert fc_src is not None and fc_dst is not None
+                z = fc_src(h_src).view(-1, heads, out)
+            if (self._attn_drop_p > 0.0 and self.training) or edge_weight is not None or fc is None:
+                z_dst = z[:nd]
+                if fc is None:
+                    assert fc_dst is not None
+                    z_dst = fc_dst(h_dst).view(-1, heads, out)
+                rst = self._aggregate_general(graph, z, z_dst, edge_weight)
+            else:
+                rst = torch.ops.dgld.gat_aggregate(graph, z, self.attn_l, self.attn_r, self._negative_slope)
         else:
+            # DGL's pair: the destination nodes' own features (any number of them).
             h_src = self.feat_drop(feat[0])
-        check_width("GATConv", "source node", h_src, self._in_src_feats)
-        nd = graph.num_dst_nodes()
-        z = self.fc(h_src).view(-1, self._num_heads, self._out_feats)
-        if (self._attn_drop_p > 0.0 and self.training) or edge_weight is not None:
-            rst = self._aggregate_general(graph, z, edge_weight)
-        else:
-            rst = torch.ops.dgld.gat_aggregate(graph, z, self.attn_l, self.attn_r, self._negative_slope)
+            h_dst = self.feat_drop(feat[1])
+            check_width("GATConv", "source node", h_src, self._in_src_feats)
+            check_width("GATConv", "destination node", h_dst, self._in_dst_feats)
+            if h_dst.shape[0] != nd:
+                raise RuntimeError("GATConv: {} destination node features for {} destination nodes".format(
+                    h_dst.shape[0], nd))
+            if fc is not None:
+                z = fc(h_src).view(-1, heads, out)
+                z_dst = fc(h_dst).view(-1, heads, out)
+            else:
+                assert fc_src is not None and fc_dst is not None
+                z = fc_src(h_src).view(-1, heads, out)
+                z_dst = fc_dst(h_dst).view(-1, heads, out)
+            rst = self._aggregate_general(graph, z, z_dst, edge_weight)
         res_fc = self.res_fc
         if res_fc is not None:
-            rst = rst + res_fc(h_src[:nd]).view(nd, self._num_heads, self._out_feats)
+            rst = rst + res_fc(h_dst).view(nd, self._num_heads, self._out_feats)
         if self.bias is not None:
             rst = rst + self.bias.view(1, self._num_heads, self._out_feats)
         if self.activation is not None:
             rst = self.activation(rst)
         return rst
 
-    def _aggregate_general(self, graph: Block, z: Tensor, edge_weight: Optional[Tensor]) -> Tensor:
+    def _aggregate_general(self, graph: Block, z: Tensor, z_dst: Tensor, edge_weight: Optional[Tensor]) -> Tensor:
         """The same attention with the general kernels: attention dropout,
-        and DGL's edge weights (each attention value times its edge's
-        weight)."""
-        nd = graph.num_dst_nodes()
+        DGL's edge weights (each attention value times its edge's weight),
+        and destination nodes with features of their own (z_dst)."""
         el = (z * self.attn_l).sum(-1, keepdim=True)
-        er = (z[:nd] * self.attn_r).sum(-1, keepdim=True)
+        er = (z_dst * self.attn_r).sum(-1, keepdim=True)
         e = torch.nn.functional.leaky_relu(torch.ops.dgld.gsddmm(graph, "add", el, er, "u", "v"),
                                            self._negative_slope)
         a = self.attn_drop(edge_softmax_native(graph, e))
