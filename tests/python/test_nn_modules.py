@@ -236,6 +236,12 @@ def test_ginconv(aggr):
         assert torch.autograd.gradcheck(lambda t: layer(g, t, edge_weight=weights), (x,))
     layer(g, x).sum().backward()
     assert layer.eps.grad is not None
+    # eps fixed (0 by default, or not): the sum's one-pass path with the dst row added.
+    for eps in (0.0, 0.3):
+        fixed = dglnn.GINConv(mlp, aggr, init_eps=eps)
+        want = mlp((1 + eps) * x[:ND] + reduce_rows(g, x[src], aggr))
+        assert torch.allclose(fixed(g, x), want, atol=1e-10)
+        assert torch.autograd.gradcheck(lambda t: fixed(g, t), (x,))
     assert torch.allclose(torch.jit.script(layer)(g._csr(), x), mlp((1 + layer.eps) * x[:ND]
                                                                    + reduce_rows(g, x[src], aggr)), atol=1e-10)
 
