@@ -7,6 +7,7 @@
 #include "client/cluster.h"
 #include "client/row_cache.h"
 #include "common/buffer_pool.h"
+#include "common/cpu_time.h"
 #include "common/random.h"
 
 namespace dgld::client {
@@ -156,10 +157,12 @@ Result<Batch> BatchBuilder::sample(int64_t batch_id, std::span<const int64_t> se
   Batch out;
   out.batch_id = batch_id;
   const auto t0 = Clock::now();
+  const ThreadCpuTimer cpu;
   auto mb = sampler_.sample(*source_, seeds, rng_seed, exclude);
   if (!mb.is_ok()) return mb.status().with_context("batch " + std::to_string(batch_id));
   out.mini_batch = std::move(*mb);
   out.timings.sample_s = seconds_since(t0);
+  out.timings.sample_cpu_s = cpu.seconds();
   out.feature_dim = feature_dim();
   return out;
 }
@@ -174,6 +177,7 @@ Status BatchBuilder::fetch(Batch& out, int skip_features_of) const {
                             std::to_string(skip_features_of) + " does not exist");
   }
   const auto t1 = Clock::now();
+  const ThreadCpuTimer cpu;
   if (!typed_feature_.empty()) {
     if (skip_features_of >= 0) {
       return invalid_argument("batch " + std::to_string(out.batch_id) + ": a heterogeneous batch sends every "
@@ -206,6 +210,7 @@ Status BatchBuilder::fetch(Batch& out, int skip_features_of) const {
     out.labels = std::move(*l);
   }
   out.timings.fetch_s = seconds_since(t1);
+  out.timings.fetch_cpu_s = cpu.seconds();
   return Status::ok();
 }
 

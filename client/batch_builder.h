@@ -65,6 +65,10 @@ struct BatchTimings {
   double sample_s = 0;  // sampling the blocks (on whoever made the batch)
   double fetch_s = 0;   // pulling features and labels
   double wait_s = 0;    // the consumer blocked in next() for this batch
+  // CPU time of the thread that sampled / fetched (common/cpu_time.h): with
+  // more threads than cores, wall time includes waiting for a core.
+  double sample_cpu_s = 0;
+  double fetch_cpu_s = 0;
 };
 
 struct Batch {

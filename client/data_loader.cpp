@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "common/buffer_pool.h"
+#include "common/cpu_time.h"
 #include "client/row_cache.h"
 
 #include <algorithm>
@@ -186,8 +187,13 @@ struct DistDataLoader::Impl {
       }
       if (b.is_ok() && !in_slot) {
         const auto t0 = Clock::now();
-        if (Status st = fill_skipped_features(*cluster, o.spec.feature, *b, rem.endpoint); !st.is_ok()) b = st;
-        else b->timings.fetch_s += seconds_since(t0);  // the trainer's share of the fetch
+        const ThreadCpuTimer cpu;
+        if (Status st = fill_skipped_features(*cluster, o.spec.feature, *b, rem.endpoint); !st.is_ok()) {
+          b = st;
+        } else {  // the trainer's share of the fetch
+          b->timings.fetch_s += seconds_since(t0);
+          b->timings.fetch_cpu_s += cpu.seconds();
+        }
       }
       if (b.is_ok() && in_slot && o.spec.label.empty()) b->labels.clear();
       if (b.is_ok() && (b->batch_id != t.batch_id || b->mini_batch.seeds.size() != seeds.size())) {

@@ -89,7 +89,8 @@ net::OutMessage sample_batch_reply_header(const Batch& batch, bool in_slot, int6
   fbb.Finish(fbs::CreateSampleBatchReply(
       fbb, batch.batch_id, vec, batch.feature_dim,
       static_cast<int64_t>(batch.timings.sample_s * 1e9), static_cast<int64_t>(batch.timings.fetch_s * 1e9),
-      batch.features_skipped_machine, in_slot, slot_bytes_needed, etypes, typed));
+      batch.features_skipped_machine, in_slot, slot_bytes_needed, etypes, typed,
+      static_cast<int64_t>(batch.timings.sample_cpu_s * 1e9), static_cast<int64_t>(batch.timings.fetch_cpu_s * 1e9)));
   return net::OutMessage(fbs::MessageKind::SampleBatchReply, fbb);
 }
 
@@ -273,6 +274,8 @@ Result<Batch> decode_sample_batch_reply(net::Message&& m, const std::string& pee
   out.feature_dim = r->feature_dim();
   out.timings.sample_s = static_cast<double>(r->sample_ns()) * 1e-9;
   out.timings.fetch_s = static_cast<double>(r->fetch_ns()) * 1e-9;
+  out.timings.sample_cpu_s = static_cast<double>(r->sample_cpu_ns()) * 1e-9;
+  out.timings.fetch_cpu_s = static_cast<double>(r->fetch_cpu_ns()) * 1e-9;
   BatchShape shape;
   shape.feature_dim = out.feature_dim;
   shape.has_labels = true;

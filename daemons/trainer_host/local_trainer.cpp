@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "common/buffer_pool.h"
+#include "common/cpu_time.h"
 #include "common/logging.h"
 #include "common/part_config.h"
 #include "common/partition/partition.h"
@@ -131,17 +132,21 @@ Result<client::Batch> LocalBackend::next_batch() {
   client::Batch b;
   b.batch_id = step_;
   auto t0 = Clock::now();
+  double cpu0 = thread_cpu_seconds();
   auto mb = sampler_.sample(source_, seeds, derive_seed(derive_seed(c_.seed, static_cast<uint64_t>(epoch_)), static_cast<uint64_t>(step_)));
   if (!mb.is_ok()) return mb.status().with_context("sampling");
   b.mini_batch = std::move(mb).value();
   b.timings.sample_s = seconds_since(t0);
+  b.timings.sample_cpu_s = thread_cpu_seconds() - cpu0;
   t0 = Clock::now();
+  cpu0 = thread_cpu_seconds();
   gather_rows(b.mini_batch.input_nodes, b.features);
   b.features_pool = buffers_;
   b.feature_dim = feat_dim();
   b.labels.resize(b.mini_batch.seeds.size());
   for (size_t i = 0; i < b.labels.size(); ++i) b.labels[i] = g_.labels[static_cast<size_t>(b.mini_batch.seeds[i])];
   b.timings.fetch_s = seconds_since(t0);
+  b.timings.fetch_cpu_s = thread_cpu_seconds() - cpu0;
   ++step_;
   return b;
 }

@@ -239,6 +239,11 @@ std::string metrics_json(const TrainResult& r) {
                            {"sample_s", e.sample_s},   {"fetch_s", e.fetch_s},
                            {"compute_s", e.compute_s}, {"allreduce_s", e.allreduce_s},
                            {"wait_s", e.wait_s},       {"seeds_per_s", e.seeds_per_s},
+                           {"cpu", {{"sample_s", e.sample_cpu_s},
+                                    {"fetch_s", e.fetch_cpu_s},
+                                    {"compute_s", e.compute_cpu_s},
+                                    {"allreduce_s", e.allreduce_cpu_s},
+                                    {"process_s", e.process_cpu_s}}},
                            {"step_losses", e.step_losses}});
   }
   const bool link = r.config.task == "link";
@@ -285,6 +290,14 @@ Status history_from_metrics_json(const std::string& text, TrainResult& into) {
       m.wait_s = e.value("wait_s", 0.0);
       m.seeds_per_s = e.at("seeds_per_s").get<double>();
       m.step_losses = e.value("step_losses", std::vector<double>{});
+      if (e.contains("cpu")) {
+        const auto& c = e.at("cpu");
+        m.sample_cpu_s = c.value("sample_s", 0.0);
+        m.fetch_cpu_s = c.value("fetch_s", 0.0);
+        m.compute_cpu_s = c.value("compute_s", 0.0);
+        m.allreduce_cpu_s = c.value("allreduce_s", 0.0);
+        m.process_cpu_s = c.value("process_s", 0.0);
+      }
       into.epochs.push_back(m);
     }
     for (const auto& e : j.at("evals")) {

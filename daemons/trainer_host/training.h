@@ -120,6 +120,12 @@ struct EpochMetrics {
   double allreduce_s = 0;  // gradient averaging across trainers
   double wait_s = 0;       // this trainer blocked waiting for its next batch
   double seeds_per_s = 0;  // training seeds of every trainer per second
+  // CPU time (common/cpu_time.h) of the same stages: sampling and fetching on
+  // the threads (or sampler-workers) that made the batches; compute,
+  // allreduce and the trainer's own share of the fetch on the training
+  // thread (libtorch's other intra-op threads count in process_cpu_s only);
+  // process_cpu_s every thread of this trainer over the epoch.
+  double sample_cpu_s = 0, fetch_cpu_s = 0, compute_cpu_s = 0, allreduce_cpu_s = 0, process_cpu_s = 0;
   std::vector<double> step_losses;  // each step's loss, averaged over the trainers
 };
 

@@ -1,5 +1,6 @@
 #include "daemons/trainer_host/training_loop.h"
 
+#include "common/cpu_time.h"
 #include "common/partition/partition.h"
 
 #include "daemons/trainer_host/loop.h"
@@ -208,6 +209,7 @@ Status Loop::setup() {
 
 Status Loop::train_epoch(int epoch, EpochMetrics& m) {
   const auto t_epoch = Clock::now();
+  const double process_cpu0 = process_cpu_seconds();
   auto& model = model_->impl();
   model.set_training(true);
   auto& params = params_;
@@ -231,8 +233,10 @@ Status Loop::train_epoch(int epoch, EpochMetrics& m) {
     client::Batch& batch = link_batch.batch;
     m.sample_s += batch.timings.sample_s;
     m.wait_s += batch.timings.wait_s;
+    m.sample_cpu_s += batch.timings.sample_cpu_s;
 
     auto t0 = Clock::now();
+    double cpu0 = thread_cpu_seconds();
     const int64_t n_in = static_cast<int64_t>(batch.mini_batch.input_nodes.size());
     if (batch.feature_rows().size() != static_cast<size_t>(n_in * b_.feat_dim())) {
       return internal_error(fmt::format("{}: the batch has {} feature values for {} input nodes of dimension {}",
@@ -246,8 +250,10 @@ Status Loop::train_epoch(int epoch, EpochMetrics& m) {
     if (!input.is_ok()) return input.status().with_context(where);
     const auto labels = ids_tensor(batch.labels);
     m.fetch_s += batch.timings.fetch_s + seconds_since(t0);
+    m.fetch_cpu_s += batch.timings.fetch_cpu_s + (thread_cpu_seconds() - cpu0);
 
     t0 = Clock::now();
+    cpu0 = thread_cpu_seconds();
     auto logits = forward_checked(*model_, *input);
     if (!logits.is_ok()) return logits.status().with_context(where);
     torch::Tensor loss;
@@ -272,9 +278,11 @@ Status Loop::train_epoch(int epoch, EpochMetrics& m) {
     loss.backward();
     const double loss_value = loss.item<double>();
     m.compute_s += seconds_since(t0);
+    m.compute_cpu_s += thread_cpu_seconds() - cpu0;
 
     // One bucket: every gradient, then this step's loss and counts.
     t0 = Clock::now();
+    cpu0 = thread_cpu_seconds();
     auto bucket = gradient_bucket(params, {loss_value, batch_correct, batch_seeds});
     if (world > 1) {
       DGLD_RETURN_IF_ERROR(b_.allreduce(bucket, Reduce::sum, where + ": gradient allreduce"));
@@ -284,6 +292,7 @@ Status Loop::train_epoch(int epoch, EpochMetrics& m) {
     const int64_t tail = bucket.size(0) - 3;
     const double step_loss = bucket[tail].item<double>();  // mean over the trainers
     m.allreduce_s += seconds_since(t0);
+    m.allreduce_cpu_s += thread_cpu_seconds() - cpu0;
     if (!std::isfinite(step_loss)) {
       return internal_error(fmt::format("the loss became {} at {} (this trainer's loss: {}; lr {}): training "
                                         "stopped{}; try a lower --lr",
@@ -292,11 +301,13 @@ Status Loop::train_epoch(int epoch, EpochMetrics& m) {
     }
 
     t0 = Clock::now();
+    cpu0 = thread_cpu_seconds();
     optimizer_->step();
     if (embedding_) {
       if (Status st = embedding_->step(); !st.is_ok()) return st.with_context(where + ": sparse optimiser");
     }
     m.compute_s += seconds_since(t0);
+    m.compute_cpu_s += thread_cpu_seconds() - cpu0;
 
     loss_sum += step_loss;
     m.step_losses.push_back(step_loss);
@@ -315,6 +326,7 @@ Status Loop::train_epoch(int epoch, EpochMetrics& m) {
   m.loss = steps > 0 ? loss_sum / static_cast<double>(steps) : 0.0;
   m.train_acc = seeds_sum > 0 ? correct_sum / seeds_sum : 0.0;
   m.time_s = seconds_since(t_epoch);
+  m.process_cpu_s = process_cpu_seconds() - process_cpu0;
   m.seeds_per_s = m.time_s > 0 ? seeds_sum / m.time_s : 0.0;
   return Status::ok();
 }
@@ -336,9 +348,10 @@ Result<TrainResult> Loop::run() {
     m.epoch = epoch;
     DGLD_RETURN_IF_ERROR(train_epoch(epoch, m));
     log_->info("Epoch {:05d} | Loss {:.4f} | Train Acc {:.4f} | Time {:.3f} s (sample {:.3f}, fetch {:.3f}, "
-               "compute {:.3f}, allreduce {:.3f}, wait {:.3f}) | {:.0f} seeds/s",
+               "compute {:.3f}, allreduce {:.3f}, wait {:.3f}) | {:.0f} seeds/s | CPU {:.3f} s (sample {:.3f}, "
+               "fetch {:.3f}, compute {:.3f}, allreduce {:.3f})",
                epoch, m.loss, m.train_acc, m.time_s, m.sample_s, m.fetch_s, m.compute_s, m.allreduce_s, m.wait_s,
-               m.seeds_per_s);
+               m.seeds_per_s, m.process_cpu_s, m.sample_cpu_s, m.fetch_cpu_s, m.compute_cpu_s, m.allreduce_cpu_s);
     r_.epochs.push_back(m);
     const bool last = epoch == c_.num_epochs - 1;
     if (c_.eval_every >= 0 && (last || (c_.eval_every > 0 && (epoch + 1) % c_.eval_every == 0))) {

@@ -37,6 +37,16 @@ TEST_CASE("dist trainer: two trainers train data-parallel and agree on accuracy"
     CHECK(j["epochs"][0].contains(k));
   }
   CHECK(j["epochs"][0]["allreduce_s"].get<double>() > 0);
+  // CPU time per stage: on the threads that did the work, none above the whole process's.
+  const auto& cpu = j["epochs"][1]["cpu"];
+  for (const char* k : {"sample_s", "fetch_s", "compute_s", "allreduce_s", "process_s"}) {
+    INFO(k);
+    REQUIRE(cpu.contains(k));
+    CHECK(cpu[k].get<double>() >= 0);
+  }
+  CHECK(cpu["compute_s"].get<double>() > 0);
+  CHECK(cpu["sample_s"].get<double>() > 0);
+  CHECK(cpu["process_s"].get<double>() >= cpu["compute_s"].get<double>() + cpu["allreduce_s"].get<double>());
   CHECK(j["epochs"][29]["loss"].get<double>() < j["epochs"][0]["loss"].get<double>());
   REQUIRE(j["evals"].size() == 3);
   CHECK(j["test_acc"].get<double>() > 0.5);

@@ -120,6 +120,12 @@ TEST_CASE("GraphSAGE beats the same network without edges (fanout 0) on an SBM g
       INFO(k);
       CHECK(j["epochs"][0].contains(k));
     }
+    for (const char* k : {"sample_s", "fetch_s", "compute_s", "allreduce_s", "process_s"}) {
+      INFO(k);
+      CHECK(j["epochs"][0]["cpu"].contains(k));
+    }
+    CHECK(j["epochs"][0]["cpu"]["compute_s"].get<double>() > 0);
+    CHECK(j["epochs"][0]["cpu"]["process_s"].get<double>() >= j["epochs"][0]["cpu"]["compute_s"].get<double>());
     CHECK(j["test_acc"].get<double>() == Approx(sage->test_acc));
     CHECK(j["val_acc"].is_number());
     CHECK(j["total_time_s"].is_number());
