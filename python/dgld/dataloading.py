@@ -216,10 +216,9 @@ class DistNodeDataLoader(_EpochLoader):
     def _typed_batches(self):
         g, name = self._g, self._feature
         for b in _raw_batches(self._loader):
-            input_nodes, seeds, natives, features, labels, timings = b
+            _, _, natives, features, labels, timings = b
             self._add_timings(timings)
-            in_ids, seed_ids, blocks = typed_batch(g, input_nodes, seeds, natives, features, labels, name,
-                                                   self._label)
+            in_ids, seed_ids, blocks = typed_batch(g, natives, features, labels, name, self._label)
             for t, _, rows in features or []:
                 g.nodes[g.ntypes[t]].data[name]._remember(in_ids[g.ntypes[t]], rows)
             yield in_ids, seed_ids, blocks

@@ -86,12 +86,15 @@ def _split_by_type(types, ids, ntypes):
 
 
 def _typed_block(g, native):
-    """A loader's homogeneous block with edge types as a typed block."""
+    """A loader's homogeneous block with edge types as a typed block, and its
+    source nodes' types and per-type ids (its destination nodes are the
+    first of them, so theirs are the prefix)."""
     ntypes, cets = g.ntypes, g.canonical_etypes
+    nd = native.num_dst_nodes()
     s_type, s_id = g.to_type_wise_ids(native.src_ids())
-    d_type, d_id = g.to_type_wise_ids(native.dst_ids())
+    d_type, d_id = s_type[:nd], s_id[:nd]
     s_rank, s_count = _rank_within_type(s_type, len(ntypes))
-    d_rank, d_count = _rank_within_type(d_type, len(ntypes))
+    d_rank, d_count = s_rank[:nd], torch.bincount(d_type, minlength=len(ntypes))
     u, v = native.edges()
     etypes = native.etypes()
     eids = native.edata.get(EID)
@@ -107,16 +110,20 @@ def _typed_block(g, native):
     block.dstdata[NID] = _split_by_type(d_type, d_id, ntypes)
     for cet, e in rel_eids.items():
         block[cet].edata[EID] = e
-    return block
+    return block, s_type, s_id
 
 
-def typed_batch(g, input_nodes, seeds, natives, features, labels, feature, label):
-    """A C++ batch of a typed graph as DGL gives it (see the module doc);
-    features: [(type id, positions in input_nodes, rows)] or None."""
+def typed_batch(g, natives, features, labels, feature, label):
+    """A C++ batch of a typed graph as DGL gives it (see the module doc):
+    input_nodes are the first block's source nodes, seeds the last block's
+    destination nodes; features: [(type id, positions in input_nodes, rows)]
+    or None."""
     ntypes = g.ntypes
-    in_type, in_id = g.to_type_wise_ids(input_nodes)
-    seed_type, seed_id = g.to_type_wise_ids(seeds)
-    blocks = [_typed_block(g, b) for b in natives]
+    typed = [_typed_block(g, b) for b in natives]
+    blocks = [b for b, _, _ in typed]
+    _, in_type, in_id = typed[0]
+    nd = natives[-1].num_dst_nodes()
+    seed_type, seed_id = typed[-1][1][:nd], typed[-1][2][:nd]
     if features:
         blocks[0].srcdata[feature] = {ntypes[t]: rows for t, _, rows in features}
     if labels is not None and label:
