@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <numeric>
+#include <tuple>
 
 #include "client/cluster.h"
 #include "client/local_partition.h"
@@ -130,17 +131,10 @@ Result<Edges> DistGraph::find_edges(std::span<const int64_t> eids) const {
   out.dst.resize(eids.size());
   DGLD_RETURN_IF_ERROR(for_each_group(c, g, [&](int m) -> Status {
     if (m == me) {
-      // Inner edges are positions [0, num_inner_edges) of the in-CSC, in global id order.
       const MappedPartition& p = c.local().graph();
-      const AdjacencyView adj = inner_in_edges(p);
-      const auto globals = p.node_global_ids();
       const int64_t first = book.edge_range(me).start;
       for (size_t i = 0; i < g.ids[m].size(); ++i) {
-        const int64_t pos = g.ids[m][i] - first;
-        const auto row =
-            std::upper_bound(adj.indptr.begin(), adj.indptr.end(), pos) - adj.indptr.begin() - 1;
-        out.src[g.where[m][i]] = globals[adj.indices[pos]];
-        out.dst[g.where[m][i]] = globals[row];
+        std::tie(out.src[g.where[m][i]], out.dst[g.where[m][i]]) = p.inner_edge_ends(g.ids[m][i] - first);
       }
       return Status::ok();
     }
@@ -224,9 +218,10 @@ DistNeighborSource::DistNeighborSource(Cluster& cluster, DistSampleOptions optio
 Result<std::span<const float>> DistNeighborSource::local_weights() {
   if (options_.prob.empty()) return std::span<const float>();
   DGLD_ASSIGN_OR_RETURN(shm::SharedTensor * t, cluster_->local().tensor(options_.prob));
-  if (t->dtype() != DType::float32 || t->row_bytes() != sizeof(float)) {
+  if (t->dtype() != DType::float32 || t->row_bytes() != sizeof(float) ||
+      t->num_rows() != cluster_->local().graph().num_inner_edges()) {
     return invalid_argument("sample_neighbors prob '" + options_.prob +
-                            "' must be a float32 edge tensor with one value per edge");
+                            "' must be a float32 edge tensor with one value per edge (of every type)");
   }
   return std::span<const float>(static_cast<const float*>(t->data()),
                                 static_cast<size_t>(t->num_rows()));

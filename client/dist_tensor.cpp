@@ -48,11 +48,13 @@ Result<DistTensor> DistTensor::open(Cluster& cluster, const std::string& name) {
   const bool edge = it->policy == Policy::edge;
   // A heterogeneous graph's "<ntype>/..." tensor has rows for that type's nodes
   // only, still addressed by homogeneous id (node_tensor_range).
-  t.ntype_ = edge ? -1 : node_tensor_type(cluster.config(), name);
-  t.shape_[0] = edge ? cluster.config().num_edges
-                     : t.ntype_ < 0 ? cluster.config().num_nodes : cluster.config().types.ntype_count[t.ntype_];
-  t.first_row_ = edge ? cluster.partition_book().edge_range(me).start
-                      : node_tensor_range(cluster.config(), me, name).start;
+  // An "<etype>/..." edge tensor likewise has rows for that type's edges only.
+  const PartitionConfig& pc = cluster.config();
+  t.ntype_ = edge ? -1 : node_tensor_type(pc, name);
+  t.etype_ = edge ? edge_tensor_type(pc, name) : -1;
+  t.shape_[0] = edge ? (t.etype_ < 0 ? pc.num_edges : pc.types.etype_count[t.etype_])
+                     : (t.ntype_ < 0 ? pc.num_nodes : pc.types.ntype_count[t.ntype_]);
+  t.first_row_ = edge ? edge_tensor_range(pc, me, name).start : node_tensor_range(pc, me, name).start;
   t.row_bytes_ = dtype_size(t.dtype_);
   for (size_t d = 1; d < t.shape_.size(); ++d) t.row_bytes_ *= static_cast<size_t>(t.shape_[d]);
   auto seg = shm::SharedTensor::attach(it->shm_name, false,

@@ -51,6 +51,8 @@ class DistTensor {
   // or -1 for every node (docs/heterogeneous.md). Rows are still addressed by
   // homogeneous id; num_rows() is then the type's node count.
   int ntype() const { return ntype_; }
+  // The same for edge tensors: the edge type of "<src:rel:dst>/...", or -1.
+  int etype() const { return etype_; }
   size_t row_bytes() const { return row_bytes_; }
   int64_t num_rows() const { return shape_.empty() ? 0 : shape_[0]; }
 
@@ -77,7 +79,7 @@ class DistTensor {
   DType dtype_ = DType::float32;
   std::vector<int64_t> shape_;
   Policy policy_ = Policy::node;
-  int ntype_ = -1;
+  int ntype_ = -1, etype_ = -1;
   size_t row_bytes_ = 0;
   int64_t first_row_ = 0;                     // global id of the local machine's row 0
   std::shared_ptr<shm::SharedTensor> local_;  // the caller's machine's rows

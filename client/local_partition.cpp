@@ -21,6 +21,7 @@ Result<std::unique_ptr<LocalPartition>> LocalPartition::open(const PartitionConf
   lp->job_id_ = std::move(job_id);
   lp->node_range_ = config.node_map[machine_id];
   lp->edge_range_ = config.edge_map[machine_id];
+  lp->config_ = config;
   lp->attach_timeout_ = attach_timeout;
   return lp;
 }
@@ -50,7 +51,9 @@ Result<LocalPartition::Attached*> LocalPartition::find(const std::string& name) 
     auto t = shm::SharedTensor::attach(tensor_segment(job_id_, machine_id_, name, edge), false,
                                        shm::Deadline::clock::now() + wait);
     if (t.is_ok()) {
-      Attached a{std::make_unique<shm::SharedTensor>(std::move(*t)), edge ? edge_range_.start : node_range_.start};
+      const IdRange rows = edge ? edge_tensor_range(config_, machine_id_, name)
+                                : node_tensor_range(config_, machine_id_, name);
+      Attached a{std::make_unique<shm::SharedTensor>(std::move(*t)), rows.start};
       return &tensors_.emplace(name, std::move(a)).first->second;
     }
     last = t.status();

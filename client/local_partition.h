@@ -51,6 +51,7 @@ class LocalPartition {
   int machine_id_ = 0;
   std::string job_id_;
   IdRange node_range_, edge_range_;
+  PartitionConfig config_;  // for the rows of per-type tensors (node_tensor_range)
   std::chrono::milliseconds attach_timeout_{0};
   std::mutex mu_;
   struct Attached {

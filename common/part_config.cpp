@@ -190,8 +190,71 @@ Status parse_type_table(const json& root, const std::string& src, const std::str
   return Status::ok();
 }
 
+// A heterogeneous graph's node_map or edge_map: {"<type>": [[s, e] per partition]}
+// with one key per type, the ranges partition-major, then by type id, tiling
+// [0, total). Fills (*type_map)[type][part], the count per type and the
+// partition's whole range (*part_map)[part].
+Status parse_typed_map(const json& root, const std::string& src, const std::string& key, const char* kind,
+                       const std::vector<std::string>& types, int num_parts, int64_t total,
+                       std::vector<std::vector<IdRange>>* type_map, std::vector<int64_t>* count,
+                       std::vector<IdRange>* part_map) {
+  const std::string where = src + ": field '" + key + "'";
+  auto it = root.find(key);
+  if (it == root.end()) return invalid_argument(src + ": missing field '" + key + "'");
+  if (!it->is_object()) return invalid_argument(where + ": expected an object, got " + std::string(it->type_name()));
+  if (std::string(kind) == "edge" && it->size() == 1 && it->begin().key() == "_E") {
+    return invalid_argument(where + ": has one '_E' range per partition, the layout of a dgl-partition older "
+                            "than this dgld; heterogeneous graphs now need one list per canonical edge type "
+                            "(DGL's layout, per-type edge ids): re-partition the graph with this dgl-partition");
+  }
+  if (it->size() != types.size()) {
+    return invalid_argument(where + ": expected one [[start, end], ...] list per " + kind + " type (" +
+                            std::to_string(types.size()) + "), got " + std::to_string(it->size()) + " entries");
+  }
+  type_map->assign(types.size(), {});
+  count->assign(types.size(), 0);
+  for (size_t ty = 0; ty < types.size(); ++ty) {
+    const std::string tw = where + "[\"" + types[ty] + "\"]";
+    auto r = it->find(types[ty]);
+    if (r == it->end()) return invalid_argument(where + ": no ranges for " + kind + " type '" + types[ty] + "'");
+    if (!r->is_array() || static_cast<int>(r->size()) != num_parts) {
+      return invalid_argument(tw + ": expected num_parts=" + std::to_string(num_parts) + " [start, end] pairs");
+    }
+    for (size_t p = 0; p < r->size(); ++p) {
+      const json& x = (*r)[p];
+      if (!x.is_array() || x.size() != 2 || !x[0].is_number_integer() || !x[1].is_number_integer()) {
+        return invalid_argument(tw + "[" + std::to_string(p) + "]: expected [start, end] integers, got " + x.dump());
+      }
+      (*type_map)[ty].push_back({x[0].get<int64_t>(), x[1].get<int64_t>()});
+    }
+  }
+  // Partition-major, then type: the types' ranges tile each partition in type order.
+  part_map->clear();
+  int64_t next = 0;
+  for (int p = 0; p < num_parts; ++p) {
+    const int64_t start = next;
+    for (size_t ty = 0; ty < types.size(); ++ty) {
+      const IdRange& r = (*type_map)[ty][static_cast<size_t>(p)];
+      if (r.start != next || r.end < r.start) {
+        return invalid_argument(where + "[\"" + types[ty] + "\"][" + std::to_string(p) + "]: range [" +
+                                std::to_string(r.start) + ", " + std::to_string(r.end) + ") should start at " +
+                                std::to_string(next) + " (ranges are partition-major, then by type id)");
+      }
+      next = r.end;
+      (*count)[ty] += r.size();
+    }
+    part_map->push_back({start, next});
+  }
+  if (next != total) {
+    return invalid_argument(where + ": ranges end at " + std::to_string(next) + " but the total is " +
+                            std::to_string(total));
+  }
+  return Status::ok();
+}
+
 // The heterogeneous parts of a config: ntypes, etypes, node_map per type,
-// dgld.etype_counts and dgld.target_ntype. c->node_map is derived from node_map.
+// dgld.etype_counts and dgld.target_ntype. c->node_map and c->edge_map are
+// derived from the per-type maps.
 Status parse_hetero(const json& root, const std::string& src, PartitionConfig* c) {
   GraphTypeInfo& t = c->types;
   DGLD_RETURN_IF_ERROR(parse_type_table(root, src, "ntypes", &t.ntypes));
@@ -211,52 +274,11 @@ Status parse_hetero(const json& root, const std::string& src, PartitionConfig* c
     t.etype_src.push_back(s);
     t.etype_dst.push_back(d);
   }
-  const std::string where = src + ": field 'node_map'";
-  auto it = root.find("node_map");
-  if (it == root.end()) return invalid_argument(src + ": missing field 'node_map'");
-  if (!it->is_object() || it->size() != t.ntypes.size()) {
-    return invalid_argument(where + ": expected one [[start, end], ...] list per node type (" +
-                            std::to_string(t.ntypes.size()) + "), got " + std::string(it->type_name()) +
-                            " with " + std::to_string(it->size()) + " entries");
-  }
-  t.ntype_map.assign(t.ntypes.size(), {});
-  t.ntype_count.assign(t.ntypes.size(), 0);
-  for (size_t ty = 0; ty < t.ntypes.size(); ++ty) {
-    const std::string tw = where + "[\"" + t.ntypes[ty] + "\"]";
-    auto r = it->find(t.ntypes[ty]);
-    if (r == it->end()) return invalid_argument(where + ": no ranges for node type '" + t.ntypes[ty] + "'");
-    if (!r->is_array() || static_cast<int>(r->size()) != c->num_parts) {
-      return invalid_argument(tw + ": expected num_parts=" + std::to_string(c->num_parts) + " [start, end] pairs");
-    }
-    for (size_t p = 0; p < r->size(); ++p) {
-      const json& x = (*r)[p];
-      if (!x.is_array() || x.size() != 2 || !x[0].is_number_integer() || !x[1].is_number_integer()) {
-        return invalid_argument(tw + "[" + std::to_string(p) + "]: expected [start, end] integers, got " + x.dump());
-      }
-      t.ntype_map[ty].push_back({x[0].get<int64_t>(), x[1].get<int64_t>()});
-    }
-  }
-  // Partition-major, then type: the types' ranges tile each partition in type order.
-  c->node_map.clear();
-  int64_t next = 0;
-  for (int p = 0; p < c->num_parts; ++p) {
-    const int64_t start = next;
-    for (size_t ty = 0; ty < t.ntypes.size(); ++ty) {
-      const IdRange& r = t.ntype_map[ty][static_cast<size_t>(p)];
-      if (r.start != next || r.end < r.start) {
-        return invalid_argument(where + "[\"" + t.ntypes[ty] + "\"][" + std::to_string(p) + "]: range [" +
-                                std::to_string(r.start) + ", " + std::to_string(r.end) + ") should start at " +
-                                std::to_string(next) + " (ranges are partition-major, then by type id)");
-      }
-      next = r.end;
-      t.ntype_count[ty] += r.size();
-    }
-    c->node_map.push_back({start, next});
-  }
-  if (next != c->num_nodes) {
-    return invalid_argument(where + ": ranges end at " + std::to_string(next) + " but num_nodes is " +
-                            std::to_string(c->num_nodes));
-  }
+  DGLD_RETURN_IF_ERROR(parse_typed_map(root, src, "node_map", "node", t.ntypes, c->num_parts, c->num_nodes,
+                                       &t.ntype_map, &t.ntype_count, &c->node_map));
+  std::vector<int64_t> etype_count;
+  DGLD_RETURN_IF_ERROR(parse_typed_map(root, src, "edge_map", "edge", t.etypes, c->num_parts, c->num_edges,
+                                       &t.etype_map, &etype_count, &c->edge_map));
   const json& d = root["dgld"];
   const std::string dw = src + ": field 'dgld'";
   auto counts = d.find("etype_counts");
@@ -275,6 +297,9 @@ Status parse_hetero(const json& root, const std::string& src, PartitionConfig* c
   if (sum != c->num_edges) {
     return invalid_argument(dw + ".'etype_counts': sum to " + std::to_string(sum) + ", num_edges is " +
                             std::to_string(c->num_edges));
+  }
+  if (t.etype_count != etype_count) {
+    return invalid_argument(dw + ".'etype_counts': do not match the sizes of 'edge_map''s ranges per edge type");
   }
   if (d.contains("target_ntype")) {
     DGLD_RETURN_IF_ERROR(get_field(d, dw, "target_ntype", &t.target_ntype));
@@ -301,15 +326,30 @@ int GraphTypeInfo::etype_id(const std::string& canonical) const {
   return -1;
 }
 
-int node_tensor_type(const PartitionConfig& config, const std::string& name) {
-  if (!config.types.present()) return -1;
+namespace {
+// The type prefix of a tensor name ("paper" of "paper/features"), or "" (no type has that name).
+std::string tensor_type_prefix(const std::string& name) {
   const size_t slash = name.find('/');
-  return slash == std::string::npos ? -1 : config.types.ntype_id(name.substr(0, slash));
+  return slash == std::string::npos ? std::string() : name.substr(0, slash);
+}
+}  // namespace
+
+int node_tensor_type(const PartitionConfig& config, const std::string& name) {
+  return config.types.present() ? config.types.ntype_id(tensor_type_prefix(name)) : -1;
 }
 
 IdRange node_tensor_range(const PartitionConfig& config, int part, const std::string& name) {
   const int t = node_tensor_type(config, name);
   return t < 0 ? config.node_map[part] : config.types.ntype_map[t][part];
+}
+
+int edge_tensor_type(const PartitionConfig& config, const std::string& name) {
+  return config.types.present() ? config.types.etype_id(tensor_type_prefix(name)) : -1;
+}
+
+IdRange edge_tensor_range(const PartitionConfig& config, int part, const std::string& name) {
+  const int t = edge_tensor_type(config, name);
+  return t < 0 ? config.edge_map[part] : config.types.etype_map[t][part];
 }
 
 Status validate_part_config(const PartitionConfig& c, const std::string& src) {
@@ -345,6 +385,29 @@ Status validate_part_config(const PartitionConfig& c, const std::string& src) {
   };
   DGLD_RETURN_IF_ERROR(check_map(c.node_map, "node_map", c.num_nodes));
   DGLD_RETURN_IF_ERROR(check_map(c.edge_map, "edge_map", c.num_edges));
+  if (c.types.present()) {
+    const GraphTypeInfo& t = c.types;
+    auto tiles = [&](const std::vector<std::vector<IdRange>>& m, size_t types, const std::vector<IdRange>& whole,
+                     const char* key) -> Status {
+      bool ok = m.size() == types;
+      for (int p = 0; ok && p < c.num_parts; ++p) {
+        int64_t next = whole[p].start;
+        for (const auto& per_part : m) {
+          ok = ok && static_cast<int>(per_part.size()) == c.num_parts && per_part[p].start == next &&
+               per_part[p].end >= next;
+          if (ok) next = per_part[p].end;
+        }
+        ok = ok && next == whole[p].end;
+      }
+      if (!ok) {
+        return invalid_argument(src + ": field '" + key + "': the per-type ranges must tile each partition's range, "
+                                "partition-major, then by type id");
+      }
+      return Status::ok();
+    };
+    DGLD_RETURN_IF_ERROR(tiles(t.ntype_map, t.ntypes.size(), c.node_map, "node_map"));
+    DGLD_RETURN_IF_ERROR(tiles(t.etype_map, t.etypes.size(), c.edge_map, "edge_map"));
+  }
   if (static_cast<int>(c.parts.size()) != c.num_parts) {
     return invalid_argument(src + ": expected part-0 .. part-" + std::to_string(c.num_parts - 1));
   }
@@ -393,9 +456,10 @@ Result<PartitionConfig> parse_part_config(const std::string& text, const std::st
     DGLD_RETURN_IF_ERROR(parse_id_map(root, src, "node_map", c.num_parts, c.num_nodes, &c.ntype, &c.node_map));
     DGLD_RETURN_IF_ERROR(parse_type_ids(root, src, "ntypes", c.ntype));
   }
-  // Edges keep one range per partition; a heterogeneous graph's edge types are per edge.
-  DGLD_RETURN_IF_ERROR(parse_id_map(root, src, "edge_map", c.num_parts, c.num_edges, &c.etype, &c.edge_map));
-  if (!hetero) DGLD_RETURN_IF_ERROR(parse_type_ids(root, src, "etypes", c.etype));
+  if (!hetero) {
+    DGLD_RETURN_IF_ERROR(parse_id_map(root, src, "edge_map", c.num_parts, c.num_edges, &c.etype, &c.edge_map));
+    DGLD_RETURN_IF_ERROR(parse_type_ids(root, src, "etypes", c.etype));
+  }
   for (int i = 0; i < c.num_parts; ++i) {
     const std::string key = "part-" + std::to_string(i);
     auto it = root.find(key);
@@ -446,19 +510,23 @@ std::string part_config_to_json(const PartitionConfig& c) {
   root["part_method"] = c.part_method;
   root["num_parts"] = c.num_parts;
   root["halo_hops"] = c.halo_hops;
-  root["edge_map"] = {{c.etype, ranges(c.edge_map)}};
   const GraphTypeInfo& t = c.types;
   if (t.present()) {
-    json nm = json::object(), nt = json::object(), et = json::object();
+    json nm = json::object(), nt = json::object(), em = json::object(), et = json::object();
     for (int i = 0; i < t.num_ntypes(); ++i) {
       nm[t.ntypes[i]] = ranges(t.ntype_map[i]);
       nt[t.ntypes[i]] = i;
     }
-    for (int i = 0; i < t.num_etypes(); ++i) et[t.etypes[i]] = i;
+    for (int i = 0; i < t.num_etypes(); ++i) {
+      em[t.etypes[i]] = ranges(t.etype_map[i]);
+      et[t.etypes[i]] = i;
+    }
     root["node_map"] = std::move(nm);
+    root["edge_map"] = std::move(em);
     root["ntypes"] = std::move(nt);
     root["etypes"] = std::move(et);
   } else {
+    root["edge_map"] = {{c.etype, ranges(c.edge_map)}};
     root["node_map"] = {{c.ntype, ranges(c.node_map)}};
     root["ntypes"] = {{c.ntype, 0}};
     root["etypes"] = {{c.etype, 0}};

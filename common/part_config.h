@@ -11,8 +11,9 @@
 // A heterogeneous graph (dgld.heterogeneous = true, docs/heterogeneous.md) is one
 // homogeneous graph whose nodes are ordered partition-major, then by node type:
 // node_map has one key per node type, giving the homogeneous id range of that
-// type's nodes in each partition (DGL's layout); etypes lists the canonical
-// edge types; each edge's type is stored in the partition graph (in/etype).
+// type's nodes in each partition (DGL's layout); edges likewise: partition-major,
+// then by edge type, edge_map one key per canonical edge type; each edge's type is
+// also stored in the partition graph (in/etype).
 
 #include <cstdint>
 #include <filesystem>
@@ -60,6 +61,7 @@ struct GraphTypeInfo {
   std::vector<std::string> etypes;              // canonical "src:rel:dst", by type id
   std::vector<int32_t> etype_src, etype_dst;    // node type ids of each edge type's ends
   std::vector<std::vector<IdRange>> ntype_map;  // [ntype][part]: homogeneous ids
+  std::vector<std::vector<IdRange>> etype_map;  // [etype][part]: homogeneous edge ids
   std::vector<int64_t> ntype_count;             // nodes per type over all partitions
   std::vector<int64_t> etype_count;             // edges per type ("dgld"."etype_counts")
   std::string target_ntype;                     // the labelled type ("dgld"."target_ntype"), may be empty
@@ -102,6 +104,10 @@ struct PartitionConfig {
 int node_tensor_type(const PartitionConfig& config, const std::string& name);
 // The homogeneous ids whose rows partition `part` holds for that tensor.
 IdRange node_tensor_range(const PartitionConfig& config, int part, const std::string& name);
+// The same for edge tensors: "<canonical etype>/..." has one row per edge of that
+// type (DGL's per-type edge data), in edge id order.
+int edge_tensor_type(const PartitionConfig& config, const std::string& name);
+IdRange edge_tensor_range(const PartitionConfig& config, int part, const std::string& name);
 
 // Parses and validates a config. `source` names the text in error messages
 // (normally the file path). Every error names the offending field.

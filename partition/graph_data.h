@@ -62,6 +62,16 @@ struct GraphTypes {
   // type_features[t] ([count(t) * feat_dim[t]]), loaded last like `features`.
   std::vector<int64_t> feat_dim;
   std::vector<std::vector<float>> type_features;
+  // Per edge type: the original id of its first edge (a type's edges are
+  // consecutive in input order, so an edge's per-type input index is its
+  // original id minus this), and its features: edge_feat_dim[t] floats per edge
+  // (0: none), rows by per-type input index, held in edge_features[edge_feat_of[t]]
+  // (a reverse relation reads its forward relation's rows), loaded last. Empty
+  // vectors: no edge features.
+  std::vector<int64_t> etype_first_orig;
+  std::vector<int64_t> edge_feat_dim;
+  std::vector<int32_t> edge_feat_of;
+  std::vector<std::vector<float>> edge_features;
 
   bool present() const { return !ntypes.empty(); }
   int num_ntypes() const { return static_cast<int>(ntypes.size()); }

@@ -134,8 +134,9 @@ Status read_relation_edges(const fs::path& path, const GraphTypes& t, int32_t et
   return Status::ok();
 }
 
-Status read_features(const fs::path& path, const std::string& ntype, int64_t n, int64_t d,
-                     std::vector<float>* out) {
+// n rows of d floats, one per `kind` ("node", "edge") of `of` ("type 'paper'").
+Status read_features(const fs::path& path, const std::string& kind, const std::string& of, int64_t n,
+                     int64_t d, std::vector<float>* out) {
   DGLD_ASSIGN_OR_RETURN(auto r, TextReader::open(path));
   out->assign(static_cast<size_t>(n * d), 0.0f);
   std::string_view line;
@@ -144,17 +145,15 @@ Status read_features(const fs::path& path, const std::string& ntype, int64_t n, 
     DGLD_ASSIGN_OR_RETURN(bool more, r->next_line(&line));
     if (!more) break;
     if (row == n) {
-      return r->error("more feature rows than the " + std::to_string(n) + " nodes of type '" +
-                      ntype + "'");
+      return r->error("more feature rows than the " + std::to_string(n) + " " + kind + "s of " + of);
     }
     DGLD_RETURN_IF_ERROR(parse_fields(*r, line, out->data() + row * d, static_cast<size_t>(d)));
     ++row;
   }
   if (row != n) {
     return invalid_argument(path.string() + ": has " + std::to_string(row) +
-                            " feature rows, expected " + std::to_string(n) +
-                            ", one per node of type '" + ntype + "' (features missing for node " +
-                            std::to_string(row) + ")");
+                            " feature rows, expected " + std::to_string(n) + ", one per " + kind + " of " +
+                            of + " (features missing for " + kind + " " + std::to_string(row) + ")");
   }
   return Status::ok();
 }
@@ -246,11 +245,22 @@ class OgbHeteroSource final : public GraphSource {
                               join(labelled) + "); choose the target type with --target-ntype");
     }
 
-    // Edges, in relation order, then the reverse relations.
+    // Edges, in relation order, then the reverse relations; each relation's
+    // edge features (edge-feat.csv[.gz], optional) are read with the node features.
     TypedEdgeList edges;
+    edge_feat_files_.assign(t.etypes.size(), fs::path());
+    relation_edges_.assign(t.etypes.size(), 0);
+    t.edge_feat_dim.assign(t.etypes.size(), 0);
+    t.edge_feat_of.resize(t.etypes.size());
+    std::iota(t.edge_feat_of.begin(), t.edge_feat_of.end(), 0);
     for (int32_t r = 0; r < t.num_etypes(); ++r) {
       const fs::path dir = rel_root / rel_dirs[r];
       DGLD_ASSIGN_OR_RETURN(const fs::path edge_file, ogb_csv::require(dir, "edge"));
+      if (fs::path f = ogb_csv::find(dir, "edge-feat"); !f.empty()) {
+        DGLD_ASSIGN_OR_RETURN(t.edge_feat_dim[r], feature_dim(f));
+        edge_feat_files_[r] = std::move(f);
+      }
+      t.etype_first_orig.push_back(static_cast<int64_t>(edges.size()));
       int64_t count = 0;
       DGLD_RETURN_IF_ERROR(read_relation_edges(edge_file, t, r, &edges, &count));
       if (const fs::path f = ogb_csv::find(dir, "num-edge-list"); !f.empty()) {
@@ -260,6 +270,7 @@ class OgbHeteroSource final : public GraphSource {
                                   edge_file.string() + " has " + std::to_string(count) + " edges");
         }
       }
+      relation_edges_[r] = count;
       log->info("{}: {} edges of {}", edge_file.string(), count, t.etypes[r].name());
     }
     if (edges.size() == 0)
@@ -283,8 +294,14 @@ class OgbHeteroSource final : public GraphSource {
     t.type_features.assign(t.ntypes.size(), {});
     for (int ty = 0; ty < t.num_ntypes(); ++ty) {
       if (feat_files_[ty].empty()) continue;
-      DGLD_RETURN_IF_ERROR(read_features(feat_files_[ty], t.ntypes[ty], t.count(ty), t.feat_dim[ty],
-                                         &t.type_features[ty]));
+      DGLD_RETURN_IF_ERROR(read_features(feat_files_[ty], "node", "type '" + t.ntypes[ty] + "'", t.count(ty),
+                                         t.feat_dim[ty], &t.type_features[ty]));
+    }
+    t.edge_features.assign(t.etypes.size(), {});
+    for (size_t et = 0; et < edge_feat_files_.size(); ++et) {
+      if (edge_feat_files_[et].empty()) continue;
+      DGLD_RETURN_IF_ERROR(read_features(edge_feat_files_[et], "edge", "relation " + t.etypes[et].name(),
+                                         relation_edges_[et], t.edge_feat_dim[et], &t.edge_features[et]));
     }
     return Status::ok();
   }
@@ -360,7 +377,9 @@ class OgbHeteroSource final : public GraphSource {
   }
 
   HeteroOgbOptions o_;
-  std::vector<fs::path> feat_files_;  // per node type; empty: featureless
+  std::vector<fs::path> feat_files_;       // per node type; empty: featureless
+  std::vector<fs::path> edge_feat_files_;  // per input relation; empty: featureless
+  std::vector<int64_t> relation_edges_;    // edges per input relation
 };
 
 }  // namespace
@@ -426,7 +445,18 @@ Status add_reverse_relations(GraphTypes* types, TypedEdgeList* edges) {
     }
     types->etypes.push_back(std::move(rev));
   }
+  // The reverse relations' edges follow all the input's, in the same order,
+  // and read their forward relation's edge features.
   const size_t e = edges->size();
+  if (!types->etype_first_orig.empty()) {
+    for (int32_t i = 0; i < r; ++i) types->etype_first_orig.push_back(static_cast<int64_t>(e) + types->etype_first_orig[i]);
+  }
+  if (!types->edge_feat_dim.empty()) {
+    for (int32_t i = 0; i < r; ++i) {
+      types->edge_feat_dim.push_back(types->edge_feat_dim[i]);
+      types->edge_feat_of.push_back(types->edge_feat_of[i]);
+    }
+  }
   edges->src.reserve(2 * e);
   edges->dst.reserve(2 * e);
   edges->etype.reserve(2 * e);

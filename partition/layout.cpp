@@ -5,6 +5,39 @@
 
 namespace dgld {
 
+namespace {
+
+// Heterogeneous graphs: edge ids partition-major, then by type, then CSC slot.
+void number_typed_edges(Layout* L) {
+  const GraphData& g = L->g;
+  const int ne = g.types.num_etypes();
+  L->etype_map.assign(ne, {});
+  L->slot_eid.resize(static_cast<size_t>(g.num_edges()));
+  std::vector<int64_t> next(ne);
+  for (int p = 0; p < L->num_parts; ++p) {
+    const IdRange nodes = L->node_map[p];
+    std::fill(next.begin(), next.end(), 0);
+    for (int64_t v = nodes.start; v < nodes.end; ++v) {
+      const int32_t o = L->new2orig[v];
+      for (int64_t k = g.indptr[o]; k < g.indptr[o + 1]; ++k) ++next[g.edge_type[k]];
+    }
+    int64_t at = L->edge_map[p].start;
+    for (int t = 0; t < ne; ++t) {
+      L->etype_map[t].push_back({at, at + next[t]});
+      next[t] = at;
+      at += L->etype_map[t].back().size();
+    }
+    for (int64_t v = nodes.start; v < nodes.end; ++v) {
+      const int32_t o = L->new2orig[v];
+      for (int64_t k = g.indptr[o], slot = L->new_indptr[v]; k < g.indptr[o + 1]; ++k, ++slot) {
+        L->slot_eid[slot] = next[g.edge_type[k]]++;
+      }
+    }
+  }
+}
+
+}  // namespace
+
 void build_layout(int trainers, Layout* L) {
   const GraphData& g = L->g;
   const int64_t n = g.num_nodes;
@@ -55,6 +88,7 @@ void build_layout(int trainers, Layout* L) {
     L->node_map.push_back(r);
     L->edge_map.push_back({L->new_indptr[r.start], L->new_indptr[r.end]});
   }
+  if (g.types.present()) number_typed_edges(L);
 }
 
 }  // namespace dgld

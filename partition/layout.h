@@ -3,6 +3,9 @@
 // (global) node ids are partition-major, then trainer piece, then original
 // id, so each partition owns one range of node ids and, its nodes' in-edges
 // numbered in order, one range of edge ids (docs/partition-format.md, "Ids").
+// A heterogeneous graph's edge ids are partition-major, then by edge type, then
+// in-edge (CSC) order, so each type's edges of a partition are one range (DGL's
+// layout); its in-edge CSC stays ordered by destination.
 
 #include <cstdint>
 #include <vector>
@@ -21,11 +24,15 @@ struct Layout {
   std::vector<int64_t> new_indptr;       // in-edge offsets in new id order = new edge ids
   std::vector<IdRange> node_map, edge_map;
   std::vector<std::vector<IdRange>> ntype_map;  // heterogeneous: [ntype][part]
+  std::vector<std::vector<IdRange>> etype_map;  // heterogeneous: [etype][part]
+  // Heterogeneous: the edge id of each new CSC slot (new_indptr positions).
+  std::vector<int64_t> slot_eid;
 
   explicit Layout(const GraphData& graph) : g(graph) {}
   // New (global) id of the edge at original CSC position `pos` of row `orig_dst`.
   int64_t new_eid(int64_t orig_dst, int64_t pos) const {
-    return new_indptr[orig2new[orig_dst]] + (pos - g.indptr[orig_dst]);
+    const int64_t slot = new_indptr[orig2new[orig_dst]] + (pos - g.indptr[orig_dst]);
+    return slot_eid.empty() ? slot : slot_eid[slot];
   }
 };
 

@@ -116,6 +116,9 @@ class PartitionWriter::Impl {
   // The inner edges' tensors: the link split's train mask, if any, and the
   // graph's named edge tensors.
   Status write_edge_feats(const fs::path& path);
+  // Heterogeneous graphs: "<src:rel:dst>/features" for each edge type with
+  // features, rows in edge id order over the partition's edges of that type.
+  Status write_typed_edge_feats(const fs::path& path);
 
   // A named tensor's array: `rows` rows under "<prefix><name>".
   static ArraySpec named_spec(const std::string& prefix, const NamedTensor& t, int64_t rows);
@@ -420,7 +423,42 @@ Status PartitionWriter::Impl::write_node_feats(const fs::path& path) {
   return w->finish();
 }
 
+Status PartitionWriter::Impl::write_typed_edge_feats(const fs::path& path) {
+  const GraphTypes& ty = g_.types;
+  std::vector<ArraySpec> specs;
+  std::vector<int> featured;
+  for (int t = 0; t < static_cast<int>(ty.edge_feat_dim.size()); ++t) {
+    if (ty.edge_feat_dim[t] > 0 && !ty.edge_features[ty.edge_feat_of[t]].empty()) {
+      featured.push_back(t);
+      specs.push_back({ty.etypes[t].name() + "/features", DType::float32,
+                       {L_.etype_map[t][p_].size(), ty.edge_feat_dim[t]}});
+    }
+  }
+  DGLD_ASSIGN_OR_RETURN(auto w, ArrayFileWriter::create(path, ArrayFileKind::edge_features, std::move(specs)));
+  if (featured.empty()) return w->finish();
+  // Original CSC position of each inner edge, by edge id.
+  const IdRange er = L_.edge_map[p_];
+  std::vector<int64_t> by_eid(static_cast<size_t>(er.size()));
+  for (int64_t v = range_.start; v < range_.end; ++v) {
+    const int32_t o = L_.new2orig[v];
+    for (int64_t k = g_.indptr[o]; k < g_.indptr[o + 1]; ++k) by_eid[L_.new_eid(o, k) - er.start] = k;
+  }
+  for (int t : featured) {
+    Appender<float> a(*w);
+    const int64_t d = ty.edge_feat_dim[t];
+    const std::vector<float>& rows = ty.edge_features[ty.edge_feat_of[t]];
+    const IdRange tr = L_.etype_map[t][p_];
+    for (int64_t e = tr.start; e < tr.end; ++e) {
+      const int64_t row = g_.orig_edge_id(by_eid[e - er.start]) - ty.etype_first_orig[t];
+      a.push(rows.data() + row * d, static_cast<size_t>(d));
+    }
+    DGLD_RETURN_IF_ERROR(a.finish());
+  }
+  return w->finish();
+}
+
 Status PartitionWriter::Impl::write_edge_feats(const fs::path& path) {
+  if (g_.types.present()) return write_typed_edge_feats(path);
   const int64_t e_inner = L_.edge_map[p_].size();
   const std::string et = PartitionConfig{}.etype + "/";
   std::vector<ArraySpec> specs;

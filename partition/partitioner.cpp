@@ -223,8 +223,8 @@ Status partition_graph(GraphSource& source, const PartitionOptions& o, Partition
       ti.etype_src.push_back(e.src_type);
       ti.etype_dst.push_back(e.dst_type);
     }
+    ti.etype_map = L.etype_map;
     if (g.types.target >= 0) ti.target_ntype = g.types.ntypes[g.types.target];
-    c.etype = "_E";  // edge_map: every partition's edges of all types (each edge's type is in in/etype)
   }
   for (int p = 0; p < o.num_parts; ++p) {
     const std::string dir = "part" + std::to_string(p);

@@ -180,7 +180,7 @@ Status Verifier::check_edge_types(const MappedPartition& p) {
         ++etype_seen_[e];
       } else {
         const int q = book_.edge_partition(in.eids[k]);
-        const int64_t j = in.eids[k] - c_.edge_map[q].start;
+        const int64_t j = parts_[q]->inner_edge_slot(in.eids[k] - c_.edge_map[q].start);
         if (parts_[q]->edge_types()[j] != e) {
           return corruption(w + ": halo edge " + S(in.eids[k]) + " has type " + S(e) + ", its owner says " +
                             S(parts_[q]->edge_types()[j]));
@@ -195,7 +195,7 @@ Status Verifier::lookup_edge(int64_t eid, int64_t* dst, int64_t* src) const {
   const int q = book_.edge_partition(eid);
   if (q < 0) return corruption("edge id " + S(eid) + " is outside [0, num_edges)");
   const MappedPartition& o = *parts_[q];
-  const int64_t j = eid - c_.edge_map[q].start;
+  const int64_t j = o.inner_edge_slot(eid - c_.edge_map[q].start);
   const auto& in = o.in_edges();
   const auto row = std::upper_bound(in.indptr.begin(), in.indptr.begin() + o.num_inner_nodes() + 1, j) -
                    in.indptr.begin() - 1;
@@ -219,8 +219,11 @@ Status Verifier::check_in_edges(const MappedPartition& p, std::vector<uint8_t>* 
       used[s] = 1;
       if (p.inner_edge()[k] != (inner_row ? 1 : 0)) return corruption(w + ": inner_edge flag of local edge " + S(k) + " is wrong");
       if (inner_row) {
-        if (e != er.start + k) {
-          return corruption(w + ": inner edge " + S(k) + " has global id " + S(e) + ", expected " + S(er.start + k));
+        // A heterogeneous graph's ids are grouped by type; opening the partition
+        // checked each lies in its type's range once.
+        if (c_.types.present() ? p.inner_edge_slot(e - er.start) != k : e != er.start + k) {
+          return corruption(w + ": inner edge " + S(k) + " has global id " + S(e) + ", expected " +
+                            (c_.types.present() ? "its type's range, each id once" : S(er.start + k)));
         }
         ++(*out_degree)[gid[s]];
         continue;

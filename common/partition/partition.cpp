@@ -1,5 +1,7 @@
 #include "common/partition/partition.h"
 
+#include <algorithm>
+
 namespace dgld {
 namespace {
 
@@ -146,10 +148,14 @@ Result<std::unique_ptr<MappedPartition>> open_partition(const PartitionConfig& c
       }
     }
   }
+  if (config.types.present()) DGLD_RETURN_IF_ERROR(p->index_typed_edges(config, where));
   for (const auto& t : p->edge_tensors_) {
-    if (t.num_rows() != e_inner) {
+    const int64_t rows = edge_tensor_range(config, part_id, t.name).size();
+    if (t.num_rows() != rows) {
+      const int type = edge_tensor_type(config, t.name);
       return corruption(p->edge_feats_->path().string() + ": tensor '" + t.name + "' has " +
-                        std::to_string(t.num_rows()) + " rows, expected " + std::to_string(e_inner) + " inner edges");
+                        std::to_string(t.num_rows()) + " rows, expected " + std::to_string(rows) +
+                        (type < 0 ? " inner edges" : " inner edges of type '" + config.types.etypes[type] + "'"));
     }
   }
   const std::string trainer_name = config.ntype + "/trainer_id";
@@ -161,6 +167,32 @@ Result<std::unique_ptr<MappedPartition>> open_partition(const PartitionConfig& c
     }
   }
   return p;
+}
+
+std::pair<int64_t, int64_t> MappedPartition::inner_edge_ends(int64_t local_eid) const {
+  const int64_t pos = inner_edge_slot(local_eid);
+  const auto rows = in_.indptr.first(static_cast<size_t>(num_inner_nodes_ + 1));
+  const int64_t row = std::upper_bound(rows.begin(), rows.end(), pos) - rows.begin() - 1;
+  return {node_global_id_[in_.indices[pos]], node_global_id_[row]};
+}
+
+Status MappedPartition::index_typed_edges(const PartitionConfig& config, const std::string& where) {
+  const IdRange er = config.edge_map[part_id_];
+  edge_slot_.assign(static_cast<size_t>(num_inner_edges_), -1);
+  for (int64_t k = 0; k < num_inner_edges_; ++k) {
+    const int64_t eid = in_.eids[k];
+    const int32_t t = edge_type_[k];
+    const IdRange tr = config.types.etype_map[t][part_id_];
+    if (eid < tr.start || eid >= tr.end || edge_slot_[eid - er.start] >= 0) {
+      return corruption(where + ": " + part_arrays::kInEids + "[" + std::to_string(k) + "] = " + std::to_string(eid) +
+                        (eid < tr.start || eid >= tr.end
+                             ? " is outside the partition's range of type '" + config.types.etypes[t] + "' [" +
+                                   std::to_string(tr.start) + ", " + std::to_string(tr.end) + ")"
+                             : " is repeated"));
+    }
+    edge_slot_[eid - er.start] = k;
+  }
+  return Status::ok();
 }
 
 }  // namespace dgld

@@ -3,7 +3,10 @@
 // Local node ids: inner (owned) nodes first, in global-id order (local = global -
 // node_map start), then halo nodes sorted by global id. Local edge ids are positions
 // in the in-edge CSC; the in-edges of inner nodes come first and their global ids are
-// the partition's edge_map range in order. See docs/partition-format.md.
+// the partition's edge_map range: in order for a homogeneous graph, grouped by edge
+// type for a heterogeneous one (inner_edge_slot maps an id back to its position).
+// Edge tensors hold one row per inner edge in global id order. See
+// docs/partition-format.md.
 //
 // A MappedPartition owns its mappings; every span and view it returns borrows from
 // it and is valid while it lives.
@@ -13,6 +16,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/graph/csc.h"
@@ -94,6 +98,13 @@ class MappedPartition {
   std::span<const uint8_t> inner_node() const { return node_inner_; }
   std::span<const int32_t> node_owner() const { return node_owner_; }
   std::span<const int64_t> edge_global_ids() const { return in_.eids; }
+  // Position in the in-edge CSC of inner edge `eid - edge_map start` (the row of
+  // the edge's tensors); the identity on a homogeneous graph.
+  int64_t inner_edge_slot(int64_t local_eid) const {
+    return edge_slot_.empty() ? local_eid : edge_slot_[static_cast<size_t>(local_eid)];
+  }
+  // Global (source, destination) of inner edge `eid - edge_map start`.
+  std::pair<int64_t, int64_t> inner_edge_ends(int64_t local_eid) const;
   // Edge type of each in-edge (parallel to in_edges().indices); empty for a
   // homogeneous graph.
   std::span<const int32_t> edge_types() const { return edge_type_; }
@@ -115,6 +126,9 @@ class MappedPartition {
  private:
   friend Result<std::unique_ptr<MappedPartition>> open_partition(const PartitionConfig&, int, bool);
   MappedPartition() = default;
+  // Heterogeneous graphs: checks that every inner edge's id lies in its type's
+  // range and fills edge_slot_.
+  Status index_typed_edges(const PartitionConfig& config, const std::string& where);
 
   std::unique_ptr<MappedArrayFile> graph_, node_feats_, edge_feats_;
   int part_id_ = 0, num_parts_ = 0, halo_hops_ = 0;
@@ -124,6 +138,7 @@ class MappedPartition {
   std::span<const uint8_t> node_inner_, edge_inner_;
   std::span<const int32_t> node_owner_;
   std::span<const int32_t> edge_type_;
+  std::vector<int64_t> edge_slot_;  // heterogeneous: inner edge id - range start -> CSC position
   std::vector<TensorView> node_tensors_, edge_tensors_;
 };
 

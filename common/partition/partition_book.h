@@ -12,13 +12,38 @@
 
 namespace dgld {
 
+// Per-type ids of a heterogeneous graph's nodes or edges: type t's ids in
+// partition p are the homogeneous range range(t, p); per-type ids run over the
+// partitions in order (docs/heterogeneous.md).
+class TypedIdSpace {
+ public:
+  TypedIdSpace() = default;
+  explicit TypedIdSpace(std::vector<std::vector<IdRange>> ranges);  // [type][part]
+
+  int num_types() const { return static_cast<int>(ranges_.size()); }
+  const IdRange& range(int type, int part) const { return ranges_[type][part]; }
+  int64_t count(int type) const { return starts_[type].back(); }
+  // Type of homogeneous id `id` owned by partition `part`, or -1.
+  int type_of(int64_t id, int part) const;
+  // Homogeneous id (owned by `part`) -> per-type id and *type; -1 when it is in no range.
+  int64_t to_type_wise(int64_t id, int part, int* type) const;
+  // Per-type id -> homogeneous id; -1 when type or id is out of range.
+  int64_t to_homogeneous(int type, int64_t type_wise_id) const;
+
+ private:
+  std::vector<std::vector<IdRange>> ranges_;  // [type][part]
+  std::vector<std::vector<int64_t>> starts_;  // [type][part + 1]: per-type id of each part's first
+};
+
 class RangePartitionBook {
  public:
   // Ranges must be contiguous from 0 (as validate_part_config checks).
   RangePartitionBook(std::vector<IdRange> node_ranges, std::vector<IdRange> edge_ranges);
-  // With node types: type_ranges[t][p] tile node_ranges[p] in type order.
+  // With types: ntype_ranges[t][p] tile node_ranges[p] in type order, and
+  // etype_ranges[t][p] edge_ranges[p] (empty: one edge type).
   RangePartitionBook(std::vector<IdRange> node_ranges, std::vector<IdRange> edge_ranges,
-                     std::vector<std::vector<IdRange>> type_ranges);
+                     std::vector<std::vector<IdRange>> ntype_ranges,
+                     std::vector<std::vector<IdRange>> etype_ranges = {});
   static Result<RangePartitionBook> from_config(const PartitionConfig& config);
 
   int num_partitions() const { return static_cast<int>(node_ranges_.size()); }
@@ -37,16 +62,20 @@ class RangePartitionBook {
   // Heterogeneous graphs (docs/heterogeneous.md): node type t's nodes of partition
   // p are the homogeneous ids type_range(t, p); per-type ids run over the
   // partitions in order, so type t's per-type id space is partition-major too.
-  // A homogeneous graph has one type (0) covering every node.
-  int num_ntypes() const { return static_cast<int>(type_ranges_.size()); }
-  const IdRange& type_range(int type, int part) const { return type_ranges_[type][part]; }
-  int64_t type_count(int type) const { return type_starts_[type].back(); }
+  // A homogeneous graph has one type (0) covering every node (every edge).
+  int num_ntypes() const { return ntypes_.num_types(); }
+  const IdRange& type_range(int type, int part) const { return ntypes_.range(type, part); }
+  int64_t type_count(int type) const { return ntypes_.count(type); }
   // Node type of a homogeneous id, or -1 when it is out of range.
   int node_type(int64_t nid) const;
   // Homogeneous id -> per-type id (and its type in *type); -1 when out of range.
   int64_t to_type_wise(int64_t nid, int* type) const;
   // Per-type id -> homogeneous id; -1 when type or id is out of range.
-  int64_t to_homogeneous(int type, int64_t type_wise_id) const;
+  int64_t to_homogeneous(int type, int64_t type_wise_id) const { return ntypes_.to_homogeneous(type, type_wise_id); }
+  const TypedIdSpace& ntypes() const { return ntypes_; }
+  // The same for edges, by canonical edge type id.
+  const TypedIdSpace& etypes() const { return etypes_; }
+  int64_t edge_to_type_wise(int64_t eid, int* type) const;
 
   const IdRange& node_range(int part) const { return node_ranges_[part]; }
   const IdRange& edge_range(int part) const { return edge_ranges_[part]; }
@@ -58,8 +87,7 @@ class RangePartitionBook {
 
   std::vector<IdRange> node_ranges_, edge_ranges_;
   std::vector<int64_t> node_ends_, edge_ends_;
-  std::vector<std::vector<IdRange>> type_ranges_;  // [type][part]
-  std::vector<std::vector<int64_t>> type_starts_;  // [type][part + 1]: per-type id of each part's first
+  TypedIdSpace ntypes_, etypes_;
 };
 
 }  // namespace dgld

@@ -34,6 +34,7 @@ Status GraphServer::Impl::init() {
                                           edge_range.start, edge_range.size(), opts.attach_timeout);
   if (config.types.present()) {
     tensors->set_node_rows([this, m](const std::string& name) { return node_tensor_range(config, m, name); });
+    tensors->set_edge_rows([this, m](const std::string& name) { return edge_tensor_range(config, m, name); });
   }
   DGLD_RETURN_IF_ERROR(tensors->init());
   if (opts.is_main()) {
@@ -53,7 +54,8 @@ Status GraphServer::Impl::init() {
     }
     for (const auto& t : part->edge_tensors()) {
       TensorSpec spec{t.name, t.dtype, t.shape, PartPolicy::edge};
-      spec.shape[0] = config.num_edges;
+      const int type = edge_tensor_type(config, t.name);
+      spec.shape[0] = type < 0 ? config.num_edges : config.types.etype_count[type];
       spec.persistent = true;
       DGLD_RETURN_IF_ERROR(tensors->add(spec, t.data));
     }

@@ -1,5 +1,7 @@
 #include "daemons/graph_server/server_impl.h"
 
+#include <tuple>
+
 namespace dgld::graph_server {
 
 // ---- graph queries and sampling -------------------------------------------
@@ -35,7 +37,6 @@ void GraphServer::Impl::on_find_edges(const RequestContext& ctx, Message&& m) {
   auto ids = id_blob(m, 0, "edge ids", opts.max_ids_per_request);
   if (!ids.is_ok()) return ctx.reply_error(ids.status());
   std::vector<int64_t> src(ids->size()), dst(ids->size());
-  const auto globals = part->node_global_ids();
   for (size_t i = 0; i < ids->size(); ++i) {
     const int64_t eid = (*ids)[i];
     if (eid < edge_range.start || eid >= edge_range.end) {
@@ -44,11 +45,7 @@ void GraphServer::Impl::on_find_edges(const RequestContext& ctx, Message&& m) {
                                               std::to_string(edge_range.start) + ", " +
                                               std::to_string(edge_range.end) + "))"));
     }
-    // Inner edges sit at positions [0, num_inner_edges) of the in-CSC, in global id order.
-    const int64_t pos = eid - edge_range.start;
-    auto row = std::upper_bound(inner_in.indptr.begin(), inner_in.indptr.end(), pos) - inner_in.indptr.begin() - 1;
-    src[i] = globals[inner_in.indices[pos]];
-    dst[i] = globals[row];
+    std::tie(src[i], dst[i]) = part->inner_edge_ends(eid - edge_range.start);
   }
   flatbuffers::FlatBufferBuilder fbb;
   OutMessage reply =
@@ -116,9 +113,11 @@ void GraphServer::Impl::on_sample(const RequestContext& ctx, Message&& m) {
   if (!spec.prob.empty()) {
     auto t = tensors->find(spec.prob);
     if (!t.is_ok()) return ctx.reply_error(t.status().with_context("sample_neighbors prob"));
-    if ((*t)->policy != PartPolicy::edge || (*t)->dtype() != DType::float32 || (*t)->row_bytes() != sizeof(float)) {
+    if ((*t)->policy != PartPolicy::edge || (*t)->dtype() != DType::float32 || (*t)->row_bytes() != sizeof(float) ||
+        (*t)->num_rows() != static_cast<int64_t>(inner_in.indices.size())) {
       return ctx.reply_error(invalid_argument("sample_neighbors prob '" + spec.prob +
-                                              "' must be a float32 edge tensor with one value per edge"));
+                                              "' must be a float32 edge tensor with one value per edge "
+                                              "(of every type)"));
     }
     extras.weights = std::span<const float>(static_cast<const float*>((*t)->storage->data()),
                                             static_cast<size_t>((*t)->num_rows()));

@@ -92,20 +92,19 @@ void GraphServer::Impl::on_create(const RequestContext& ctx, Message&& m) {
   spec.seed = static_cast<uint64_t>(r->seed());
   spec.persistent = r->persistent();
   // A heterogeneous graph's "<ntype>/..." tensor has one row per node of the type.
-  const int ntype = spec.policy == PartPolicy::node ? node_tensor_type(config, spec.name) : -1;
-  const int64_t total = spec.policy == PartPolicy::edge ? config.num_edges
-                        : ntype >= 0                   ? config.types.ntype_count[ntype]
-                                                       : config.num_nodes;
+  const bool edge = spec.policy == PartPolicy::edge;
+  const int type = edge ? edge_tensor_type(config, spec.name) : node_tensor_type(config, spec.name);
+  const int64_t total = type >= 0 ? (edge ? config.types.etype_count[type] : config.types.ntype_count[type])
+                                  : (edge ? config.num_edges : config.num_nodes);
   if (!spec.shape.empty() && spec.shape[0] != total) {
     return ctx.reply_error(invalid_argument(
         "create '" + spec.name + "': dim 0 is " + std::to_string(spec.shape[0]) + " but the graph has " +
-        std::to_string(total) +
-        (spec.policy == PartPolicy::edge ? " edges"
-         : ntype >= 0                     ? " nodes of type '" + config.types.ntypes[ntype] + "'"
-                                          : " nodes")));
+        std::to_string(total) + (edge ? " edges" : " nodes") +
+        (type < 0 ? "" : " of type '" + (edge ? config.types.etypes[type] : config.types.ntypes[type]) + "'")));
   }
   // This machine's rows of it, against the cap.
-  const IdRange range = spec.policy == PartPolicy::node ? node_tensor_range(config, opts.machine_id(), spec.name) : edge_range;
+  const IdRange range = edge ? edge_tensor_range(config, opts.machine_id(), spec.name)
+                             : node_tensor_range(config, opts.machine_id(), spec.name);
   double bytes = static_cast<double>(range.end - range.start) * static_cast<double>(dtype_size(spec.dtype));
   for (size_t i = 1; i < spec.shape.size(); ++i) bytes *= static_cast<double>(std::max<int64_t>(spec.shape[i], 0));
   if (bytes > static_cast<double>(opts.max_tensor_bytes)) {

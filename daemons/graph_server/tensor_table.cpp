@@ -59,7 +59,7 @@ Status TensorTable::add(const TensorSpec& spec, const void* rows) {
 }
 
 IdRange TensorTable::rows_of(const std::string& name, PartPolicy policy) const {
-  if (policy == PartPolicy::edge) return {edge_start_, edge_start_ + num_edges_};
+  if (policy == PartPolicy::edge) return edge_rows_ ? edge_rows_(name) : IdRange{edge_start_, edge_start_ + num_edges_};
   return node_rows_ ? node_rows_(name) : IdRange{node_start_, node_start_ + num_nodes_};
 }
 

@@ -58,6 +58,9 @@ class TensorTable {
   // node_tensor_range in common/part_config.h). Without it every node tensor
   // holds all the machine's nodes. Call before init.
   void set_node_rows(std::function<IdRange(const std::string&)> rows) { node_rows_ = std::move(rows); }
+  // The same for edge tensors ("paper:cites:paper/features": the machine's edges
+  // of that type; edge_tensor_range).
+  void set_edge_rows(std::function<IdRange(const std::string&)> rows) { edge_rows_ = std::move(rows); }
   ~TensorTable();
 
   // Creates a tensor with its rows copied from `rows` (num_rows * row bytes), or
@@ -79,7 +82,7 @@ class TensorTable {
   // First global row and row count of a tensor of this name and policy on this machine.
   IdRange rows_of(const std::string& name, PartPolicy policy) const;
 
-  std::function<IdRange(const std::string&)> node_rows_;
+  std::function<IdRange(const std::string&)> node_rows_, edge_rows_;
   std::string job_id_;
   int machine_id_;
   bool owner_;

@@ -54,13 +54,28 @@ class NodePartitionPolicy:
 
 
 class EdgePartitionPolicy:
-    """Rows partitioned like the edges (DGL's EdgePartitionPolicy)."""
-    policy_str = "edge:_E"
+    """Rows partitioned like the edges (DGL's EdgePartitionPolicy); with an
+    edge type of a heterogeneous graph (canonical triple, "src:rel:dst" or a
+    unique relation name), one row per edge of that type."""
     is_node = False
 
     def __init__(self, partition_book=None, etype="_E"):
         self.partition_book = partition_book
-        self.type_name = etype
+        self.type_name = ":".join(etype) if isinstance(etype, tuple) else etype
+
+    @property
+    def policy_str(self):
+        return f"edge:{self.type_name}"
+
+
+def _etype_index(client, name):
+    """The canonical edge type id named by name (canonical or unique relation), or an error."""
+    cets = client.canonical_etypes
+    found = [i for i, c in enumerate(cets) if c == name or c.split(":")[1] == name]
+    if len(found) != 1:
+        raise InvalidArgument(f"DistTensor: {name!r} names {'no' if not found else 'more than one'} edge type "
+                              f"of the graph (known: {', '.join(cets)})")
+    return found[0]
 
 
 _anonymous = itertools.count()
@@ -68,8 +83,9 @@ _anonymous = itertools.count()
 
 def _policy_for_rows(client, rows):
     """DGL's choice of a DistTensor's partition policy by its row count: the
-    one policy (all nodes, all edges, or one node type's nodes) of that many
-    rows; an error when none or several match."""
+    one policy (all nodes, all edges, one node type's nodes or one edge
+    type's edges) of that many rows, or the one node policy among several;
+    an error when none or several match."""
     matches = []
     if rows == client.num_nodes:
         matches.append(NodePartitionPolicy())
@@ -78,11 +94,20 @@ def _policy_for_rows(client, rows):
     for t, n in zip(client.ntypes, client.ntype_counts):
         if rows == n and rows != client.num_nodes:
             matches.append(NodePartitionPolicy(ntype=t))
+    for t, n in zip(client.canonical_etypes, client.etype_counts):
+        if rows == n and rows != client.num_edges:
+            matches.append(EdgePartitionPolicy(etype=t))
     if len(matches) == 1:
         return matches[0]
+    # DGL refuses every tie; dgld takes the one node policy among them (a
+    # target type with one edge per node, as a paper's venue, keeps working).
+    nodes = [m for m in matches if m.is_node]
+    if len(nodes) == 1:
+        return nodes[0]
     counts = f"{client.num_nodes} nodes, {client.num_edges} edges"
     if client.ntypes:
         counts += ", " + ", ".join(f"{n} {t!r} nodes" for t, n in zip(client.ntypes, client.ntype_counts))
+        counts += ", " + ", ".join(f"{n} {t!r} edges" for t, n in zip(client.canonical_etypes, client.etype_counts))
     what = "no" if not matches else "several"
     raise InvalidArgument(f"DistTensor of {rows} rows: {what} partition policies match (the graph has {counts}); "
                           f"pass part_policy")
@@ -103,7 +128,8 @@ class DistTensor:
         if _from is not None:
             self._t = _from
             if _from.is_edge:
-                self._policy = EdgePartitionPolicy()
+                self._policy = EdgePartitionPolicy(
+                    etype=_client().canonical_etypes[_from.etype] if _from.etype >= 0 else "_E")
             else:
                 self._policy = NodePartitionPolicy(ntype=_client().ntypes[_from.ntype] if _from.ntype >= 0 else "_N")
             self._recent = []
@@ -119,21 +145,28 @@ class DistTensor:
             part_policy = (EdgePartitionPolicy() if kind == "edge" else
                            NodePartitionPolicy(ntype=type_name or "_N"))
         edges = not part_policy.is_node
-        ntype = -1  # a node type's tensor of a heterogeneous graph: its rows are that type's nodes
+        # A node (edge) type's tensor of a heterogeneous graph: its rows are that type's nodes (edges).
+        ntype, type_name = -1, None
         if not edges and part_policy.type_name != "_N" and client.ntypes:
             if part_policy.type_name not in client.ntypes:
                 raise InvalidArgument(f"DistTensor: {part_policy.type_name!r} is not a node type of the graph "
                                       f"(known: {', '.join(client.ntypes)})")
             ntype = client.ntypes.index(part_policy.type_name)
-        want = client.num_edges if edges else (client.ntype_counts[ntype] if ntype >= 0 else client.num_nodes)
+            type_name, want = part_policy.type_name, client.ntype_counts[ntype]
+            what = f"the nodes of type {type_name!r}"
+        elif edges and part_policy.type_name != "_E" and client.canonical_etypes:
+            ntype = _etype_index(client, part_policy.type_name)
+            type_name, want = client.canonical_etypes[ntype], client.etype_counts[ntype]
+            what = f"the edges of type {type_name!r}"
+        else:
+            want, what = (client.num_edges, "edges") if edges else (client.num_nodes, "nodes")
         if shape[0] != want:
-            what = "edges" if edges else (f"the nodes of type {part_policy.type_name!r}" if ntype >= 0 else "nodes")
             raise InvalidArgument(f"DistTensor partitioned by {what} must have {want} rows, got {shape[0]}")
         if name is None:
             name = f"anonymous-{next(_anonymous)}"
             persistent = False
-        if ntype >= 0 and not name.startswith(part_policy.type_name + "/"):
-            name = f"{part_policy.type_name}/{name}"  # the servers keep "<ntype>/..." per type
+        if type_name is not None and not name.startswith(type_name + "/"):
+            name = f"{type_name}/{name}"  # the servers keep "<type>/..." per type
         self._t = _C.DistTensor.create(client, name, list(shape), dtype, edges, "zeros", 0.0, 1.0, 0,
                                        bool(persistent), _DEFAULT_TIMEOUT_S)
         self._policy = part_policy
@@ -145,7 +178,7 @@ class DistTensor:
         # Machine m's rows are filled by its first trainer, or, in a job with
         # fewer trainers than machines, by trainer m % num_trainers.
         if ntype >= 0:
-            ranges = client.ntype_ranges(ntype)
+            ranges = client.etype_ranges(ntype) if edges else client.ntype_ranges(ntype)
         else:
             ranges = client.edge_ranges() if edges else client.node_ranges()
         trainers, machines = max(1, client.num_trainers), len(ranges)
@@ -188,6 +221,8 @@ class DistTensor:
         ids = _as_ids(idx, len(self))
         if self._t.ntype >= 0:
             ids = _client().to_homogeneous(self._t.ntype, ids)
+        elif self._t.etype >= 0:
+            ids = _client().to_homogeneous(self._t.etype, ids, edges=True)
         return ids
 
     def __getitem__(self, idx):

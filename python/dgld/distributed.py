@@ -48,22 +48,31 @@ sys.modules[__name__ + ".optim"] = optim
 
 # ---------------------------------------------------------------- DistGraph
 
-class _NodeTypes:
-    """g.nodes: g.nodes[ntype].data is that node type's data."""
+class _TypeViews:
+    """g.nodes / g.edges: g.nodes[ntype].data is that node type's data,
+    g.edges[etype].data that edge type's (by name or canonical triple)."""
 
-    def __init__(self, graph):
+    def __init__(self, graph, edges):
         self._g = graph
+        self._edges = edges
         self._views = {}  # one per type: its DistTensors stay open (and keep rows a loader fetched)
 
-    def __getitem__(self, ntype):
-        if ntype not in self._views:
-            self._g._ntype_id(ntype)  # an unknown type is an error here
+    def __getitem__(self, key):
+        if self._edges:
+            name = self._g._client.canonical_etypes[self._g._etype_id(key)]  # an unknown type is an error here
+        else:
+            self._g._ntype_id(key)
+            name = key
+        if name not in self._views:
             view = types.SimpleNamespace()
-            view.data = _DataView(self._g, edges=False, prefix=ntype + "/")
-            self._views[ntype] = view
-        return self._views[ntype]
+            view.data = _DataView(self._g, edges=self._edges, prefix=name + "/")
+            self._views[name] = view
+        return self._views[name]
 
     def __call__(self, ntype=None):
+        if self._edges:
+            raise InvalidArgument("DistGraph.edges() is not supported (DGL's DistGraph has no edge list either); "
+                                  "use g.edges[etype].data or g.find_edges(ids, etype)")
         return torch.arange(self._g.num_nodes(ntype), dtype=torch.int64)
 
 
@@ -219,8 +228,16 @@ class DistGraph:
         """g.nodes[ntype].data[name]: a node type's data, indexed by that
         type's ids (DGL's per-type node data of a heterogeneous graph)."""
         if getattr(self, "_node_types", None) is None:
-            self._node_types = _NodeTypes(self)
+            self._node_types = _TypeViews(self, edges=False)
         return self._node_types
+
+    @property
+    def edges(self):
+        """g.edges[etype].data[name]: an edge type's data, indexed by that
+        type's edge ids (DGL's per-type edge data)."""
+        if getattr(self, "_edge_types", None) is None:
+            self._edge_types = _TypeViews(self, edges=True)
+        return self._edge_types
 
     def to_homogeneous_ids(self, ntype, ids):
         """Per-type ids of `ntype` -> the graph's homogeneous node ids (what
@@ -230,6 +247,15 @@ class DistGraph:
     def to_type_wise_ids(self, ids):
         """Homogeneous node ids -> (type ids, per-type ids); ntypes[t] names type t."""
         return self._client.to_type_wise(_as_ids(ids, self.num_nodes()))
+
+    def to_homogeneous_eids(self, etype, ids):
+        """Per-type edge ids of `etype` -> the graph's homogeneous edge ids."""
+        return self._client.to_homogeneous(self._etype_id(etype), _as_ids(ids, self.num_edges(etype)), edges=True)
+
+    def to_type_wise_eids(self, ids):
+        """Homogeneous edge ids -> (edge type ids, per-type ids);
+        canonical_etypes[t] names type t."""
+        return self._client.to_type_wise(_as_ids(ids, self.num_edges()), edges=True)
 
     @property
     def idtype(self):
@@ -277,6 +303,13 @@ class DistGraph:
         return int(d[0]) if scalar else d
 
     def find_edges(self, edges, etype=None):
+        """(src, dst) of edges. On a heterogeneous graph with etype, as DGL:
+        edges are per-type ids of etype and src, dst per-type node ids (of
+        etype's source and destination types); with etype None, homogeneous
+        edge and node ids."""
+        if etype is not None and not self.is_homogeneous():
+            src, dst = self._client.find_edges(self.to_homogeneous_eids(etype, edges))
+            return self.to_type_wise_ids(src)[1], self.to_type_wise_ids(dst)[1]
         return self._client.find_edges(_as_ids(edges, self.num_edges()))
 
     @property

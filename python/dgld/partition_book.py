@@ -10,39 +10,94 @@ from .dist_tensor import _as_ids
 __all__ = ["GraphPartitionBook"]
 
 
+class _TypeSpace:
+    """Per-type ids of a heterogeneous graph's nodes or edges: type t's ids
+    in partition p are one homogeneous range; per-type ids run over the
+    partitions in order."""
+
+    def __init__(self, kind, type_ranges):
+        self.kind = kind  # "node" or "edge"
+        self.types = {}
+        for t, ranges in (type_ranges or {}).items():
+            starts = torch.tensor([s for s, _ in ranges], dtype=torch.int64)
+            counts = torch.tensor([e - s for s, e in ranges], dtype=torch.int64)
+            self.types[t] = (starts, torch.cumsum(counts, 0) - counts, counts)
+
+    def __bool__(self):
+        return bool(self.types)
+
+    def get(self, name):
+        if name not in self.types:
+            raise InvalidArgument(f"{name!r} is not a {self.kind} type of the graph "
+                                  f"(known: {', '.join(map(str, self.types))})")
+        return self.types[name]
+
+    def to_homo(self, ids, name):
+        starts, type_starts, counts = self.get(name)
+        total = int(counts.sum())
+        ids = _as_ids(ids, total)
+        if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= total):
+            raise InvalidArgument(f"{name!r} {self.kind} ids must be in [0, {total})")
+        part = torch.searchsorted(type_starts + counts, ids, right=True)
+        return starts[part] + (ids - type_starts[part])
+
+    def to_per_type(self, ids):
+        types, per_type = torch.full_like(ids, -1), torch.empty_like(ids)
+        for i, (starts, type_starts, counts) in enumerate(self.types.values()):
+            for p in range(len(starts)):
+                m = (ids >= starts[p]) & (ids < starts[p] + counts[p])
+                types[m] = i
+                per_type[m] = ids[m] - starts[p] + type_starts[p]
+        if ids.numel() and bool((types < 0).any()):
+            raise InvalidArgument(f"{self.kind} id {int(ids[types < 0][0])} is not an {self.kind} of the graph")
+        return types, per_type
+
+    def part_ids(self, partid, name):
+        _, type_starts, counts = self.get(name)
+        first = int(type_starts[partid])
+        return torch.arange(first, first + int(counts[partid]), dtype=torch.int64)
+
+
 class GraphPartitionBook:
     """Which machine owns which ids (DGL's RangePartitionBook): every
     partition owns one contiguous range of node ids and one of edge ids."""
 
-    def __init__(self, node_ranges, edge_ranges, partid, machines=(), ntype_ranges=None):
+    def __init__(self, node_ranges, edge_ranges, partid, machines=(), ntype_ranges=None, etype_ranges=None):
         """node_ranges / edge_ranges: each partition's [start, end) of node /
         edge ids (the config's node_map and edge_map); partid: this
         process's partition; machines: (host, base port) of each;
         ntype_ranges (heterogeneous graphs): {ntype: each partition's
-        [start, end) of that type's homogeneous ids}, in type id order."""
+        [start, end) of that type's homogeneous ids}, in type id order;
+        etype_ranges likewise {canonical etype tuple: ranges}."""
         self._node_ranges = [tuple(r) for r in node_ranges]
         self._edge_ranges = [tuple(r) for r in edge_ranges]
         self._node_ends = torch.tensor([e for _, e in self._node_ranges], dtype=torch.int64)
         self._edge_ends = torch.tensor([e for _, e in self._edge_ranges], dtype=torch.int64)
         self._partid = partid
         self._machines = list(machines)
-        # Per type: each partition's first homogeneous id and first per-type id.
-        self._types = {}
-        for t, ranges in (ntype_ranges or {}).items():
-            starts = torch.tensor([s for s, _ in ranges], dtype=torch.int64)
-            counts = torch.tensor([e - s for s, e in ranges], dtype=torch.int64)
-            self._types[t] = (starts, torch.cumsum(counts, 0) - counts, counts)
+        self._types = _TypeSpace("node", ntype_ranges)
+        self._etypes = _TypeSpace("edge", etype_ranges)
 
     @classmethod
     def from_client(cls, client):
         """The book of the job a client (dgld._C.Client) has joined."""
         typed = {t: client.ntype_ranges(i) for i, t in enumerate(client.ntypes)}
-        return cls(client.node_ranges(), client.edge_ranges(), client.machine_id, client.machines(), typed)
+        etyped = {tuple(t.split(":")): client.etype_ranges(i) for i, t in enumerate(client.canonical_etypes)}
+        return cls(client.node_ranges(), client.edge_ranges(), client.machine_id, client.machines(), typed, etyped)
 
-    def _typed(self, ntype):
-        if ntype not in self._types:
-            raise InvalidArgument(f"{ntype!r} is not a node type of the graph (known: {', '.join(self.ntypes)})")
-        return self._types[ntype]
+    def _etype_key(self, etype):
+        """A canonical edge type tuple from DGL's forms: (src, rel, dst), the
+        relation name when it is unique, or "src:rel:dst"."""
+        if isinstance(etype, tuple):
+            return etype
+        if isinstance(etype, str) and etype.count(":") == 2:
+            return tuple(etype.split(":"))
+        found = [c for c in self._etypes.types if c[1] == etype]
+        if len(found) != 1:
+            known = ", ".join(":".join(c) for c in self._etypes.types)
+            raise InvalidArgument(f"edge type {etype!r} is " + ("ambiguous" if found else "unknown") +
+                                  f"; give a canonical (src, rel, dst) (known: {known})")
+        return found[0]
 
     @property
     def partid(self):
@@ -72,9 +127,7 @@ class GraphPartitionBook:
         """The node ids partition partid owns; with a node type of a
         heterogeneous graph, that type's (per-type) ids."""
         if ntype != "_N" and self._types:
-            _, type_starts, counts = self._typed(ntype)
-            first = int(type_starts[partid])
-            return torch.arange(first, first + int(counts[partid]), dtype=torch.int64)
+            return self._types.part_ids(partid, ntype)
         start, end = self._node_ranges[partid]
         return torch.arange(start, end, dtype=torch.int64)
 
@@ -82,30 +135,33 @@ class GraphPartitionBook:
         """Per-type ids of ntype -> homogeneous node ids (DGL's)."""
         if not self._types:
             return _as_ids(ids, int(self._node_ends[-1]))
-        starts, type_starts, counts = self._typed(ntype)
-        total = int(counts.sum())
-        ids = _as_ids(ids, total)
-        if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= total):
-            raise InvalidArgument(f"{ntype!r} node ids must be in [0, {total})")
-        part = torch.searchsorted(type_starts + counts, ids, right=True)
-        return starts[part] + (ids - type_starts[part])
+        return self._types.to_homo(ids, ntype)
 
     def map_to_per_ntype(self, ids):
         """Homogeneous node ids -> (node type ids, per-type ids) (DGL's)."""
         ids = _as_ids(ids, int(self._node_ends[-1]))
         if not self._types:
             return torch.zeros_like(ids), ids
-        types, per_type = torch.full_like(ids, -1), torch.empty_like(ids)
-        for i, (starts, type_starts, counts) in enumerate(self._types.values()):
-            for p in range(len(starts)):
-                m = (ids >= starts[p]) & (ids < starts[p] + counts[p])
-                types[m] = i
-                per_type[m] = ids[m] - starts[p] + type_starts[p]
-        if ids.numel() and bool((types < 0).any()):
-            raise InvalidArgument(f"node id {int(ids[types < 0][0])} is not a node of the graph")
-        return types, per_type
+        return self._types.to_per_type(ids)
+
+    def map_to_homo_eid(self, ids, etype):
+        """Per-type ids of edge type etype -> homogeneous edge ids (DGL's)."""
+        if not self._etypes:
+            return _as_ids(ids, int(self._edge_ends[-1]))
+        return self._etypes.to_homo(ids, self._etype_key(etype))
+
+    def map_to_per_etype(self, ids):
+        """Homogeneous edge ids -> (edge type ids, per-type ids) (DGL's)."""
+        ids = _as_ids(ids, int(self._edge_ends[-1]))
+        if not self._etypes:
+            return torch.zeros_like(ids), ids
+        return self._etypes.to_per_type(ids)
 
     def partid2eids(self, partid, etype="_E"):
+        """The edge ids partition partid owns; with an edge type of a
+        heterogeneous graph, that type's (per-type) ids."""
+        if etype != "_E" and self._etypes:
+            return self._etypes.part_ids(partid, self._etype_key(etype))
         start, end = self._edge_ranges[partid]
         return torch.arange(start, end, dtype=torch.int64)
 
@@ -125,8 +181,12 @@ class GraphPartitionBook:
 
     @property
     def ntypes(self):
-        return list(self._types) or ["_N"]
+        return list(self._types.types) or ["_N"]
 
     @property
     def etypes(self):
-        return ["_E"]
+        return [c[1] for c in self._etypes.types] or ["_E"]
+
+    @property
+    def canonical_etypes(self):
+        return list(self._etypes.types) or [("_N", "_E", "_N")]

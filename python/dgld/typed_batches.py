@@ -7,8 +7,8 @@ blocks (heterograph.py's DGLTypedGraph).
 A batch is (input_nodes, seeds, blocks) with input_nodes and seeds as
 {ntype: per-type ids} over every node type (empty tensors for types the
 batch lacks), as DGL gives them; block.srcdata[dgl.NID] / dstdata[dgl.NID]
-hold per-type ids, block.edata[dgl.EID] per relation the edges' ids in
-the partitioned graph (dgld numbers a typed graph's edges over all types);
+hold per-type ids, block.edata[dgl.EID] per relation the edges' per-type
+ids (g.find_edges(ids, etype) and g.edges[etype].data take them);
 the feature rows fetched with the batch are blocks[0].srcdata[feature]
 ({ntype: rows} for the types that have the feature), the labels
 blocks[-1].dstdata[label] ({seed type: labels})."""
@@ -98,6 +98,8 @@ def _typed_block(g, native):
     u, v = native.edges()
     etypes = native.etypes()
     eids = native.edata.get(EID)
+    if eids is not None and eids.numel() == etypes.numel():
+        eids = g.to_type_wise_eids(eids)[1]
     rels, rel_eids = {}, {}
     for r, cet in enumerate(cets):
         m = etypes == r

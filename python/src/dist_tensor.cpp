@@ -11,6 +11,7 @@ class PyDistTensor {
  public:
   PyDistTensor(std::shared_ptr<Client> client, client::DistTensor t) : client_(std::move(client)), t_(std::move(t)) {}
   int ntype() const { return t_.ntype(); }
+  int etype() const { return t_.etype(); }
 
   static PyDistTensor open(std::shared_ptr<Client> c, const std::string& name) {
     client::DistTensor t = [&] {
@@ -116,6 +117,7 @@ void bind_dist_tensor(py::module_& m) {
       .def_property_readonly("dtype", &PyDistTensor::dtype)
       .def_property_readonly("is_edge", &PyDistTensor::is_edge)
       .def_property_readonly("ntype", &PyDistTensor::ntype)
+      .def_property_readonly("etype", &PyDistTensor::etype)
       .def("pull", &PyDistTensor::pull)
       .def("push", &PyDistTensor::push)
       .def("destroy", &PyDistTensor::destroy, py::arg("timeout_s"));

@@ -498,8 +498,7 @@ struct HeteroDataset : PartitionedGraph {
       : PartitionedGraph("hsbm:papers=1500,authors=700,venues=16,topics=30,feat_dim=8,seed=3", 2, "dgld-hetero-data",
                          {"--add-reverse"}) {
     for (const auto& p : parts) {
-      const IdRange er = config.edge_map[p->part_id()];
-      for (int64_t j = 0; j < er.size(); ++j) etype_of[er.start + j] = p->edge_types()[j];
+      for (int64_t j = 0; j < p->num_inner_edges(); ++j) etype_of[p->in_edges().eids[j]] = p->edge_types()[j];
     }
   }
   std::unordered_map<int64_t, int32_t> etype_of;
@@ -535,6 +534,16 @@ TEST_CASE("hetero: per-type ids, tensors and splits through the servers", "[hete
   }
   for (int t = 0; t < 4; ++t) CHECK(count[t] == types.ntype_count[t]);
   CHECK(book.to_homogeneous(paper, types.ntype_count[paper]) == -1);
+  // Edges likewise (DGL's layout: each type's edges of a partition are one range).
+  std::vector<int64_t> ecount(types.etypes.size(), 0);
+  for (int64_t e = 0; e < book.num_edges(); ++e) {
+    int t = -1;
+    const int64_t tw = book.edge_to_type_wise(e, &t);
+    REQUIRE(t == d.etype_of.at(e));
+    REQUIRE(book.etypes().to_homogeneous(t, tw) == e);
+    ++ecount[t];
+  }
+  CHECK(ecount == types.etype_count);
 
   // "paper/features" has one row per paper, addressed by homogeneous id, the
   // same rows as in the partition files; an author id is refused.

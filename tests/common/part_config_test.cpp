@@ -96,3 +96,57 @@ TEST_CASE("part_config: not JSON at all") {
   REQUIRE_FALSE(r2.is_ok());
   CHECK_THAT(r2.status().message(), Catch::Contains("expected a JSON object"));
 }
+
+namespace {
+// A heterogeneous config in DGL's layout: node_map and edge_map per type.
+json hetero_config() {
+  return json::parse(R"({
+    "graph_name": "g", "num_nodes": 10, "num_edges": 30, "part_method": "metis",
+    "num_parts": 2, "halo_hops": 1,
+    "node_map": {"a": [[0, 2], [6, 7]], "b": [[2, 6], [7, 10]]},
+    "edge_map": {"a:r:b": [[0, 5], [17, 20]], "b:s:a": [[5, 17], [20, 30]]},
+    "ntypes": {"a": 0, "b": 1}, "etypes": {"a:r:b": 0, "b:s:a": 1},
+    "dgld": {"format_version": 1, "heterogeneous": true, "etype_counts": [8, 22]},
+    "part-0": {"node_feats": "part0/node_feat.dgld", "edge_feats": "part0/edge_feat.dgld", "part_graph": "part0/graph.dgld"},
+    "part-1": {"node_feats": "part1/node_feat.dgld", "edge_feats": "part1/edge_feat.dgld", "part_graph": "part1/graph.dgld"}
+  })");
+}
+}  // namespace
+
+TEST_CASE("part_config: a heterogeneous config has edge_map per canonical edge type") {
+  auto r = parse(hetero_config());
+  REQUIRE(r.is_ok());
+  CHECK(r->edge_map == std::vector<IdRange>{{0, 17}, {17, 30}});
+  CHECK(r->types.etype_map[1] == std::vector<IdRange>{{5, 17}, {20, 30}});
+  CHECK(r->types.etype_count == std::vector<int64_t>{8, 22});
+  CHECK(edge_tensor_type(*r, "b:s:a/features") == 1);
+  CHECK(edge_tensor_type(*r, "_N:_E:_N/w") == -1);
+  CHECK(edge_tensor_range(*r, 1, "a:r:b/x") == IdRange{17, 20});
+  CHECK(edge_tensor_range(*r, 1, "w") == IdRange{17, 30});
+  auto back = parse_part_config(part_config_to_json(*r), "g.json", "/data");
+  REQUIRE(back.is_ok());
+  CHECK(back->types.etype_map == r->types.etype_map);
+
+  struct Case {
+    std::function<void(json&)> mutate;
+    const char* expect;
+  };
+  const std::vector<Case> cases = {
+      {[](json& j) { j["edge_map"] = {{"_E", json::array({json::array({0, 17}), json::array({17, 30})})}}; },
+       "field 'edge_map': has one '_E' range per partition, the layout of a dgl-partition older than this dgld"},
+      {[](json& j) { j["edge_map"].erase("b:s:a"); }, "field 'edge_map': expected one [[start, end], ...] list per edge type (2)"},
+      {[](json& j) { j["edge_map"]["b:s:a"][0] = json::array({6, 17}); },
+       "field 'edge_map'[\"b:s:a\"][0]: range [6, 17) should start at 5"},
+      {[](json& j) { j["edge_map"]["a:r:b"][1] = json::array({17}); }, "field 'edge_map'[\"a:r:b\"][1]: expected [start, end]"},
+      {[](json& j) { j["dgld"]["etype_counts"] = json::array({9, 21}); }, "'etype_counts': do not match the sizes"},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    json j = hetero_config();
+    cases[i].mutate(j);
+    INFO("case " << i << ": " << j.dump());
+    auto bad = parse(j);
+    REQUIRE_FALSE(bad.is_ok());
+    CHECK_THAT(bad.status().message(), Catch::Contains(cases[i].expect));
+    CHECK_THAT(bad.status().message(), Catch::StartsWith("g.json"));
+  }
+}

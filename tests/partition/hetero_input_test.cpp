@@ -11,6 +11,8 @@
 #include <sstream>
 #include <tuple>
 
+#include "common/file_util.h"
+#include "common/partition/partition_book.h"
 #include "partition/hetero_generator.h"
 #include "partition/hetero_input.h"
 #include "partition/tool.h"
@@ -404,6 +406,18 @@ TEST_CASE("OGB heterogeneous layout: bad input names the file, the line and what
     CHECK(load_error(opts(d)) ==
           "missing " + (d / "raw/node-feat/venue/node-feat.csv").string() + "[.gz]");
   }
+  SECTION("edge features: wrong row count, ragged rows") {
+    const std::string feat = (d / "raw/relations/paper___cites___paper/edge-feat.csv").string();
+    write_text(feat, "1,2\n3,4\n");
+    CHECK(load_error(opts(d)) == feat +
+                                     ": has 2 feature rows, expected 3, one per edge of relation "
+                                     "paper:cites:paper (features missing for edge 2)");
+    write_text(feat, "1,2\n3,4\n5,6\n7,8\n");
+    CHECK(load_error(opts(d)) == feat + ":4: more feature rows than the 3 edges of relation paper:cites:paper");
+    write_text(feat, "1,2\n3\n5,6\n");
+    CHECK(load_error(opts(d)) == feat + ":2: expected 2 values, got 1");
+  }
+
   SECTION("splits: ids out of range, non-integers, missing target directory, several splits") {
     write_gz(d / "split/time/paper/test.csv.gz", "3\n4\n");
     CHECK(load_error(opts(d)) ==
@@ -696,6 +710,98 @@ int run_tool(const std::vector<std::string>& args, std::string* err) {
   std::cerr.rdbuf(old);
   *err = captured.str();
   return rc;
+}
+
+// The per-type input index of each edge's features in write_mag's cites relation
+// (with --add-reverse, rev-cites reads the same rows).
+TEST_CASE("typed partitions: edge_map per canonical edge type, per-type edge tensors, --verify") {
+  TempDir dir;
+  write_mag(dir / "mag");
+  // cites edge i (input order) has features (10 i, src, dst) of its per-type input ids.
+  write_text(dir / "mag/raw/relations/paper___cites___paper/edge-feat.csv", "0,1,0\n10,2,0\n20,3,2\n");
+  const std::string out = (dir / "out").string();
+  std::string err;
+  REQUIRE(run_tool({"--input", "ogb:" + (dir / "mag").string(), "--add-reverse", "--num-parts", "2",
+                    "--part-method", "random", "--graph-name", "mag", "--output", out, "--log-level", "error"},
+                   &err) == 0);
+  auto c = load_part_config(dir / "out/mag.json");
+  REQUIRE(c.is_ok());
+  const GraphTypeInfo& ty = c->types;
+  REQUIRE(ty.num_etypes() == 6);
+  REQUIRE(ty.etype_map.size() == 6);
+  // The JSON has DGL's layout: one edge_map key per canonical edge type.
+  const std::string json = *read_file(dir / "out/mag.json");
+  for (const std::string& et : ty.etypes) CHECK_THAT(json, Contains("\"" + et + "\": ["));
+  CHECK_THAT(json, !Contains("\"_E\""));
+  const int cites = ty.etype_id("paper:cites:paper"), rev = ty.etype_id("paper:rev-cites:paper");
+  REQUIRE(cites >= 0);
+  REQUIRE(rev >= 0);
+  int64_t cites_rows = 0;
+  for (int p = 0; p < 2; ++p) {
+    auto part = open_partition(*c, p, true);
+    REQUIRE(part.is_ok());
+    const MappedPartition& P = **part;
+    const auto& in = P.in_edges();
+    const IdRange er = c->edge_map[p];
+    for (int64_t k = 0; k < P.num_inner_edges(); ++k) {
+      // Each inner edge's id lies in its type's range, and maps back to its slot.
+      const IdRange tr = ty.etype_map[P.edge_types()[k]][p];
+      CHECK(in.eids[k] >= tr.start);
+      CHECK(in.eids[k] < tr.end);
+      CHECK(P.inner_edge_slot(in.eids[k] - er.start) == k);
+      const auto [src, dst] = P.inner_edge_ends(in.eids[k] - er.start);
+      CHECK(dst == P.node_global_ids()[std::upper_bound(in.indptr.begin(), in.indptr.end(), k) -
+                                       in.indptr.begin() - 1]);
+      CHECK(src == P.node_global_ids()[in.indices[k]]);
+    }
+    // Per-type edge tensors: rows in edge id order, the edge's own input features.
+    for (int t : {cites, rev}) {
+      const TensorView* f = P.edge_tensor(ty.etypes[t] + "/features");
+      REQUIRE(f != nullptr);
+      const IdRange tr = ty.etype_map[t][p];
+      REQUIRE(f->shape == std::vector<int64_t>{tr.size(), 3});
+      const auto rows = f->as<float>();
+      for (int64_t e = tr.start; e < tr.end; ++e) {
+        const int64_t k = P.inner_edge_slot(e - er.start);
+        const int64_t src = P.node_global_ids()[in.indices[k]];
+        const int64_t dst = P.node_global_ids()[std::upper_bound(in.indptr.begin(), in.indptr.end(), k) -
+                                                in.indptr.begin() - 1];
+        // The input edge's per-type paper ids, from the nodes' original ids.
+        const RangePartitionBook book = *RangePartitionBook::from_config(*c);
+        auto orig = [&](int64_t gid) {
+          const int q = book.node_partition(gid);
+          auto owner = open_partition(*c, q, false);
+          return (*owner)->orig_node_ids()[gid - c->node_map[q].start];
+        };
+        const float* row = rows.data() + (e - tr.start) * 3;
+        // A reverse edge's features are its forward edge's (source and destination swapped).
+        const int64_t in_src = t == cites ? orig(src) : orig(dst), in_dst = t == cites ? orig(dst) : orig(src);
+        CHECK(row[1] == static_cast<float>(in_src));
+        CHECK(row[2] == static_cast<float>(in_dst));
+      }
+      if (t == cites) cites_rows += tr.size();
+    }
+    CHECK(P.edge_tensor("author:writes:paper/features") == nullptr);
+  }
+  CHECK(cites_rows == 3);
+  CHECK(run_tool({"--verify", out + "/mag.json"}, &err) == 0);
+
+  // A config in the layout of older dgld releases (one "_E" edge_map key) is refused.
+  std::string old = json;
+  const size_t a = old.find("\"edge_map\"");
+  REQUIRE(a != std::string::npos);
+  const size_t b = old.find("},", a);
+  old.replace(a, b + 1 - a, "\"edge_map\": {\"_E\": " + [&] {
+    std::string r = "[";
+    for (int p = 0; p < 2; ++p) {
+      r += (p ? ", [" : "[") + std::to_string(c->edge_map[p].start) + ", " + std::to_string(c->edge_map[p].end) + "]";
+    }
+    return r + "]}";
+  }());
+  auto refused = parse_part_config(old, "old.json", dir.path());
+  REQUIRE_FALSE(refused.is_ok());
+  CHECK_THAT(refused.status().message(), Contains("old.json: field 'edge_map': has one '_E' range per partition"));
+  CHECK_THAT(refused.status().message(), Contains("re-partition the graph"));
 }
 
 TEST_CASE("command line: heterogeneous inputs, --add-reverse, --target-ntype, generators") {

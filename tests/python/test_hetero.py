@@ -55,6 +55,37 @@ before = mask[torch.tensor([0, 1])].clone()
 mask[torch.tensor([0, 1])] = torch.tensor([1, 0], dtype=torch.uint8)
 out["written"] = mask[torch.tensor([0, 1])].tolist()
 mask[torch.tensor([0, 1])] = before
+# Per-type edge ids (DGL's layout): an edge type's data holds one row per edge
+# of that type, indexed by its per-type ids; find_edges(ids, etype) gives per-type
+# node ids; the partition book maps both ways.
+cw = ("author", "writes", "paper")
+n_w = g.num_edges(cw)
+ew = torch.arange(n_w)
+src, dst = g.find_edges(ew, etype=cw)
+hsrc, hdst = g.find_edges(g.to_homogeneous_eids(cw, ew))
+out["find_edges_typed"] = (bool(torch.equal(g.to_homogeneous_ids("author", src), hsrc)) and
+                           bool(torch.equal(g.to_homogeneous_ids("paper", dst), hdst)) and
+                           int(src.max()) < g.num_nodes("author") and int(dst.max()) < g.num_nodes("paper"))
+gpb = g.get_partition_book()
+et, back = gpb.map_to_per_etype(gpb.map_to_homo_eid(ew, cw))
+out["eid_round_trip"] = bool(torch.equal(back, ew)) and bool((et == g.canonical_etypes.index(cw)).all())
+out["partid2eids"] = sorted(torch.cat([gpb.partid2eids(p, cw) for p in range(2)]).tolist()) == ew.tolist()
+weight = dist.DistTensor((n_w, 2), torch.float32, name="w", part_policy=g.get_edge_partition_policy(cw),
+                         init_func=lambda shape, dtype: torch.zeros(shape, dtype=dtype))
+weight[ew] = torch.stack([ew.float(), src.float()], 1)
+g.edges[cw].data["w"] = weight
+got = g.edges["writes"].data["w"][ew]
+out["edge_data"] = bool(torch.equal(got[:, 0], ew.float())) and bool(torch.equal(got[:, 1], src.float()))
+try:  # writes and rev-writes have as many edges: the row count names no single policy
+    dist.DistTensor((n_w, 1), torch.float32, name="w2")
+    out["edge_policy"] = "no error"
+except Exception as e:
+    out["edge_policy"] = str(e)
+try:
+    g.edges["writes"].data["w"][torch.tensor([n_w])]
+    out["edge_out_of_range"] = "no error"
+except Exception as e:
+    out["edge_out_of_range"] = str(e)
 print("RESULT " + json.dumps(out))
 dist.exit_client()
 """
@@ -86,6 +117,15 @@ def test_distgraph_types_and_per_type_data():
     assert "'journal' is not a node type" in res["unknown_type"]
     assert "out of range" in res["out_of_range"]
     assert res["written"] == [1, 0]
+    assert res["find_edges_typed"] and res["eid_round_trip"] and res["partid2eids"]
+    assert res["edge_data"], res
+    assert "several partition policies match" in res["edge_policy"]
+    assert "'author:writes:paper' edges" in res["edge_policy"]
+    assert "out of range" in res["edge_out_of_range"]
+    # DGL's typed partition config: one edge_map list per canonical edge type.
+    assert sorted(cfg["edge_map"]) == sorted(cfg["etypes"])
+    for et, ranges in cfg["edge_map"].items():
+        assert sum(e - s for s, e in ranges) == cfg["dgld"]["etype_counts"][cfg["etypes"][et]]
 
 
 LOADER_SCRIPT = r"""
@@ -126,11 +166,15 @@ for input_nodes, seeds, blocks in loader:
             rel = b[c]
             u, v = rel.edges()
             eids = rel.edata[dgld.EID]
-            # Every sampled edge is an edge of that relation between those nodes.
-            su = g.to_homogeneous_ids(c[0], b.srcdata[dgld.NID][c[0]][u])
-            dv = g.to_homogeneous_ids(c[2], b.dstdata[dgld.NID][c[2]][v])
-            fu, fv = g.find_edges(eids)
+            # Every sampled edge is an edge of that relation between those nodes
+            # (per-type edge and node ids, as DGL's find_edges gives them).
+            su = b.srcdata[dgld.NID][c[0]][u]
+            dv = b.dstdata[dgld.NID][c[2]][v]
+            fu, fv = g.find_edges(eids, etype=c)
             ok["edges"] &= torch.equal(fu, su) and torch.equal(fv, dv)
+            hu, hv = g.find_edges(g.to_homogeneous_eids(c, eids))
+            ok["edges"] &= torch.equal(hu, g.to_homogeneous_ids(c[0], su))
+            ok["edges"] &= bool(((eids >= 0) & (eids < g.num_edges(c))).all())
             limit = fan0[c] if layer == 0 else 4
             if v.numel():
                 ok["fanout"] &= int(torch.bincount(v).max()) <= limit
