@@ -254,10 +254,25 @@ std::pair<uint64_t, uint64_t> BatchBuilder::feature_cache_hits_misses() const {
   return {feature_->row_cache()->hits(), feature_->row_cache()->misses()};
 }
 
+size_t BatchBuilder::feature_cache_bytes() const {
+  return feature_ && feature_->row_cache() ? feature_->row_cache()->bytes() : 0;
+}
+
 // ---------------------------------------------------------------- wire
 
 uint64_t batch_rng_seed(uint64_t seed, int epoch, int64_t batch_id) {
   return derive_seed(derive_seed(seed, static_cast<uint64_t>(epoch)), static_cast<uint64_t>(batch_id));
+}
+
+size_t batch_bytes(const Batch& b) {
+  auto bytes = [](const auto& v) { return v.size() * sizeof(v[0]); };
+  const MiniBatch& m = b.mini_batch;
+  size_t n = bytes(b.features) + bytes(b.labels) + bytes(m.seeds) + bytes(m.input_nodes);
+  for (const Block& k : m.blocks) {
+    n += bytes(k.dst_nodes) + bytes(k.src_nodes) + bytes(k.indptr) + bytes(k.indices) + bytes(k.eids) + bytes(k.etypes);
+  }
+  for (const TypedRows& t : b.typed_features) n += bytes(t.index) + bytes(t.rows);
+  return n;
 }
 
 }  // namespace dgld::client

@@ -103,6 +103,10 @@ struct Batch {
   }
 };
 
+// Bytes a batch holds in this process: its feature rows (none when they stay in
+// a sampler-worker's slot), blocks, ids and labels.
+size_t batch_bytes(const Batch& b);
+
 // seeds -> Batch: samples with DistNeighborSource + MultiLayerNeighborSampler
 // and pulls features and labels with DistTensor. Used by the sampler-worker
 // and by the trainer's own threads. Safe to call from several threads.
@@ -138,6 +142,8 @@ class BatchBuilder {
   const BatchSpec& spec() const { return spec_; }
   // Rows served from the feature cache / requested because not cached (0, 0 without one).
   std::pair<uint64_t, uint64_t> feature_cache_hits_misses() const;
+  // Bytes of other machines' feature rows kept (0: no cache).
+  size_t feature_cache_bytes() const;
 
  private:
   BatchBuilder(Cluster& cluster, BatchSpec spec, ThreadPool* pool, std::shared_ptr<BufferPool> buffers);

@@ -90,6 +90,8 @@ struct DistDataLoader::Impl {
   std::set<int64_t> todo;                             // batch ids not handed out
   int in_flight = 0;
   std::map<int64_t, Batch> ready;
+  size_t ready_bytes = 0;     // batch_bytes of `ready`
+  size_t largest_batch = 0;   // batch_bytes of the largest batch made so far
   int64_t next_id = 0;  // deterministic: the next batch id to yield
   int64_t delivered = 0;
   std::optional<Status> fatal;
@@ -120,12 +122,19 @@ struct DistDataLoader::Impl {
       const bool eligible = remote >= 0 || live == 0;
       if (eligible && !todo.empty()) {
         const int64_t first = *todo.begin();
-        const bool credit = in_flight + static_cast<int>(ready.size()) < o.prefetch;
+        const int ahead = in_flight + static_cast<int>(ready.size());
+        // Under a byte bound, one batch at a time until a batch's size is known.
+        const bool bytes_ok =
+            o.prefetch_bytes == 0 ||
+            (largest_batch == 0 ? ahead == 0
+                                : ready_bytes + static_cast<size_t>(in_flight + 1) * largest_batch <= o.prefetch_bytes);
+        const bool credit = ahead < o.prefetch && bytes_ok;
         // The batch the consumer waits for is always handed out, so a
         // re-issued early batch cannot be starved by later ready ones.
         if (credit || (o.deterministic && first == next_id)) {
           todo.erase(todo.begin());
           ++in_flight;
+          stats.max_ahead = std::max(stats.max_ahead, in_flight + static_cast<int>(ready.size()));
           t = Task{first, epoch, generation, order};
           return true;
         }
@@ -140,6 +149,9 @@ struct DistDataLoader::Impl {
     if (t.generation == generation) {
       b.worker = remote;
       ++(remote >= 0 ? stats.batches_by_workers : stats.batches_by_trainer);
+      const size_t bytes = batch_bytes(b);
+      largest_batch = std::max(largest_batch, bytes);
+      ready_bytes += bytes;
       ready.emplace(t.batch_id, std::move(b));
     }
     cv.notify_all();
@@ -317,6 +329,15 @@ std::pair<uint64_t, uint64_t> DistDataLoader::feature_cache_hits_misses() const 
   return impl_->builder->feature_cache_hits_misses();
 }
 
+DistDataLoader::Memory DistDataLoader::memory() const {
+  Memory m;
+  m.feature_cache = impl_->builder->feature_cache_bytes();
+  m.idle_buffers = impl_->buffers->idle_bytes();
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  m.largest_batch = impl_->largest_batch;
+  return m;
+}
+
 void DistDataLoader::start_epoch(int epoch) {
   Impl& s = *impl_;
   auto order = std::make_shared<std::vector<int64_t>>(s.train_ids);
@@ -329,6 +350,7 @@ void DistDataLoader::start_epoch(int epoch) {
   ++s.generation;
   s.order = std::move(order);
   s.ready.clear();
+  s.ready_bytes = 0;
   s.todo.clear();
   for (int64_t b = 0; b < s.num_batches(); ++b) s.todo.insert(b);
   s.next_id = 0;
@@ -362,6 +384,7 @@ Result<std::optional<Batch>> DistDataLoader::next(std::chrono::milliseconds time
     if (it != s.ready.end()) {
       Batch b = std::move(it->second);
       s.ready.erase(it);
+      s.ready_bytes -= batch_bytes(b);
       ++s.delivered;
       if (s.o.deterministic) ++s.next_id;
       s.cv.notify_all();

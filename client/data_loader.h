@@ -43,6 +43,10 @@ struct DataLoaderOptions {
   uint64_t seed = 0;  // shuffling and sampling
   BatchSpec spec;
   int prefetch = 4;            // batches in flight or ready, at most
+  // And at most this many bytes of them (batch_bytes; batches in flight count
+  // as the largest batch seen so far); 0: no byte bound. The batch the
+  // consumer waits for is always made, so one batch is in flight at least.
+  size_t prefetch_bytes = 0;
   // Workers leave out the feature rows of nodes the trainer's machine owns,
   // and the trainer copies those from its shared memory (as DGL's trainers
   // read local features); false: workers send every row.
@@ -70,6 +74,7 @@ struct DataLoaderOptions {
 struct DataLoaderStats {
   int64_t batches_by_workers = 0, batches_by_trainer = 0, reissued = 0;
   int live_workers = 0;
+  int max_ahead = 0;  // most batches in flight or ready at once (prefetch, prefetch_bytes bound it)
 };
 
 class DistDataLoader {
@@ -104,6 +109,12 @@ class DistDataLoader {
   // Of the trainer's own batches (not the workers'): remote feature rows
   // served from the feature cache, and requested.
   std::pair<uint64_t, uint64_t> feature_cache_hits_misses() const;
+  // What the loader holds: its feature cache, the largest batch made so far,
+  // and the idle feature buffers kept for reuse (bytes).
+  struct Memory {
+    size_t feature_cache = 0, largest_batch = 0, idle_buffers = 0;
+  };
+  Memory memory() const;
 
   struct Impl;
 

@@ -16,6 +16,12 @@ std::vector<float> BufferPool::take(size_t n) {
       idle_.erase(it);
     }
   }
+  if (n > v.capacity()) {
+    // Growing would copy the old contents into a new block while both are
+    // held: start a fresh one instead, with room for batches a little larger.
+    std::vector<float>().swap(v);
+    v.reserve(n + n / 8);
+  }
   // Shrinking keeps the capacity and initialises nothing.
   v.resize(n);
   return v;
@@ -27,6 +33,13 @@ void BufferPool::give(std::vector<float>&& buffer) {
   // a larger one only the part beyond it.
   std::lock_guard lock(mu_);
   if (idle_.size() < max_buffers_) idle_.push_back(std::move(buffer));
+}
+
+size_t BufferPool::idle_bytes() const {
+  std::lock_guard lock(mu_);
+  size_t n = 0;
+  for (const auto& b : idle_) n += b.capacity() * sizeof(float);
+  return n;
 }
 
 size_t BufferPool::idle() const {

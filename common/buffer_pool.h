@@ -23,6 +23,7 @@ class BufferPool {
   // Hands a buffer back for reuse (its contents are not kept meaningful).
   void give(std::vector<float>&& buffer);
   size_t idle() const;
+  size_t idle_bytes() const;  // capacity of the idle buffers
 
  private:
   mutable std::mutex mu_;

@@ -64,6 +64,7 @@ Status GraphServer::Impl::init() {
               opts.is_main() ? "loaded" : "attached to", m, config.graph_name, ni, part->num_local_nodes(),
               part->num_local_edges(), part->node_tensors().size(),
               std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count());
+  log()->info("memory after loading: {}", describe(read_process_memory()));
 
   if (opts.is_coordinator()) {
     MembershipOptions mo;
@@ -214,6 +215,9 @@ Status GraphServer::wait() {
   std::unique_lock lock(impl_->stop_mu);
   impl_->stop_cv.wait(lock, [&] { return impl_->stopping; });
   log()->info("{} stopping: {}", impl_->name(), impl_->stop_reason);
+  const nlohmann::json m = impl_->memory_json();
+  log()->info("memory: {}; partition files {:.0f} MiB, tensors served {:.0f} MiB", describe(read_process_memory()),
+              m["partition_bytes"].get<double>() / (1 << 20), m["tensor_bytes"].get<double>() / (1 << 20));
   return Status::ok();
 }
 

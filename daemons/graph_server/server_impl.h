@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <array>
 #include <condition_variable>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -26,6 +27,7 @@
 #include "common/net/io_threads.h"
 #include "common/net/rpc_server.h"
 #include "common/part_config.h"
+#include "common/process_memory.h"
 #include "common/partition/partition.h"
 #include "common/sampling/neighbor_sampling.h"
 #include "common/sampling/thread_pool.h"
@@ -70,12 +72,6 @@ struct KindStats {
   }
 };
 
-inline int64_t rss_bytes() {
-  std::ifstream in("/proc/self/statm");
-  int64_t pages = 0, resident = 0;
-  in >> pages >> resident;
-  return resident * sysconf(_SC_PAGESIZE);
-}
 
 // Blob `index` of a request as int64 ids.
 inline Result<std::span<const int64_t>> id_blob(const Message& m, size_t index, const char* what, size_t max_ids) {
@@ -159,6 +155,9 @@ struct GraphServer::Impl {
   void end_session(const void* caller_id, const Status& st);
   void request_stop(const std::string& reason);
   std::string stats_json() const;
+  // The process's memory (common/process_memory.h), its partition files'
+  // bytes and the bytes of the tensors it serves from shared memory.
+  nlohmann::json memory_json() const;
 
   // Handlers.
   void on_register(const RequestContext& ctx, Message&& m);

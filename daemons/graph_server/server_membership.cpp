@@ -84,6 +84,24 @@ void GraphServer::Impl::on_shutdown(const RequestContext& ctx, Message&& m) {
   request_stop(reason);
 }
 
+nlohmann::json GraphServer::Impl::memory_json() const {
+  nlohmann::json m = to_json(read_process_memory());
+  int64_t files = 0;
+  std::error_code ec;
+  const PartitionFiles& f = config.parts[static_cast<size_t>(opts.machine_id())];
+  for (const std::string* p : {&f.part_graph, &f.node_feats, &f.edge_feats}) {
+    const auto n = std::filesystem::file_size(config.resolve(*p), ec);
+    if (!ec) files += static_cast<int64_t>(n);
+  }
+  m["partition_bytes"] = files;
+  int64_t shared = 0;
+  if (tensors) {
+    for (const auto& t : tensors->list()) shared += static_cast<int64_t>(t->storage->data_bytes());
+  }
+  m["tensor_bytes"] = shared;
+  return m;
+}
+
 void GraphServer::Impl::on_stats(const RequestContext& ctx, Message&&) {
   std::string j = stats_json();
   flatbuffers::FlatBufferBuilder fbb;
@@ -96,7 +114,8 @@ std::string GraphServer::Impl::stats_json() const {
   j["server_id"] = opts.server_id;
   j["machine_id"] = opts.machine_id();
   j["uptime_s"] = std::chrono::duration<double>(Clock::now() - started).count();
-  j["rss_bytes"] = rss_bytes();
+  j["memory"] = memory_json();
+  j["rss_bytes"] = j["memory"]["rss_bytes"];
   j["connections"] = rpc ? rpc->num_connections() : 0;
   j["bytes_in"] = rpc ? rpc->bytes_in() : 0;
   j["bytes_out"] = rpc ? rpc->bytes_out() : 0;

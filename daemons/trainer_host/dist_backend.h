@@ -34,6 +34,7 @@ class DistBackend final : public TrainingBackend {
   DistBackend(const DistTrainOptions& o, const TrainConfig& c) : o_(o), c_(c), log_(logger("trainer")) {}
   Status setup();
   Status finish();
+  MemoryReport memory() const override;
 
   int rank() const override { return coll_->rank(); }
   int world_size() const override { return coll_->world(); }

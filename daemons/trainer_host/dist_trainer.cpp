@@ -1,5 +1,7 @@
 #include "daemons/trainer_host/dist_trainer.h"
 
+#include <filesystem>
+
 #include "daemons/trainer_host/dist_backend.h"
 
 namespace dgld::trainer {
@@ -154,6 +156,7 @@ Status DistBackend::setup() {
   lo.spec.feature = uses_features || hetero ? c_.feature : "";
   lo.spec.label = labelled(c_.label);
   lo.spec.feature_cache_bytes = static_cast<size_t>(o_.feature_cache_mb) << 20;
+  lo.prefetch_bytes = static_cast<size_t>(o_.prefetch_mb) << 20;
   lo.samplers = endpoints;
   lo.local_threads = 2;
   lo.local_thread_nice = kSamplingThreadNice;
@@ -245,6 +248,26 @@ Status DistBackend::setup_link(const SamplingSpec& sampling, bool uses_features)
              link_loader_->num_edges(), link_loader_->num_batches_per_epoch(), steps_per_epoch_,
              link_valid_.src.size(), link_test_.src.size(), link_test_.num_negatives);
   return Status::ok();
+}
+
+MemoryReport DistBackend::memory() const {
+  MemoryReport m;
+  const PartitionConfig& config = cluster_->config();
+  const PartitionFiles& files = config.parts[static_cast<size_t>(cluster_->machine_id())];
+  std::error_code ec;
+  m.partition_bytes = 0;
+  for (const std::string* f : {&files.part_graph, &files.node_feats, &files.edge_feats}) {
+    const auto n = std::filesystem::file_size(config.resolve(*f), ec);
+    if (!ec) m.partition_bytes += static_cast<int64_t>(n);
+  }
+  if (loader_) {
+    const auto lm = loader_->memory();
+    m.feature_cache_bytes = static_cast<int64_t>(lm.feature_cache);
+    m.largest_batch_bytes = static_cast<int64_t>(lm.largest_batch);
+    m.idle_buffer_bytes = static_cast<int64_t>(lm.idle_buffers);
+  }
+  m.prefetch_limit_bytes = o_.prefetch_mb << 20;
+  return m;
 }
 
 Status DistBackend::finish() {

@@ -62,6 +62,7 @@ struct DistTrainOptions {
   std::string sampler_worker_path;  // empty: found next to this executable
   std::string log_level = "info";   // passed to the sampler-workers
   int64_t feature_cache_mb = 256;   // other machines' feature rows kept by the trainer and each sampler-worker
+  int64_t prefetch_mb = 512;        // MiB of batches made ahead of training, at most (0: no bound)
   int rendezvous_port = 0;          // 0: base_port(machine 0) + kRendezvousPortOffset
   std::chrono::milliseconds collective_timeout{60000};  // store, process group, every allreduce
   bool shutdown_servers = false;  // rank 0 asks the servers to exit at the end

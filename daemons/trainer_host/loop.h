@@ -47,6 +47,8 @@ class Loop {
   Result<torch::Tensor> typed_layer0(std::span<const int64_t> ids, const std::vector<client::TypedRows>& typed,
                                      bool train);
   Status setup_hetero();
+  // Fills r_.memory from the backend and the process, and logs it.
+  void report_memory();
   Status create_embedding();
   nlohmann::json checkpoint_meta(int epoch) const;
   Status save_checkpoint(int epoch);

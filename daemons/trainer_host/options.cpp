@@ -112,6 +112,9 @@ ParsedTrainerHostOptions parse_trainer_host_options(int argc, const char* const 
       ("feature-cache-mb", po::value(&d.feature_cache_mb)->default_value(d.feature_cache_mb),
        "distributed: MiB of other machines' feature rows kept by this trainer and each sampler-worker (the most "
        "connected halo nodes); 0: none")
+      ("prefetch-mb", po::value(&d.prefetch_mb)->default_value(d.prefetch_mb),
+       "distributed: MiB of mini-batches made ahead of training, at most (at least one batch is always "
+       "made; 0: no bound, up to 4 batches)")
       ("secret-file", po::value(&d.secret_file),
        "distributed: file with the job's shared secret, mode 0600 (env DGLD_SECRET_FILE)")
       ("rendezvous-port", po::value(&d.rendezvous_port)->default_value(d.rendezvous_port),
@@ -160,6 +163,7 @@ ParsedTrainerHostOptions parse_trainer_host_options(int argc, const char* const 
   if (d.num_servers < 1) return fail("--num-servers must be >= 1");
   if (d.num_samplers < 0) return fail("--num-samplers must be >= 0");
   if (d.feature_cache_mb < 0) return fail("--feature-cache-mb must be >= 0");
+  if (d.prefetch_mb < 0) return fail("--prefetch-mb must be >= 0");
   if (collective_timeout_s < 1) return fail("--collective-timeout-s must be >= 1");
   d.collective_timeout = std::chrono::seconds(collective_timeout_s);
   d.part_config = o.part_config;

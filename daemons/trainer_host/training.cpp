@@ -244,6 +244,7 @@ std::string metrics_json(const TrainResult& r) {
                                     {"compute_s", e.compute_cpu_s},
                                     {"allreduce_s", e.allreduce_cpu_s},
                                     {"process_s", e.process_cpu_s}}},
+                           {"peak_rss_bytes", e.peak_rss_bytes},
                            {"step_losses", e.step_losses}});
   }
   const bool link = r.config.task == "link";
@@ -256,6 +257,16 @@ std::string metrics_json(const TrainResult& r) {
       ej["test"] = link_metrics_json(e.test_link);
     }
     j["evals"].push_back(ej);
+  }
+  {
+    const MemoryReport& m = r.memory;
+    json mem = to_json(m.process);
+    mem["partition_bytes"] = m.partition_bytes;
+    mem["feature_cache_bytes"] = m.feature_cache_bytes;
+    mem["largest_batch_bytes"] = m.largest_batch_bytes;
+    mem["idle_buffer_bytes"] = m.idle_buffer_bytes;
+    mem["prefetch_limit_bytes"] = m.prefetch_limit_bytes;
+    j["memory"] = std::move(mem);
   }
   j["val_acc"] = r.val_acc;
   j["test_acc"] = r.test_acc;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/process_memory.h"
 #include "common/status.h"
 #include "common/sampling/sampling_spec.h"
 
@@ -127,6 +128,17 @@ struct EpochMetrics {
   // process_cpu_s every thread of this trainer over the epoch.
   double sample_cpu_s = 0, fetch_cpu_s = 0, compute_cpu_s = 0, allreduce_cpu_s = 0, process_cpu_s = 0;
   std::vector<double> step_losses;  // each step's loss, averaged over the trainers
+  int64_t peak_rss_bytes = -1;      // this trainer's peak resident memory so far, at the epoch's end
+};
+
+// Where a trainer's memory goes (metrics.json "memory"; -1: unknown or none).
+struct MemoryReport {
+  ProcessMemory process;                 // at the end of training
+  int64_t partition_bytes = -1;          // the local partition's files, mapped (pages shared with the graph-server)
+  int64_t feature_cache_bytes = -1;      // other machines' feature rows kept (--feature-cache-mb bounds it)
+  int64_t largest_batch_bytes = -1;      // the largest mini-batch made (features, blocks, labels)
+  int64_t idle_buffer_bytes = -1;        // feature buffers kept for the next batches
+  int64_t prefetch_limit_bytes = -1;     // --prefetch-mb (0: no bound)
 };
 
 // Ranking metrics of held-out edges against their pre-drawn negatives.
@@ -158,6 +170,7 @@ struct TrainResult {
   double total_time_s = 0;
   std::vector<std::string> output_files;  // inference outputs written (rank 0), and the saved model
   double inference_time_s = 0;
+  MemoryReport memory;
 };
 
 // The metrics JSON trainer-host writes (rank 0):

@@ -327,6 +327,7 @@ Status Loop::train_epoch(int epoch, EpochMetrics& m) {
   m.train_acc = seeds_sum > 0 ? correct_sum / seeds_sum : 0.0;
   m.time_s = seconds_since(t_epoch);
   m.process_cpu_s = process_cpu_seconds() - process_cpu0;
+  m.peak_rss_bytes = read_process_memory().peak_rss;
   m.seeds_per_s = m.time_s > 0 ? seeds_sum / m.time_s : 0.0;
   return Status::ok();
 }
@@ -386,7 +387,19 @@ Result<TrainResult> Loop::run() {
   }
   if (!c_.output_dir.empty()) DGLD_RETURN_IF_ERROR(write_outputs());
   r_.total_time_s = previous_time_s_ + seconds_since(t_start);
+  report_memory();
   return r_;
+}
+
+void Loop::report_memory() {
+  MemoryReport& m = r_.memory;
+  m = b_.memory();
+  m.process = read_process_memory();
+  auto mib = [](int64_t b) { return b < 0 ? std::string("-") : fmt::format("{:.0f}", static_cast<double>(b) / (1 << 20)); };
+  log_->info("memory: {}; partition files {} MiB (mapped, shared with the graph-server), feature cache {} MiB, "
+             "largest batch {} MiB, idle feature buffers {} MiB, prefetch bound {} MiB",
+             describe(m.process), mib(m.partition_bytes), mib(m.feature_cache_bytes), mib(m.largest_batch_bytes),
+             mib(m.idle_buffer_bytes), m.prefetch_limit_bytes == 0 ? std::string("none") : mib(m.prefetch_limit_bytes));
 }
 
 

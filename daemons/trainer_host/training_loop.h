@@ -99,6 +99,8 @@ class TrainingBackend {
     (void)test;
     return invalid_argument("--task link needs a distributed job (dgl-launch) over a --link-split partition");
   }
+  // What the backend holds in memory (the process's own figures are added by the loop).
+  virtual MemoryReport memory() const { return {}; }
   // Heterogeneous graphs: the graph's types, and the width of each node
   // type's input features (0: none, the type gets a learnable embedding).
   // Null / empty for a homogeneous graph.

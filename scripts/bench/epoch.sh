@@ -23,16 +23,22 @@
 # Runs alternate the fused kernels and the index_add reference (--kernels),
 # print every phase, and end with the ratio of their compute time (target
 # <= 0.5) and the fused run's epoch time (target <= 1.0 s on a quiet
-# 2-core machine).
+# 2-core machine). Every run also records each process's peak resident
+# memory (VmHWM, polled): ratio lines give the trainer's and the
+# graph-server's against their targets (600 and 250 MiB) and against the
+# bytes of a partition's files. --baseline-build DIR adds, in every round,
+# the fused run with DIR's binaries (a build of an earlier commit), and the
+# ratios of this build's epoch time and peak memory over it.
 #
 # Usage: scripts/bench/epoch.sh [--nodes N] [--epochs E] [--rounds R] [--build DIR]
-#        scripts/bench/epoch.sh --dgl-config [--rounds R] [--build DIR]
+#        scripts/bench/epoch.sh --dgl-config [--rounds R] [--build DIR] [--baseline-build DIR]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 nodes=1000000
 epochs=2
 rounds=1
 build=build
+baseline=""
 dgl_config=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -40,8 +46,9 @@ while [[ $# -gt 0 ]]; do
     --epochs) epochs="$2"; shift 2 ;;
     --rounds) rounds="$2"; shift 2 ;;
     --build) build="$2"; shift 2 ;;
+    --baseline-build) baseline="$2"; shift 2 ;;
     --dgl-config) dgl_config=1; shift ;;
-    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
     *) echo "epoch.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -52,6 +59,12 @@ trainer="$build/daemons/trainer_host/trainer-host"
 for b in "$part" "$server" "$trainer"; do
   [[ -x "$b" ]] || { echo "epoch.sh: build first ($b missing)" >&2; exit 1; }
 done
+if [[ -n "$baseline" ]]; then
+  [[ $dgl_config == 1 ]] || { echo "epoch.sh: --baseline-build goes with --dgl-config" >&2; exit 2; }
+  for b in "$baseline/daemons/graph_server/graph-server" "$baseline/daemons/trainer_host/trainer-host"; do
+    [[ -x "$b" ]] || { echo "epoch.sh: --baseline-build: $b missing" >&2; exit 1; }
+  done
+fi
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/dgld-epoch-bench.XXXXXX")"
 pids=()
@@ -83,8 +96,14 @@ run_single() {  # $1 config, $2 metrics
     --metrics-out "$2" --log-level warn
 }
 
-run_distributed() {  # $1 metrics, $2 partition config (default: the 2-part one), then extra trainer flags
+source scripts/bench/lib/peaks.sh
+
+# $1 metrics, $2 partition config (default: the 2-part one), then extra trainer
+# flags. Binaries: $run_server / $run_trainer (default: this build's). Writes
+# "<server0> <server1> <trainer0> <trainer1>" peak KiB to $1.rss.
+run_distributed() {
   local metrics="$1" config="${2:-$work/p2/g.json}"
+  local server="${run_server:-$server}" trainer="${run_trainer:-$trainer}"
   shift; [[ $# -gt 0 ]] && shift
   local base=$(( 20000 + RANDOM % 20000 ))
   printf '127.0.0.1 %d\n127.0.0.1 %d\n' "$base" "$((base + 10))" > "$work/ip_config.txt"
@@ -101,8 +120,12 @@ run_distributed() {  # $1 metrics, $2 partition config (default: the 2-part one)
       --metrics-out "$metrics" --log-level warn > "$work/trainer$r.log" 2>&1 &
     trainers+=("$!"); pids+=("$!")
   done
+  # The trainers' peaks are polled while they run (their last reading is
+  # within 0.2 s of the end); the servers' are read before they are stopped.
+  local peaks; peaks=$(watch_peaks "${trainers[@]}")
   local rc=0
   for p in "${trainers[@]}"; do wait "$p" || rc=1; done
+  echo "$(peak_kib "${servers[0]}") $(peak_kib "${servers[1]}") $peaks" > "$metrics.rss"
   for p in "${servers[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
   if [[ $rc != 0 ]]; then
     echo "epoch.sh: a distributed trainer failed:" >&2; tail -5 "$work"/trainer*.log >&2; exit 1
@@ -116,33 +139,61 @@ if [[ $dgl_config == 1 ]]; then
   model=(--num-epochs 10 --eval-every -1 --lr 0.01 --log-every 0 --no-progress --seed 1 --num-hidden 16
          --fan-out 10,25 --batch-size 1000)
   runs=()
+  kinds=(fused reference)
+  [[ -n "$baseline" ]] && kinds+=(baseline)
   for ((r = 1; r <= rounds; r++)); do
-    for k in fused reference; do
-      echo "round $r/$rounds: 2 servers + 2 trainers, --kernels $k..."
-      run_distributed "$work/dgl-$k-$r.json" "$work/d2/g.json" --kernels "$k"
+    for k in "${kinds[@]}"; do
+      echo "round $r/$rounds: 2 servers + 2 trainers, ${k/baseline/fused kernels of $baseline}..."
+      if [[ $k == baseline ]]; then
+        run_server="$baseline/daemons/graph_server/graph-server" run_trainer="$baseline/daemons/trainer_host/trainer-host" \
+          run_distributed "$work/dgl-$k-$r.json" "$work/d2/g.json" --kernels fused
+      else
+        run_distributed "$work/dgl-$k-$r.json" "$work/d2/g.json" --kernels "$k"
+      fi
       runs+=("$k:$work/dgl-$k-$r.json")
     done
   done
+  part_bytes=$(cat "$work"/d2/part0/* | wc -c)
   mkdir -p bench-results
-  python3 - "${runs[@]}" <<'PY'
+  python3 - "$part_bytes" "${runs[@]}" <<'PY'
 import json, statistics, sys
 phases = ["time_s", "sample_s", "fetch_s", "compute_s", "allreduce_s", "wait_s"]
-by = {"fused": [], "reference": []}
-for arg in sys.argv[1:]:
+part_bytes = int(sys.argv[1])
+by, rss = {}, {}
+for arg in sys.argv[2:]:
     kind, path = arg.split(":", 1)
     epochs = json.load(open(path))["epochs"][1:]  # epochs 2..10
-    by[kind].append({p: statistics.mean(e[p] for e in epochs) for p in phases})
+    by.setdefault(kind, []).append({p: statistics.mean(e[p] for e in epochs) for p in phases})
+    s0, s1, t0, t1 = (int(x) * 1024 for x in open(path + ".rss").read().split())
+    rss.setdefault(kind, []).append({"server": max(s0, s1), "trainer": max(t0, t1)})
 print()
 print(f"{'kernels':<11}" + "".join(f"{p[:-2]:>11}" for p in phases) + "   (s per epoch, mean of epochs 2-10, median of rounds)")
-med = {}
+med, mem = {}, {}
+mib = 1 << 20
 for kind, runs in by.items():
     med[kind] = {p: statistics.median(r[p] for r in runs) for p in phases}
+    mem[kind] = {w: statistics.median(r[w] for r in rss[kind]) for w in ("server", "trainer")}
     print(f"{kind:<11}" + "".join(f"{med[kind][p]:>11.3f}" for p in phases))
 print("DistDGL 1.1.3, same configuration (issue 16): epoch 2.68-5.96 s, forward+backward+update 0.95-1.37 s")
+print()
+print(f"{'run':<11}{'server MiB':>12}{'trainer MiB':>13}   (peak RSS, the larger of the two processes, median of rounds;"
+      f" partition 0's files: {part_bytes / mib:.0f} MiB)")
+for kind in by:
+    print(f"{kind:<11}{mem[kind]['server'] / mib:>12.0f}{mem[kind]['trainer'] / mib:>13.0f}")
+print("DistDGL 1.1.3, same configuration (issue 29): graph-server 483 MiB, trainer 984 MiB")
 ratio = med["fused"]["compute_s"] / med["reference"]["compute_s"]
-json.dump({"runs": by, "median": med, "compute_ratio": ratio}, open("bench-results/epoch-dgl-config.json", "w"), indent=2)
+json.dump({"runs": by, "median": med, "compute_ratio": ratio, "peak_rss_bytes": mem, "partition_bytes": part_bytes},
+          open("bench-results/epoch-dgl-config.json", "w"), indent=2)
 print(f"ratio: dgl_config_compute_fused_over_index_add {ratio:.2f} (target <= 0.5)")
 print(f"ratio: dgl_config_epoch_s {med['fused']['time_s']:.2f} (target <= 1.0)")
+print(f"ratio: dgl_config_trainer_peak_rss_mib {mem['fused']['trainer'] / mib:.0f} (target <= 600)")
+print(f"ratio: dgl_config_server_peak_rss_mib {mem['fused']['server'] / mib:.0f} (target <= 250)")
+print(f"ratio: dgl_config_trainer_peak_rss_over_partition_bytes {mem['fused']['trainer'] / part_bytes:.2f}")
+print(f"ratio: dgl_config_server_peak_rss_over_partition_bytes {mem['fused']['server'] / part_bytes:.2f}")
+if "baseline" in by:
+    print(f"ratio: dgl_config_epoch_over_baseline {med['fused']['time_s'] / med['baseline']['time_s']:.2f} (target <= 1.0)")
+    print(f"ratio: dgl_config_trainer_peak_rss_over_baseline {mem['fused']['trainer'] / mem['baseline']['trainer']:.2f}")
+    print(f"ratio: dgl_config_server_peak_rss_over_baseline {mem['fused']['server'] / mem['baseline']['server']:.2f}")
 PY
   exit 0
 fi

@@ -37,6 +37,22 @@ TEST_CASE("the pool keeps at most its limit and the largest buffer is taken firs
   CHECK(pool.idle() == 1);
 }
 
+TEST_CASE("a larger take starts a fresh buffer with headroom; idle_bytes counts the kept capacity") {
+  BufferPool pool(2);
+  auto a = pool.take(1000);
+  const size_t kept = a.capacity();
+  CHECK(kept >= 1000);
+  pool.give(std::move(a));
+  CHECK(pool.idle_bytes() == kept * sizeof(float));
+  auto b = pool.take(kept + 1000);  // larger than any idle buffer: not grown by a copy, room for a bit more
+  CHECK(b.size() == kept + 1000);
+  CHECK(b.capacity() >= (kept + 1000) + (kept + 1000) / 8);
+  CHECK(pool.idle() == 0);
+  const float* mem = b.data();
+  pool.give(std::move(b));
+  CHECK(pool.take(kept + 1100).data() == mem);  // within the headroom: the same memory
+}
+
 TEST_CASE("take and give from several threads") {
   BufferPool pool(4);
   std::vector<std::thread> threads;

@@ -4,6 +4,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <cstring>
 #include <deque>
 #include <fstream>
@@ -233,6 +234,46 @@ TEST_CASE("sampler: batches from a worker are valid and carry the original featu
   opt.drop_last = true;
   auto l2 = make_loader(*c, ids, opt);
   CHECK(l2->num_batches_per_epoch() == static_cast<int64_t>(ids.size() / 97));
+}
+
+TEST_CASE("loader: prefetch_bytes bounds the batches made ahead; an epoch still yields every seed once") {
+  Trainer t(0);
+  auto& c = t.cluster;
+  const auto& ids = t.ids;
+  auto consume = [&](DistDataLoader& l) {
+    l.start_epoch(0);
+    std::vector<int64_t> seen;
+    for (;;) {
+      auto b = l.next();
+      REQUIRE(b.is_ok());
+      if (!*b) break;
+      std::this_thread::sleep_for(5ms);  // a slow consumer: the loader runs ahead as far as it may
+      seen.insert(seen.end(), (*b)->mini_batch.seeds.begin(), (*b)->mini_batch.seeds.end());
+    }
+    std::sort(seen.begin(), seen.end());
+    std::vector<int64_t> want(ids);
+    std::sort(want.begin(), want.end());
+    CHECK(seen == want);
+  };
+  auto opt = loader_options(97);
+  opt.prefetch = 6;
+  opt.local_threads = 2;
+  opt.prefetch_bytes = 1;  // below any batch: only the batch the consumer waits for
+  auto tight = make_loader(*c, ids, opt);
+  consume(*tight);
+  CHECK(tight->stats().max_ahead == 1);
+  const size_t largest = tight->memory().largest_batch;
+  CHECK(largest > 0);
+  opt.prefetch_bytes = 3 * largest;  // room for three batches of the largest size
+  auto three = make_loader(*c, ids, opt);
+  consume(*three);
+  CHECK(three->stats().max_ahead <= 3);
+  CHECK(three->stats().max_ahead >= 2);
+  opt.prefetch_bytes = 0;  // no byte bound: up to `prefetch` batches
+  auto open = make_loader(*c, ids, opt);
+  consume(*open);
+  CHECK(open->stats().max_ahead > 3);
+  CHECK(open->stats().max_ahead <= 6);
 }
 
 TEST_CASE("sampler: a worker on the trainer's machine hands batches over in shared memory, or through the socket") {

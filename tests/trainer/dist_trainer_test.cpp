@@ -47,6 +47,20 @@ TEST_CASE("dist trainer: two trainers train data-parallel and agree on accuracy"
   CHECK(cpu["compute_s"].get<double>() > 0);
   CHECK(cpu["sample_s"].get<double>() > 0);
   CHECK(cpu["process_s"].get<double>() >= cpu["compute_s"].get<double>() + cpu["allreduce_s"].get<double>());
+  // Memory: the peak after each epoch never falls; the end-of-run record says
+  // where it goes, every part below the peak.
+  CHECK(j["epochs"][0]["peak_rss_bytes"].get<int64_t>() > 0);
+  CHECK(j["epochs"][29]["peak_rss_bytes"].get<int64_t>() >= j["epochs"][0]["peak_rss_bytes"].get<int64_t>());
+  const auto& mem = j["memory"];
+  const int64_t peak = mem["peak_rss_bytes"].get<int64_t>();
+  CHECK(peak >= j["epochs"][29]["peak_rss_bytes"].get<int64_t>());
+  CHECK(mem["anon_bytes"].get<int64_t>() > 0);
+  CHECK(mem["partition_bytes"].get<int64_t>() > 0);
+  CHECK(mem["largest_batch_bytes"].get<int64_t>() > 0);
+  CHECK(mem["largest_batch_bytes"].get<int64_t>() < peak);
+  CHECK(mem["feature_cache_bytes"].get<int64_t>() >= 0);
+  CHECK(mem["prefetch_limit_bytes"].get<int64_t>() == int64_t{512} << 20);
+  CHECK(job.trainers[0].log().find("memory: peak RSS") != std::string::npos);
   CHECK(j["epochs"][29]["loss"].get<double>() < j["epochs"][0]["loss"].get<double>());
   REQUIRE(j["evals"].size() == 3);
   CHECK(j["test_acc"].get<double>() > 0.5);
