@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 
+#include "common/process_memory.h"
 #include "common/cli.h"
 #include "common/cpu_time.h"
 #include "client/cluster.h"
@@ -253,6 +254,13 @@ Status SamplerWorker::wait() {
   impl_->stop_cv.wait(lock, [&] { return impl_->stopping; });
   log()->info("sampler-worker stopping: {} ({} batches served, {} of them through shared memory)", impl_->stop_reason,
               impl_->served.load(), impl_->served_in_slots.load());
+  size_t cache = 0;
+  {
+    std::lock_guard lock(impl_->builders_mu);
+    for (const auto& [key, b] : impl_->builders) cache += b->feature_cache_bytes();
+  }
+  log()->info("memory: {}; feature cache {:.0f} MiB", describe(read_process_memory()),
+              static_cast<double>(cache) / (1 << 20));
   return Status::ok();
 }
 

@@ -26,6 +26,12 @@ void print_table(const nlohmann::json& j, const std::string& where) {
   fmt::print("server {} (machine {}) at {}: up {:.0f} s, RSS {}, {} connection(s), {} registered client(s)\n",
              j.value("server_id", -1), j.value("machine_id", -1), where, j.value("uptime_s", 0.0),
              mib(j.value("rss_bytes", 0.0)), j.value("connections", 0), j.value("registered_clients", 0));
+  if (j.contains("memory")) {
+    const auto& m = j["memory"];
+    fmt::print("  memory: peak RSS {}; anon {}, file-backed {}, shared memory {}; partition files {}, tensors {}\n",
+               mib(m.value("peak_rss_bytes", 0.0)), mib(m.value("anon_bytes", 0.0)), mib(m.value("file_bytes", 0.0)),
+               mib(m.value("shmem_bytes", 0.0)), mib(m.value("partition_bytes", 0.0)), mib(m.value("tensor_bytes", 0.0)));
+  }
   fmt::print("  bytes in {}, out {}; replies queued {}; reads held back {} time(s); refused connections {}\n",
              mib(j.value("bytes_in", 0.0)), mib(j.value("bytes_out", 0.0)), mib(j.value("queued_reply_bytes", 0.0)),
              j.value("read_pauses", 0), j.value("refused_connections", 0));

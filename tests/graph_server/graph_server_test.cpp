@@ -659,6 +659,11 @@ TEST_CASE("dgld-stats prints every server's requests, bytes and memory") {
   CHECK(text->find("server 1 (machine 1)") != std::string::npos);
   CHECK(text->find("KvPull") != std::string::npos);
   CHECK(text->find("bytes in") != std::string::npos);
+  // Where its memory goes: the partition files' bytes and the tensors it serves.
+  CHECK(text->find("memory: peak RSS") != std::string::npos);
+  CHECK(text->find("partition files") != std::string::npos);
+  CHECK(text->find("partition files 0.0 MiB") == std::string::npos);
+  CHECK(text->find("tensors 0.0 MiB") == std::string::npos);
   // A server that is down is an error naming it, and the exit code says so.
   job.servers[1].signal(SIGTERM);
   REQUIRE(job.servers[1].wait(10s).has_value());

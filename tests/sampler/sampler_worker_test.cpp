@@ -403,6 +403,7 @@ TEST_CASE("sampler: a worker leaves and exits 0 on SIGTERM; bad endpoints are er
   job.workers[0].signal(SIGTERM);
   CHECK(job.workers[0].wait(10s) == 0);
   CHECK(job.workers[0].log().find("stopping") != std::string::npos);
+  CHECK(job.workers[0].log().find("memory: peak RSS") != std::string::npos);
 
   auto c = job.trainer();
   auto ids = train_ids(*c);
