@@ -40,8 +40,8 @@ std::vector<std::string> mpirun_command(const DistLaunchOptions& o, const std::v
                            fs::absolute(o.chunks).string(), "--output", fs::absolute(o.output).string(), "--seed",
                            std::to_string(o.seed), "--imbalance", fmt::format("{}", o.imbalance),
                            "--scotch-edge-fraction",
-                           o.scotch_edge_fraction > 0 ? fmt::format("{}", o.scotch_edge_fraction) : "auto", "--log-level",
-                           o.log_level});
+                           o.scotch_edge_fraction > 0 ? fmt::format("{}", o.scotch_edge_fraction) : "auto",
+                           "--refine-rounds", std::to_string(o.refine_rounds), "--log-level", o.log_level});
   if (!o.graph_name.empty()) argv.insert(argv.end(), {"--graph-name", o.graph_name});
   if (o.overwrite) argv.push_back("--overwrite");
   if (!o.stats_json.empty()) argv.insert(argv.end(), {"--stats-json", fs::absolute(o.stats_json).string()});
@@ -72,6 +72,7 @@ Status run_distributed_partition(const DistLaunchOptions& o) {
   }
   if (o.chunks.empty()) return invalid_argument("--distributed needs --chunks DIR (a chunked graph, --to-chunks)");
   if (o.output.empty()) return invalid_argument("--distributed needs --output DIR");
+  if (o.refine_rounds < 0) return invalid_argument(fmt::format("--refine-rounds must be >= 0, got {}", o.refine_rounds));
   if (!(o.scotch_edge_fraction >= 0 && o.scotch_edge_fraction <= 1)) {
     return invalid_argument(fmt::format("--scotch-edge-fraction must be auto or in (0, 1], got {}", o.scotch_edge_fraction));
   }

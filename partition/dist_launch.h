@@ -23,6 +23,7 @@ struct DistLaunchOptions {
   uint64_t seed = 0;
   double imbalance = 0.05;  // PT-Scotch's load imbalance ratio
   double scotch_edge_fraction = 0;  // the share of edges PT-Scotch cuts by (a symmetric sample); 1: all; 0: auto
+  int refine_rounds = 8;            // label-propagation rounds on every edge after PT-Scotch; 0: none
   bool overwrite = false;
   std::string stats_json;
   std::string log_level = "info";

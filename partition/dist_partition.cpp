@@ -35,6 +35,8 @@ int run_partition_rank(int argc, const char* const argv[]) {
       ("imbalance", po::value(&o.imbalance)->default_value(o.imbalance), "PT-Scotch's load imbalance ratio")
       ("scotch-edge-fraction", po::value(&fraction)->default_value("auto"),
        "the share of undirected edges PT-Scotch sees (a symmetric hash sample); 1: all; auto: see dist_partition.h")
+      ("refine-rounds", po::value(&o.refine_rounds)->default_value(o.refine_rounds),
+       "rounds of label propagation on every edge after PT-Scotch's cut; 0: none")
       ("overwrite", po::bool_switch(&o.overwrite), "replace an existing part<rank> and config")
       ("stats-json", po::value(&stats_json), "rank 0 writes the run's figures here");
   add_log_options(desc, log);

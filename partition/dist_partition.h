@@ -36,6 +36,9 @@ struct DistPartitionOptions {
   // 0 (auto): the largest fraction whose working memory fits 1.65x the
   // rank's share of the input, the same on every rank.
   double scotch_edge_fraction = 0;
+  // Rounds of size-constrained label propagation on the whole graph after
+  // PT-Scotch's cut (partition/rank/refine.cpp); 0: none.
+  int refine_rounds = 8;
   bool overwrite = false;        // replace existing part<r> / config
   std::filesystem::path stats_json;  // rank 0 writes the run's figures here (benchmarks)
 };

@@ -141,6 +141,9 @@ int run_partition_tool(int argc, const char* const argv[]) {
        "--distributed: the share of edges PT-Scotch cuts by (each undirected edge kept with this probability); "
        "below 1 its memory shrinks in proportion, at some cost in edge cut; auto: as much as keeps each rank "
        "within 2.5x its share of the input; 1: every edge")
+      ("refine-rounds", po::value(&dist.refine_rounds)->default_value(dist.refine_rounds),
+       "--distributed: rounds of size-constrained label propagation on every edge after PT-Scotch's cut of a "
+       "sample (each moves boundary nodes to the part most of their neighbours are in, within --imbalance); 0: none")
       ("identity-file", po::value(&dist.identity_file), "--distributed: ssh private key for the remote ranks")
       ("ssh-option", po::value(&dist.ssh_options)->composing(),
        "--distributed: extra ssh option K=V for the remote ranks (repeatable)");

@@ -11,6 +11,9 @@ Status RankJob::run() {
   DGLD_RETURN_IF_ERROR(step("exchanging edges", [&] { return shuffle_edges(); }));
   DGLD_RETURN_IF_ERROR(step("building its adjacency", [&] { return adjacency(); }));
   DGLD_RETURN_IF_ERROR(step("PT-Scotch", [&] { return cut(); }));
+  const auto t_refine = Clock::now();
+  DGLD_RETURN_IF_ERROR(step("refining the cut", [&] { return refine(); }));
+  refine_s_ = seconds_since(t_refine);
   DGLD_RETURN_IF_ERROR(step("relabelling", [&] { return relabel(); }));
   DGLD_RETURN_IF_ERROR(step("moving edges to their partition", [&] { return move_edges(); }));
   DGLD_RETURN_IF_ERROR(step("reading its node data", [&] { return read_node_data(); }));

@@ -196,6 +196,9 @@ class RankJob {
 
   Status cut();
 
+  // Refines part_ by label propagation over every edge (refine.cpp).
+  Status refine();
+
   // ---- 4. new ids: partition-major, within a partition by original id
   // (rank order, then the rank's order).
   Status relabel();
@@ -325,7 +328,9 @@ class RankJob {
   std::vector<SCOTCH_Num> vert_, adj_;  // this rank's rows of the symmetrised adjacency
   std::vector<int64_t> counts_, part_start_, new_id_, orig_, out_new_eid_;
   int64_t edge_start_ = 0, num_edges_ = 0, cut_ = 0, halo_nodes_ = 0;
-  double scotch_s_ = 0, total_s_ = 0, scotch_fraction_ = 1.0;
+  double scotch_s_ = 0, total_s_ = 0, scotch_fraction_ = 1.0, refine_s_ = 0;
+  int64_t cut_before_refine_ = -1, cut_after_refine_ = -1, refine_moved_ = 0;  // edges crossing parts, node moves
+  int refine_rounds_ = 0;
   fs::path staging_;
   size_t spilled_in_ = 0, spilled_out_ = 0, spilled_out_eids_ = 0;  // records in the spill files
 };

@@ -168,6 +168,11 @@ nlohmann::json RankJob::figures() {
   }
   j["max_rss_over_share"] = worst;
   j["scotch_s"] = scotch_s_;
+  j["cut_before_refine"] = cut_before_refine_;
+  j["cut_after_refine"] = cut_after_refine_;
+  j["refine_rounds"] = refine_rounds_;
+  j["refine_moved"] = refine_moved_;
+  j["refine_s"] = refine_s_;
   j["scotch_edge_fraction"] = scotch_fraction_;
   j["total_s"] = total_s_;
   return j;

@@ -182,6 +182,37 @@ TEST_CASE("distributed partitioning: PT-Scotch on a sample of the edges still pa
   }
 }
 
+TEST_CASE("distributed partitioning: refinement over every edge lowers a sampled cut, within the imbalance",
+          "[distributed]") {
+  Chunks c;
+  const fs::path plain = c.dir.path() / "plain", refined = c.dir.path() / "refined";
+  // PT-Scotch sees a fifth of the edges: its cut is poor on the whole graph.
+  auto p = c.distributed(2, plain, "plain.log", {"--scotch-edge-fraction", "0.2", "--refine-rounds", "0"});
+  INFO(p.log);
+  REQUIRE(p.code == 0);
+  CHECK(p.log.find("refinement:") == std::string::npos);
+  auto r = c.distributed(2, refined, "refined.log", {"--scotch-edge-fraction", "0.2"});
+  INFO(r.log);
+  REQUIRE(r.code == 0);
+  CHECK(r.log.find("refinement: edge cut") != std::string::npos);
+  VerifyReport report;
+  REQUIRE(verify_partitions(refined / "g.json", &report).is_ok());
+  const Content before = content_of(plain / "g.json"), after = content_of(refined / "g.json");
+  CHECK(after.edges == before.edges);  // the same graph, only cut elsewhere
+  CHECK(after.rows == before.rows);
+  WARN("2 ranks, PT-Scotch on 20% of the edges: edge cut " << before.cut << ", refined " << after.cut);
+  CHECK(after.cut < before.cut);
+  // No part above (1 + imbalance) N / P nodes (imbalance 0.05).
+  auto config = load_part_config(refined / "g.json");
+  REQUIRE(config.is_ok());
+  for (const IdRange& range : config->node_map) {
+    CHECK(static_cast<double>(range.size()) <= 1.05 * static_cast<double>(config->num_nodes) / 2 + 1);
+  }
+  auto bad = c.distributed(2, c.dir.path() / "bad", "bad.log", {"--refine-rounds", "-1"});
+  CHECK(bad.code != 0);
+  CHECK(bad.log.find("--refine-rounds must be >= 0, got -1") != std::string::npos);
+}
+
 TEST_CASE("distributed partitioning: a missing chunk or a bad row stops every rank; no config is written",
           "[distributed]") {
   Chunks c;
@@ -243,6 +274,10 @@ std::map<int, pid_t> rank_pids(const fs::path& out) {
 }
 
 TEST_CASE("distributed partitioning: a rank killed mid-run fails the job; no config is written", "[distributed]") {
+  // Killed while the ranks exchange edges, or as they refine PT-Scotch's cut
+  // (the step right after it).
+  const std::string after = GENERATE(std::string("reading its chunks done"), std::string("PT-Scotch done"));
+  INFO("killed after: " << after);
   testing::TempDir dir("dgld-dist-partition-kill");
   const fs::path chunks = dir.path() / "chunks", out = dir.path() / "out";
   // Large enough that the ranks are still at work when one is killed.
@@ -253,7 +288,7 @@ TEST_CASE("distributed partitioning: a rank killed mid-run fails the job; no con
   auto job = testing::Process::start({testing::partition_bin().string(), "--distributed", "--local", "--num-parts", "2",
                                       "--chunks", chunks.string(), "--output", out.string()},
                                      dir.path() / "dist.log");
-  REQUIRE(job.wait_for_log("reading its chunks done", 120s));
+  REQUIRE(job.wait_for_log(after, 120s));
   std::map<int, pid_t> pids;
   for (int i = 0; i < 100 && pids.size() < 2; ++i) {
     pids = rank_pids(out);
