@@ -250,6 +250,12 @@ def load_partition_book(part_config, part_id):
     c = _C._read_part_config(_config(part_config))
     if not 0 <= part_id < c["num_parts"]:
         raise InvalidArgument(f"load_partition: partition {part_id} does not exist (num_parts={c['num_parts']})")
+    if c["ntypes"]:  # a heterogeneous graph: per-type ranges, types by id (canonical edge types)
+        cets = [tuple(e.split(":")) for e in c["canonical_etypes"]]
+        gpb = GraphPartitionBook(c["node_map"], c["edge_map"], part_id, ntype_ranges=c["ntype_map"],
+                                 etype_ranges={t: c["etype_map"][":".join(t)] for t in cets})
+        return (gpb, c["graph_name"], {t: i for i, t in enumerate(c["ntypes"])},
+                {t: i for i, t in enumerate(cets)})
     gpb = GraphPartitionBook(c["node_map"], c["edge_map"], part_id)
     return gpb, c["graph_name"], {c["ntype"]: 0}, {tuple(c["etype"].split(":")): 0}
 

@@ -156,7 +156,7 @@ py::tuple partition_orig_ids(const std::string& part_config) {
 }
 
 py::dict read_part_config(const std::string& part_config) {
-  const auto c = homogeneous_config(part_config, "load_partition");
+  const auto c = unwrap(load_part_config(part_config));
   auto ranges = [](const std::vector<IdRange>& m) {
     std::vector<std::pair<int64_t, int64_t>> r;
     for (const auto& x : m) r.emplace_back(x.start, x.end);
@@ -174,6 +174,16 @@ py::dict read_part_config(const std::string& part_config) {
   out["node_map"] = ranges(c.node_map);
   out["edge_map"] = ranges(c.edge_map);
   out["num_trainers_per_machine"] = c.num_trainers_per_machine;
+  // Heterogeneous graphs: types by id and each type's ranges per partition
+  // (empty for a homogeneous graph).
+  const GraphTypeInfo& t = c.types;
+  out["ntypes"] = t.ntypes;
+  out["canonical_etypes"] = t.etypes;
+  py::dict nmap, emap;
+  for (int i = 0; i < t.num_ntypes(); ++i) nmap[py::str(t.ntypes[i])] = ranges(t.ntype_map[i]);
+  for (int i = 0; i < t.num_etypes(); ++i) emap[py::str(t.etypes[i])] = ranges(t.etype_map[i]);
+  out["ntype_map"] = nmap;
+  out["etype_map"] = emap;
   return out;
 }
 

@@ -100,10 +100,19 @@ def test_distgraph_types_and_per_type_data():
             r = subprocess.run([sys.executable, "-c", code], cwd=job.root, env=job.env(0, 0, 1),
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=240)
             cfg = json.load(open(job.part_config))
+            import dgld.distributed as dist  # the book from the config alone, no job (DGL's load_partition_book)
+            gpb, name, ntypes, etypes = dist.load_partition_book(job.part_config, 1)
         finally:
             job.stop()
     assert r.returncode == 0, r.stdout[-4000:]
     res = json.loads(next(line for line in r.stdout.splitlines() if line.startswith("RESULT "))[7:])
+    assert name == "g" and ntypes == {t: i for t, i in cfg["ntypes"].items()}
+    assert etypes == {tuple(t.split(":")): i for t, i in cfg["etypes"].items()}
+    cw = ("author", "writes", "paper")
+    (s0, e0), (s1, e1) = cfg["edge_map"]["author:writes:paper"]
+    assert gpb.partid2eids(1, cw).tolist() == list(range(e0 - s0, e0 - s0 + e1 - s1))
+    assert gpb.map_to_homo_eid(gpb.partid2eids(1, cw), cw).tolist() == list(range(s1, e1))
+    assert gpb.canonical_etypes == [tuple(t.split(":")) for t in sorted(cfg["etypes"], key=cfg["etypes"].get)]
     assert res["ntypes"] == ["paper", "author", "venue", "topic"]
     assert "writes" in res["etypes"] and "rev-writes" in res["etypes"]
     assert ["author", "writes", "paper"] in res["canonical"]
