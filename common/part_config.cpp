@@ -352,6 +352,17 @@ IdRange edge_tensor_range(const PartitionConfig& config, int part, const std::st
   return t < 0 ? config.edge_map[part] : config.types.etype_map[t][part];
 }
 
+int64_t partition_file_bytes(const PartitionConfig& config, int part) {
+  const PartitionFiles& f = config.parts[static_cast<size_t>(part)];
+  int64_t bytes = 0;
+  std::error_code ec;
+  for (const std::string* p : {&f.part_graph, &f.node_feats, &f.edge_feats}) {
+    const auto n = std::filesystem::file_size(config.resolve(*p), ec);
+    if (!ec) bytes += static_cast<int64_t>(n);
+  }
+  return bytes;
+}
+
 Status validate_part_config(const PartitionConfig& c, const std::string& src) {
   if (c.graph_name.empty()) return invalid_argument(src + ": field 'graph_name' is empty");
   if (c.num_parts < 1) {

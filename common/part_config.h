@@ -108,6 +108,9 @@ IdRange node_tensor_range(const PartitionConfig& config, int part, const std::st
 // type (DGL's per-type edge data), in edge id order.
 int edge_tensor_type(const PartitionConfig& config, const std::string& name);
 IdRange edge_tensor_range(const PartitionConfig& config, int part, const std::string& name);
+// Bytes of partition `part`'s files (graph, node and edge data); files that
+// cannot be read count 0.
+int64_t partition_file_bytes(const PartitionConfig& config, int part);
 
 // Parses and validates a config. `source` names the text in error messages
 // (normally the file path). Every error names the offending field.

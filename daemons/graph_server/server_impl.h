@@ -12,8 +12,6 @@
 #include <algorithm>
 #include <array>
 #include <condition_variable>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <mutex>
 #include <thread>

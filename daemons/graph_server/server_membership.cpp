@@ -86,14 +86,7 @@ void GraphServer::Impl::on_shutdown(const RequestContext& ctx, Message&& m) {
 
 nlohmann::json GraphServer::Impl::memory_json() const {
   nlohmann::json m = to_json(read_process_memory());
-  int64_t files = 0;
-  std::error_code ec;
-  const PartitionFiles& f = config.parts[static_cast<size_t>(opts.machine_id())];
-  for (const std::string* p : {&f.part_graph, &f.node_feats, &f.edge_feats}) {
-    const auto n = std::filesystem::file_size(config.resolve(*p), ec);
-    if (!ec) files += static_cast<int64_t>(n);
-  }
-  m["partition_bytes"] = files;
+  m["partition_bytes"] = partition_file_bytes(config, opts.machine_id());
   int64_t shared = 0;
   if (tensors) {
     for (const auto& t : tensors->list()) shared += static_cast<int64_t>(t->storage->data_bytes());

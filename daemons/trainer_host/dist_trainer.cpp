@@ -1,7 +1,5 @@
 #include "daemons/trainer_host/dist_trainer.h"
 
-#include <filesystem>
-
 #include "daemons/trainer_host/dist_backend.h"
 
 namespace dgld::trainer {
@@ -252,14 +250,7 @@ Status DistBackend::setup_link(const SamplingSpec& sampling, bool uses_features)
 
 MemoryReport DistBackend::memory() const {
   MemoryReport m;
-  const PartitionConfig& config = cluster_->config();
-  const PartitionFiles& files = config.parts[static_cast<size_t>(cluster_->machine_id())];
-  std::error_code ec;
-  m.partition_bytes = 0;
-  for (const std::string* f : {&files.part_graph, &files.node_feats, &files.edge_feats}) {
-    const auto n = std::filesystem::file_size(config.resolve(*f), ec);
-    if (!ec) m.partition_bytes += static_cast<int64_t>(n);
-  }
+  m.partition_bytes = partition_file_bytes(cluster_->config(), cluster_->machine_id());
   if (loader_) {
     const auto lm = loader_->memory();
     m.feature_cache_bytes = static_cast<int64_t>(lm.feature_cache);
