@@ -190,10 +190,48 @@ Status parse_type_table(const json& root, const std::string& src, const std::str
   return Status::ok();
 }
 
+// Checks that per-type ranges type_map[type][part] (num_parts each) tile
+// [0, total) partition-major, then by type id, and fills the count per type and
+// each partition's whole range. `where` names the field in messages.
+Status tile_type_ranges(const std::string& where, const std::vector<std::string>& types,
+                        const std::vector<std::vector<IdRange>>& type_map, int num_parts, int64_t total,
+                        std::vector<int64_t>* count, std::vector<IdRange>* part_map) {
+  if (type_map.size() != types.size()) {
+    return invalid_argument(where + ": " + std::to_string(type_map.size()) + " lists of ranges for " +
+                            std::to_string(types.size()) + " types");
+  }
+  count->assign(types.size(), 0);
+  part_map->clear();
+  int64_t next = 0;
+  for (int p = 0; p < num_parts; ++p) {
+    const int64_t start = next;
+    for (size_t ty = 0; ty < types.size(); ++ty) {
+      if (static_cast<int>(type_map[ty].size()) != num_parts) {
+        return invalid_argument(where + "[\"" + types[ty] + "\"]: expected num_parts=" + std::to_string(num_parts) +
+                                " [start, end] pairs");
+      }
+      const IdRange& r = type_map[ty][static_cast<size_t>(p)];
+      if (r.start != next || r.end < r.start) {
+        return invalid_argument(where + "[\"" + types[ty] + "\"][" + std::to_string(p) + "]: range [" +
+                                std::to_string(r.start) + ", " + std::to_string(r.end) + ") should start at " +
+                                std::to_string(next) + " (ranges are partition-major, then by type id)");
+      }
+      next = r.end;
+      (*count)[ty] += r.size();
+    }
+    part_map->push_back({start, next});
+  }
+  if (next != total) {
+    return invalid_argument(where + ": ranges end at " + std::to_string(next) + " but the total is " +
+                            std::to_string(total));
+  }
+  return Status::ok();
+}
+
 // A heterogeneous graph's node_map or edge_map: {"<type>": [[s, e] per partition]}
-// with one key per type, the ranges partition-major, then by type id, tiling
-// [0, total). Fills (*type_map)[type][part], the count per type and the
-// partition's whole range (*part_map)[part].
+// with one key per type, tiled as tile_type_ranges checks. Fills
+// (*type_map)[type][part], the count per type and the partition's whole range
+// (*part_map)[part].
 Status parse_typed_map(const json& root, const std::string& src, const std::string& key, const char* kind,
                        const std::vector<std::string>& types, int num_parts, int64_t total,
                        std::vector<std::vector<IdRange>>* type_map, std::vector<int64_t>* count,
@@ -212,7 +250,6 @@ Status parse_typed_map(const json& root, const std::string& src, const std::stri
                             std::to_string(types.size()) + "), got " + std::to_string(it->size()) + " entries");
   }
   type_map->assign(types.size(), {});
-  count->assign(types.size(), 0);
   for (size_t ty = 0; ty < types.size(); ++ty) {
     const std::string tw = where + "[\"" + types[ty] + "\"]";
     auto r = it->find(types[ty]);
@@ -228,28 +265,7 @@ Status parse_typed_map(const json& root, const std::string& src, const std::stri
       (*type_map)[ty].push_back({x[0].get<int64_t>(), x[1].get<int64_t>()});
     }
   }
-  // Partition-major, then type: the types' ranges tile each partition in type order.
-  part_map->clear();
-  int64_t next = 0;
-  for (int p = 0; p < num_parts; ++p) {
-    const int64_t start = next;
-    for (size_t ty = 0; ty < types.size(); ++ty) {
-      const IdRange& r = (*type_map)[ty][static_cast<size_t>(p)];
-      if (r.start != next || r.end < r.start) {
-        return invalid_argument(where + "[\"" + types[ty] + "\"][" + std::to_string(p) + "]: range [" +
-                                std::to_string(r.start) + ", " + std::to_string(r.end) + ") should start at " +
-                                std::to_string(next) + " (ranges are partition-major, then by type id)");
-      }
-      next = r.end;
-      (*count)[ty] += r.size();
-    }
-    part_map->push_back({start, next});
-  }
-  if (next != total) {
-    return invalid_argument(where + ": ranges end at " + std::to_string(next) + " but the total is " +
-                            std::to_string(total));
-  }
-  return Status::ok();
+  return tile_type_ranges(where, types, *type_map, num_parts, total, count, part_map);
 }
 
 // The heterogeneous parts of a config: ntypes, etypes, node_map per type,
@@ -397,27 +413,21 @@ Status validate_part_config(const PartitionConfig& c, const std::string& src) {
   DGLD_RETURN_IF_ERROR(check_map(c.node_map, "node_map", c.num_nodes));
   DGLD_RETURN_IF_ERROR(check_map(c.edge_map, "edge_map", c.num_edges));
   if (c.types.present()) {
+    // The per-type ranges tile each partition's range (configs made in code
+    // are checked here; parsed ones were tiled by the parser).
     const GraphTypeInfo& t = c.types;
-    auto tiles = [&](const std::vector<std::vector<IdRange>>& m, size_t types, const std::vector<IdRange>& whole,
-                     const char* key) -> Status {
-      bool ok = m.size() == types;
-      for (int p = 0; ok && p < c.num_parts; ++p) {
-        int64_t next = whole[p].start;
-        for (const auto& per_part : m) {
-          ok = ok && static_cast<int>(per_part.size()) == c.num_parts && per_part[p].start == next &&
-               per_part[p].end >= next;
-          if (ok) next = per_part[p].end;
-        }
-        ok = ok && next == whole[p].end;
-      }
-      if (!ok) {
-        return invalid_argument(src + ": field '" + key + "': the per-type ranges must tile each partition's range, "
-                                "partition-major, then by type id");
-      }
+    auto tiled = [&](const char* key, const std::vector<std::string>& names,
+                     const std::vector<std::vector<IdRange>>& map, int64_t total,
+                     const std::vector<IdRange>& parts) -> Status {
+      std::vector<int64_t> count;
+      std::vector<IdRange> whole;
+      const std::string where = src + ": field '" + key + "'";
+      DGLD_RETURN_IF_ERROR(tile_type_ranges(where, names, map, c.num_parts, total, &count, &whole));
+      if (whole != parts) return invalid_argument(where + ": the per-type ranges do not tile the partitions' ranges");
       return Status::ok();
     };
-    DGLD_RETURN_IF_ERROR(tiles(t.ntype_map, t.ntypes.size(), c.node_map, "node_map"));
-    DGLD_RETURN_IF_ERROR(tiles(t.etype_map, t.etypes.size(), c.edge_map, "edge_map"));
+    DGLD_RETURN_IF_ERROR(tiled("node_map", t.ntypes, t.ntype_map, c.num_nodes, c.node_map));
+    DGLD_RETURN_IF_ERROR(tiled("edge_map", t.etypes, t.etype_map, c.num_edges, c.edge_map));
   }
   if (static_cast<int>(c.parts.size()) != c.num_parts) {
     return invalid_argument(src + ": expected part-0 .. part-" + std::to_string(c.num_parts - 1));
