@@ -1,11 +1,13 @@
 #include "partition/progress.h"
 
 #include <sys/resource.h>
-#include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include <fmt/format.h>
+
+#include "common/process_memory.h"
 
 namespace dgld {
 
@@ -22,15 +24,8 @@ int64_t peak_rss_bytes() {
 // Peak resident memory since the last reset_peak_rss() (VmHWM), or since the start
 // when the kernel does not let us reset it.
 int64_t phase_peak_rss_bytes() {
-  int64_t kib = -1;
-  if (FILE* f = std::fopen("/proc/self/status", "r")) {
-    char line[256];
-    while (std::fgets(line, sizeof(line), f)) {
-      if (std::sscanf(line, "VmHWM: %ld kB", &kib) == 1) break;
-    }
-    std::fclose(f);
-  }
-  return kib < 0 ? peak_rss_bytes() : kib * 1024;
+  const int64_t hwm = read_process_memory().peak_rss;
+  return hwm < 0 ? peak_rss_bytes() : hwm;
 }
 
 void reset_peak_rss() {
@@ -41,14 +36,10 @@ void reset_peak_rss() {
 }
 
 std::string memory_note() {
-  long pages = 0, resident = 0;
-  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
-    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
-    std::fclose(f);
-  }
+  const ProcessMemory m = read_process_memory();
   const double mib = 1 << 20;
-  return fmt::format("rss {:.0f} MiB, phase peak {:.0f} MiB", static_cast<double>(resident) * ::sysconf(_SC_PAGESIZE) / mib,
-                     static_cast<double>(phase_peak_rss_bytes()) / mib);
+  return fmt::format("rss {:.0f} MiB, phase peak {:.0f} MiB", static_cast<double>(std::max<int64_t>(m.rss, 0)) / mib,
+                     static_cast<double>(m.peak_rss < 0 ? peak_rss_bytes() : m.peak_rss) / mib);
 }
 
 }  // namespace dgld
