@@ -68,13 +68,17 @@ class EdgePartitionPolicy:
         return f"edge:{self.type_name}"
 
 
-def _etype_index(client, name):
-    """The canonical edge type id named by name (canonical or unique relation), or an error."""
+def _etype_index(client, etype, who="DistTensor: ", graph="the graph"):
+    """The canonical edge type id of the job's graph that etype names (a
+    canonical triple, "src:rel:dst" or a unique relation name), or an error
+    that starts with `who` and names `graph`."""
     cets = client.canonical_etypes
-    found = [i for i, c in enumerate(cets) if c == name or c.split(":")[1] == name]
+    if isinstance(etype, tuple):
+        etype = ":".join(etype)
+    found = [i for i, c in enumerate(cets) if c == etype or c.split(":")[1] == etype]
     if len(found) != 1:
-        raise InvalidArgument(f"DistTensor: {name!r} names {'no' if not found else 'more than one'} edge type "
-                              f"of the graph (known: {', '.join(cets)})")
+        raise InvalidArgument(f"{who}{etype!r} names {'no' if not found else 'more than one'} edge type "
+                              f"of {graph} (known: {', '.join(cets)})")
     return found[0]
 
 

@@ -29,7 +29,7 @@ from ._errors import InvalidArgument, NotFound
 from .dataloading import DistEdgeDataLoader, DistNodeDataLoader, NeighborSampler
 from .dist_dataloader import DistDataLoader
 from .graph import EID, DGLGraph
-from .dist_tensor import DistTensor, EdgePartitionPolicy, NodePartitionPolicy, _as_ids  # noqa: F401
+from .dist_tensor import DistTensor, EdgePartitionPolicy, NodePartitionPolicy, _as_ids, _etype_index  # noqa: F401
 from .embedding import DistEmbedding, SparseAdagrad, SparseAdam
 from .partition import load_partition, load_partition_book, load_partition_feats, partition_graph
 from .partition_book import GraphPartitionBook
@@ -164,14 +164,7 @@ class DistGraph:
         return types.index(ntype)
 
     def _etype_id(self, etype):
-        canonical = self._client.canonical_etypes
-        if isinstance(etype, tuple):
-            etype = ":".join(etype)
-        matches = [i for i, c in enumerate(canonical) if c == etype or c.split(":")[1] == etype]
-        if len(matches) != 1:
-            raise InvalidArgument(f"{etype!r} names {'no' if not matches else 'more than one'} edge type of "
-                                  f"{self._name!r} (known: {', '.join(canonical)})")
-        return matches[0]
+        return _etype_index(self._client, etype, who="", graph=repr(self._name))
 
     def get_ntype_id(self, ntype):
         """A node type's id (its index in g.ntypes); None: the only type's."""
