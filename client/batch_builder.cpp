@@ -12,16 +12,6 @@
 
 namespace dgld::client {
 
-using Clock = std::chrono::steady_clock;
-
-namespace {
-
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-}  // namespace
-
 // ---------------------------------------------------------------- BatchBuilder
 
 BatchBuilder::BatchBuilder(Cluster& cluster, BatchSpec spec, ThreadPool* pool,
@@ -156,13 +146,11 @@ Result<Batch> BatchBuilder::sample(int64_t batch_id, std::span<const int64_t> se
                                    const EdgePairSet* exclude) const {
   Batch out;
   out.batch_id = batch_id;
-  const auto t0 = Clock::now();
-  const ThreadCpuTimer cpu;
+  StageTimer stage;
   auto mb = sampler_.sample(*source_, seeds, rng_seed, exclude);
   if (!mb.is_ok()) return mb.status().with_context("batch " + std::to_string(batch_id));
   out.mini_batch = std::move(*mb);
-  out.timings.sample_s = seconds_since(t0);
-  out.timings.sample_cpu_s = cpu.seconds();
+  stage.lap(&out.timings.sample_s, &out.timings.sample_cpu_s);
   out.feature_dim = feature_dim();
   return out;
 }
@@ -176,8 +164,7 @@ Status BatchBuilder::fetch(Batch& out, int skip_features_of) const {
     return invalid_argument("batch " + std::to_string(out.batch_id) + ": skip_features_of machine " +
                             std::to_string(skip_features_of) + " does not exist");
   }
-  const auto t1 = Clock::now();
-  const ThreadCpuTimer cpu;
+  StageTimer stage;
   if (!typed_feature_.empty()) {
     if (skip_features_of >= 0) {
       return invalid_argument("batch " + std::to_string(out.batch_id) + ": a heterogeneous batch sends every "
@@ -209,8 +196,7 @@ Status BatchBuilder::fetch(Batch& out, int skip_features_of) const {
     if (!l.is_ok()) return l.status().with_context("labels of batch " + std::to_string(out.batch_id));
     out.labels = std::move(*l);
   }
-  out.timings.fetch_s = seconds_since(t1);
-  out.timings.fetch_cpu_s = cpu.seconds();
+  stage.lap(&out.timings.fetch_s, &out.timings.fetch_cpu_s);
   return Status::ok();
 }
 

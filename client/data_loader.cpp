@@ -198,13 +198,11 @@ struct DistDataLoader::Impl {
         b = protocol_error("sampler-worker " + rem.endpoint + " did not follow skip_features_of");
       }
       if (b.is_ok() && !in_slot) {
-        const auto t0 = Clock::now();
-        const ThreadCpuTimer cpu;
+        StageTimer stage;
         if (Status st = fill_skipped_features(*cluster, o.spec.feature, *b, rem.endpoint); !st.is_ok()) {
           b = st;
-        } else {  // the trainer's share of the fetch
-          b->timings.fetch_s += seconds_since(t0);
-          b->timings.fetch_cpu_s += cpu.seconds();
+        } else {
+          stage.lap(&b->timings.fetch_s, &b->timings.fetch_cpu_s);  // the trainer's share of the fetch
         }
       }
       if (b.is_ok() && in_slot && o.spec.label.empty()) b->labels.clear();

@@ -4,6 +4,7 @@
 // cores spend wall time waiting for one; their CPU time says where the cores
 // went.
 
+#include <chrono>
 #include <ctime>
 
 namespace dgld {
@@ -19,15 +20,25 @@ inline double thread_cpu_seconds() { return cpu_clock_seconds(CLOCK_THREAD_CPUTI
 // CPU seconds every thread of this process has used.
 inline double process_cpu_seconds() { return cpu_clock_seconds(CLOCK_PROCESS_CPUTIME_ID); }
 
-// The calling thread's CPU seconds since construction (measured on the thread
-// that made it).
-class ThreadCpuTimer {
+// Wall and CPU seconds of one stage at a time, since construction or the last
+// lap (CPU: the clock of the thread that measures; use it on one thread).
+class StageTimer {
  public:
-  ThreadCpuTimer() : start_(thread_cpu_seconds()) {}
-  double seconds() const { return thread_cpu_seconds() - start_; }
+  StageTimer() { restart(); }
+  void restart() {
+    wall0_ = std::chrono::steady_clock::now();
+    cpu0_ = thread_cpu_seconds();
+  }
+  // Adds the stage's wall and CPU seconds to *wall_s and *cpu_s; the next stage starts.
+  void lap(double* wall_s, double* cpu_s) {
+    *wall_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0_).count();
+    *cpu_s += thread_cpu_seconds() - cpu0_;
+    restart();
+  }
 
  private:
-  double start_;
+  std::chrono::steady_clock::time_point wall0_;
+  double cpu0_ = 0;
 };
 
 }  // namespace dgld

@@ -181,13 +181,12 @@ struct SamplerWorker::Impl {
     if (layout.total > (*seg)->size()) return static_cast<int64_t>(layout.total);
     std::vector<float*> typed_rows;
     for (const auto& o : layout.typed) typed_rows.push_back(reinterpret_cast<float*>(base + o.rows));
-    const auto t0 = std::chrono::steady_clock::now();
-    const ThreadCpuTimer cpu;
+    batch.timings.fetch_s = batch.timings.fetch_cpu_s = 0;
+    StageTimer stage;
     DGLD_RETURN_IF_ERROR(builder.fetch_into(batch, reinterpret_cast<float*>(base + layout.features),
                                             reinterpret_cast<int64_t*>(base + layout.labels),
                                             builder.heterogeneous() ? &typed : nullptr, typed_rows));
-    batch.timings.fetch_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    batch.timings.fetch_cpu_s = cpu.seconds();
+    stage.lap(&batch.timings.fetch_s, &batch.timings.fetch_cpu_s);
     batch.typed_features = std::move(typed.rows);  // their sizes go in the reply; the rows are in the slot
     return int64_t{0};
   }

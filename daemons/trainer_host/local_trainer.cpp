@@ -19,9 +19,6 @@ namespace dgld::trainer {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
 template <typename T>
 Result<std::span<const T>> node_column(const MappedPartition& part, const std::string& name, bool required,
                                        const char* dtype_name) {
@@ -131,22 +128,17 @@ Result<client::Batch> LocalBackend::next_batch() {
   const std::span<const int64_t> seeds(order_.data() + start, static_cast<size_t>(len));
   client::Batch b;
   b.batch_id = step_;
-  auto t0 = Clock::now();
-  double cpu0 = thread_cpu_seconds();
+  StageTimer stage;
   auto mb = sampler_.sample(source_, seeds, derive_seed(derive_seed(c_.seed, static_cast<uint64_t>(epoch_)), static_cast<uint64_t>(step_)));
   if (!mb.is_ok()) return mb.status().with_context("sampling");
   b.mini_batch = std::move(mb).value();
-  b.timings.sample_s = seconds_since(t0);
-  b.timings.sample_cpu_s = thread_cpu_seconds() - cpu0;
-  t0 = Clock::now();
-  cpu0 = thread_cpu_seconds();
+  stage.lap(&b.timings.sample_s, &b.timings.sample_cpu_s);
   gather_rows(b.mini_batch.input_nodes, b.features);
   b.features_pool = buffers_;
   b.feature_dim = feat_dim();
   b.labels.resize(b.mini_batch.seeds.size());
   for (size_t i = 0; i < b.labels.size(); ++i) b.labels[i] = g_.labels[static_cast<size_t>(b.mini_batch.seeds[i])];
-  b.timings.fetch_s = seconds_since(t0);
-  b.timings.fetch_cpu_s = thread_cpu_seconds() - cpu0;
+  stage.lap(&b.timings.fetch_s, &b.timings.fetch_cpu_s);
   ++step_;
   return b;
 }

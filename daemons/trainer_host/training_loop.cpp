@@ -235,8 +235,7 @@ Status Loop::train_epoch(int epoch, EpochMetrics& m) {
     m.wait_s += batch.timings.wait_s;
     m.sample_cpu_s += batch.timings.sample_cpu_s;
 
-    auto t0 = Clock::now();
-    double cpu0 = thread_cpu_seconds();
+    StageTimer stage;
     const int64_t n_in = static_cast<int64_t>(batch.mini_batch.input_nodes.size());
     if (batch.feature_rows().size() != static_cast<size_t>(n_in * b_.feat_dim())) {
       return internal_error(fmt::format("{}: the batch has {} feature values for {} input nodes of dimension {}",
@@ -249,11 +248,10 @@ Status Loop::train_epoch(int epoch, EpochMetrics& m) {
     auto input = make_model_input(batch.mini_batch, *x);
     if (!input.is_ok()) return input.status().with_context(where);
     const auto labels = ids_tensor(batch.labels);
-    m.fetch_s += batch.timings.fetch_s + seconds_since(t0);
-    m.fetch_cpu_s += batch.timings.fetch_cpu_s + (thread_cpu_seconds() - cpu0);
+    m.fetch_s += batch.timings.fetch_s;
+    m.fetch_cpu_s += batch.timings.fetch_cpu_s;
+    stage.lap(&m.fetch_s, &m.fetch_cpu_s);
 
-    t0 = Clock::now();
-    cpu0 = thread_cpu_seconds();
     auto logits = forward_checked(*model_, *input);
     if (!logits.is_ok()) return logits.status().with_context(where);
     torch::Tensor loss;
@@ -277,12 +275,9 @@ Status Loop::train_epoch(int epoch, EpochMetrics& m) {
     optimizer_->zero_grad();
     loss.backward();
     const double loss_value = loss.item<double>();
-    m.compute_s += seconds_since(t0);
-    m.compute_cpu_s += thread_cpu_seconds() - cpu0;
+    stage.lap(&m.compute_s, &m.compute_cpu_s);
 
     // One bucket: every gradient, then this step's loss and counts.
-    t0 = Clock::now();
-    cpu0 = thread_cpu_seconds();
     auto bucket = gradient_bucket(params, {loss_value, batch_correct, batch_seeds});
     if (world > 1) {
       DGLD_RETURN_IF_ERROR(b_.allreduce(bucket, Reduce::sum, where + ": gradient allreduce"));
@@ -291,8 +286,7 @@ Status Loop::train_epoch(int epoch, EpochMetrics& m) {
     unflatten_gradients(params, bucket);
     const int64_t tail = bucket.size(0) - 3;
     const double step_loss = bucket[tail].item<double>();  // mean over the trainers
-    m.allreduce_s += seconds_since(t0);
-    m.allreduce_cpu_s += thread_cpu_seconds() - cpu0;
+    stage.lap(&m.allreduce_s, &m.allreduce_cpu_s);
     if (!std::isfinite(step_loss)) {
       return internal_error(fmt::format("the loss became {} at {} (this trainer's loss: {}; lr {}): training "
                                         "stopped{}; try a lower --lr",
@@ -300,14 +294,12 @@ Status Loop::train_epoch(int epoch, EpochMetrics& m) {
                                         ckpt_ ? ", the last checkpoint is kept" : ""));
     }
 
-    t0 = Clock::now();
-    cpu0 = thread_cpu_seconds();
+    stage.restart();
     optimizer_->step();
     if (embedding_) {
       if (Status st = embedding_->step(); !st.is_ok()) return st.with_context(where + ": sparse optimiser");
     }
-    m.compute_s += seconds_since(t0);
-    m.compute_cpu_s += thread_cpu_seconds() - cpu0;
+    stage.lap(&m.compute_s, &m.compute_cpu_s);
 
     loss_sum += step_loss;
     m.step_losses.push_back(step_loss);
