@@ -29,9 +29,15 @@ def make_block(num_dst, fanout, num_nodes, gen):
     deg = torch.minimum(deg, torch.tensor(fanout))
     dst = torch.repeat_interleave(torch.arange(num_dst), deg)
     picked = torch.randint(0, num_nodes, (int(deg.sum()),), generator=gen)
-    # local src ids: the seeds first, then the distinct new neighbours
+    # local src ids: the seeds first, then the distinct new neighbours in
+    # order of first appearance over the edges, as dgld's sampler
+    # (common/sampling/block.h) and DGL's to_block number them
     uniq, inverse = torch.unique(picked, return_inverse=True)
-    src = inverse + num_dst
+    by_node, edge = torch.sort(inverse, stable=True)
+    first = edge[torch.cat([torch.ones(1, dtype=torch.bool), by_node[1:] != by_node[:-1]])]
+    rank = torch.empty_like(first)
+    rank[torch.argsort(first)] = torch.arange(uniq.numel())
+    src = rank[inverse] + num_dst
     return dgld.create_block((src, dst), num_src_nodes=num_dst + uniq.numel(), num_dst_nodes=num_dst)
 
 
