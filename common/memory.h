@@ -1,11 +1,17 @@
 #pragma once
 // Process-wide allocator tuning for the daemons: keep large buffers (pull
 // replies, mini-batches) in the heap instead of fresh mmaps, so reusing them
-// does not page-fault and zero-fill every time. Call once at the top of main().
+// does not page-fault and zero-fill every time. Call once at the top of main()
+// (the Python package calls it when dgld._C is imported).
 
 namespace dgld {
 
 void tune_allocator_for_large_buffers();
+
+// The heap-top size above which glibc hands freed memory back (M_TRIM_THRESHOLD):
+// a sixteenth of physical memory, at least 256 MiB, at most INT_MAX (mallopt's
+// type).
+int trim_threshold_bytes();
 
 }  // namespace dgld
 

@@ -4,13 +4,11 @@
 
 #include "client/dist_graph.h"
 #include "client/split.h"
-#include "common/memory.h"
 #include "common/net/auth.h"
 
 namespace dgld::python {
 
 Client::Client(const ClientOptions& o) {
-  tune_allocator_for_large_buffers();
   client::JoinFlags join{.ip_config = o.ip_config,
                          .part_config = o.part_config,
                          .machine_id = o.machine_id,

@@ -13,12 +13,16 @@
 // Sources: binding.h (errors, tensor conversions), client.cpp, dist_tensor.cpp,
 // loaders.cpp, test_hooks.cpp, partition.cpp; this file makes the module of them.
 #include "common/logging.h"
+#include "common/memory.h"
 #include "python/src/binding.h"
 
 using namespace dgld::python;
 
 PYBIND11_MODULE(_C, m) {
   m.doc() = "dgld's client library (the dgld package builds DGL's API on it)";
+  // A training script's tensors, as the daemons' buffers, stay in the heap
+  // (common/memory.h): set when dgld is imported, before its first batch.
+  dgld::tune_allocator_for_large_buffers();
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);

@@ -53,14 +53,11 @@ OMP_NUM_THREADS="$threads" OMP_WAIT_POLICY=PASSIVE "$bench" --part-config "$work
 # (Python, dgld's graph API; tests/bench/udf_bench.py).
 if ls "$build"/python/dgld/_C*.so >/dev/null 2>&1; then
   echo "GatedMean with UDFs vs built-ins (Python)..."
-  # glibc keeps large freed buffers for reuse, as in a trainer (a dgld client
-  # sets the same: common/memory.cpp's tune_allocator_for_large_buffers);
-  # without it every step page-faults its gradients afresh (3x slower here).
-  MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=268435456 \
+  # Importing dgld tunes glibc to keep large freed buffers for reuse, as the
+  # daemons do (common/memory.h): a step does not page-fault them afresh.
   PYTHONPATH="$build/python" OMP_NUM_THREADS="$threads" OMP_WAIT_POLICY=PASSIVE \
     /usr/bin/python3 tests/bench/udf_bench.py --rounds "$rounds" --threads "$threads"
   echo "dgld.nn's SAGEConv('pool') and GINConv, fused against index_add (Python)..."
-  MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=268435456 \
   PYTHONPATH="$build/python:tests/bench" OMP_NUM_THREADS="$threads" OMP_WAIT_POLICY=PASSIVE \
     /usr/bin/python3 tests/bench/nn_bench.py --rounds "$rounds" --threads "$threads"
 else
