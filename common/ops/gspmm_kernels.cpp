@@ -395,6 +395,30 @@ void grad_rows(BlockGraph& g, const Csr& c, const Rows<T>& a, const Rows<T>& b, 
   });
 }
 
+// max / min of a copied operand (copy_lhs, rows the same width as the
+// output): each output element came from one edge (arg), so its gradient goes
+// to that edge's row and element alone. Scattered straight from arg, instead
+// of walking every edge and comparing its position with the dst's arg row.
+// Threads take column ranges, so no two write one element.
+template <typename T>
+void scatter_extreme_grad(const Csr& c, const T* up, const int64_t* arg, int64_t n, Target target, T* grad) {
+  constexpr int64_t kColumns = 16;  // a cache line of floats per thread and row
+  const int64_t chunks = (n + kColumns - 1) / kColumns;
+  at::parallel_for(0, chunks, 1, [&](int64_t begin, int64_t end) {
+    const int64_t j0 = begin * kColumns, j1 = std::min(n, end * kColumns);
+    for (int64_t v = 0; v < c.nd; ++v) {
+      const int64_t* av = arg + v * n;
+      const T* gv = up + v * n;
+      for (int64_t j = j0; j < j1; ++j) {
+        const int64_t p = av[j];
+        if (p < 0) continue;  // no in-edges
+        const int64_t row = target == Target::u ? c.src[p] : target == Target::e ? c.eid(p) : v;
+        grad[row * n + j] += gv[j];
+      }
+    }
+  });
+}
+
 }  // namespace
 
 void spmm_forward(BlockGraph& g, const Operands& x, const Bcast& bc, SpmmReduce reduce, Tensor& out, Tensor& arg) {
@@ -417,8 +441,18 @@ void sddmm_forward(BlockGraph& g, const Operands& x, const Bcast& bc, Tensor& ou
 
 Tensor operand_grad(BlockGraph& g, const Operands& x, const Bcast& bc, const Upstream& up, bool lhs_side) {
   const Tensor& self = lhs_side ? x.lhs : x.rhs;
-  Tensor grad = torch::empty(self.sizes(), self.options());
   const Csr c(g);
+  const bool extreme = up.reduce == SpmmReduce::max || up.reduce == SpmmReduce::min;
+  if (x.op == BinaryOp::copy_lhs && !up.per_edge && extreme && bc.mode == Bcast::Mode::same && bc.k == 1 &&
+      bc.lhs_len == bc.n) {
+    Tensor grad = torch::zeros(self.sizes(), self.options());
+    AT_DISPATCH_FLOATING_TYPES(self.scalar_type(), "dgld::gspmm_backward", [&] {
+      scatter_extreme_grad<scalar_t>(c, up.grad.data_ptr<scalar_t>(), up.arg.data_ptr<int64_t>(), bc.n,
+                                     x.lhs_target, grad.data_ptr<scalar_t>());
+    });
+    return grad;
+  }
+  Tensor grad = torch::empty(self.sizes(), self.options());
   AT_DISPATCH_FLOATING_TYPES(self.scalar_type(), "dgld::gspmm_backward", [&] {
     const UpstreamRows<scalar_t> rows{up.grad.data_ptr<scalar_t>(), bc.n, up.per_edge, up.reduce,
                                       up.arg.defined() ? up.arg.data_ptr<int64_t>() : nullptr, c.indptr};

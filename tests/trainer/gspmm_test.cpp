@@ -160,6 +160,7 @@ std::vector<Message> all_messages() {
       }
       for (const auto& [ls, rs] : dot) all.push_back({BinaryOp::dot, lt, rt, ls, rs});
       all.push_back({BinaryOp::copy_lhs, lt, rt, {2, 3}, {}});
+      all.push_back({BinaryOp::copy_lhs, lt, rt, {2, 20}, {}});  // max / min backward: 3 column ranges
       all.push_back({BinaryOp::copy_rhs, lt, rt, {}, {3}});
     }
   }

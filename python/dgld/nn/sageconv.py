@@ -138,6 +138,11 @@ class SAGEConv(nn.Module):
         fc_pool = self.fc_pool
         lstm = self.lstm
         if fc_pool is not None:
+            if ew.numel() == 0:
+                # max_u relu(z_u) == relu(max_u z_u) (relu is monotone, and a dst
+                # without in-edges gets 0 either way): the relu and its backward
+                # run over the dst rows instead of every src row.
+                return self.fc_neigh(torch.relu(aggregate(graph, fc_pool(h_src), "max", ew)))
             return self.fc_neigh(aggregate(graph, torch.relu(fc_pool(h_src)), "max", ew))
         if lstm is not None:
             return self.fc_neigh(_lstm_aggregate(lstm, graph, _messages_in_csr_order(graph, h_src, ew)))
