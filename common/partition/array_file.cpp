@@ -7,6 +7,7 @@
 #include <zlib.h>
 
 #include <bit>
+#include <cstdint>
 #include <cstring>
 #include <random>
 #include <set>
@@ -256,6 +257,16 @@ MappedArrayFile::~MappedArrayFile() {
   if (base_ != nullptr) ::munmap(base_, size_);
 }
 
+bool MappedArrayFile::release_pages(const void* p, size_t n) const {
+  const auto begin = reinterpret_cast<uintptr_t>(p), base = reinterpret_cast<uintptr_t>(base_);
+  if (base_ == nullptr || begin < base || begin + n > base + size_ || n == 0) return false;
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t first = (begin + page - 1) / page * page, last = (begin + n) / page * page;
+  // The mapping is read-only and shared: dropping its pages loses nothing.
+  if (first < last) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+  return true;
+}
+
 Result<std::unique_ptr<MappedArrayFile>> MappedArrayFile::open(const std::filesystem::path& path,
                                                                ArrayFileKind expected_kind,
                                                                bool verify_checksums) {
@@ -351,8 +362,14 @@ Result<std::unique_ptr<MappedArrayFile>> MappedArrayFile::open(const std::filesy
     if (!names.insert(e.name).second) return corruption(where + ": duplicate name '" + e.name + "'");
     prev_end = e.offset + e.length;
     e.data = bytes + e.offset;
-    if (verify_checksums && crc32_update(0, e.data, e.length) != e.crc) {
-      return corruption(p + ": checksum mismatch in array '" + e.name + "'");
+    if (verify_checksums) {
+      if (crc32_update(0, e.data, e.length) != e.crc) {
+        return corruption(p + ": checksum mismatch in array '" + e.name + "'");
+      }
+      // Reading it made every page resident; what is used later faults back
+      // from the page cache (a graph-server copies its features to shared
+      // memory and would otherwise hold them twice at its peak).
+      f->release_pages(e.data, e.length);
     }
     f->arrays_.push_back(std::move(e));
   }

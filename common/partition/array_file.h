@@ -127,6 +127,11 @@ class MappedArrayFile {
   const std::filesystem::path& path() const { return path_; }
   const std::vector<ArrayEntry>& arrays() const { return arrays_; }
   const ArrayEntry* find(std::string_view name) const;
+  // Drops the pages wholly inside [p, p + n) from this process's memory (the
+  // kernel keeps them in the page cache; a later read faults them back in),
+  // for a reader that has copied them elsewhere. Nothing happens outside
+  // this file's mapping. Returns whether the range lay inside it.
+  bool release_pages(const void* p, size_t n) const;
 
   // The named array as T, checking dtype and (when expect_rows >= 0) that it
   // is one-dimensional with expect_rows elements.

@@ -54,6 +54,12 @@ const TensorView* MappedPartition::edge_tensor(std::string_view name) const {
   return find_tensor(edge_tensors_, name);
 }
 
+void MappedPartition::release_pages(const void* p, size_t n) const {
+  for (const auto* f : {graph_.get(), node_feats_.get(), edge_feats_.get()}) {
+    if (f != nullptr && f->release_pages(p, n)) return;
+  }
+}
+
 Result<std::unique_ptr<MappedPartition>> open_partition(const PartitionConfig& config, int part_id,
                                                         bool verify_checksums) {
   namespace pa = part_arrays;

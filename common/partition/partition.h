@@ -122,6 +122,10 @@ class MappedPartition {
   const TensorView* edge_tensor(std::string_view name) const;
 
   const MappedArrayFile& graph_file() const { return *graph_; }
+  // Drops the pages of [p, p + n), a range of one of the partition's mapped
+  // files, from this process's memory (MappedArrayFile::release_pages): for a
+  // server that has copied a tensor into shared memory.
+  void release_pages(const void* p, size_t n) const;
 
  private:
   friend Result<std::unique_ptr<MappedPartition>> open_partition(const PartitionConfig&, int, bool);

@@ -38,26 +38,29 @@ Status GraphServer::Impl::init() {
   }
   DGLD_RETURN_IF_ERROR(tensors->init());
   if (opts.is_main()) {
+    // The rows live on in shared memory: their file pages are let go as they
+    // are copied (the page cache keeps them).
+    const TensorTable::CopiedFn release = [this](const void* p, size_t n) { part->release_pages(p, n); };
     for (const auto& t : part->node_tensors()) {
       TensorSpec spec{t.name, t.dtype, t.shape, PartPolicy::node};
       const int type = node_tensor_type(config, t.name);
       spec.shape[0] = type < 0 ? config.num_nodes : config.types.ntype_count[type];
       spec.persistent = true;
-      DGLD_RETURN_IF_ERROR(tensors->add(spec, t.data));
+      DGLD_RETURN_IF_ERROR(tensors->add(spec, t.data, release));
     }
     // Every node's original id (before the partitioner relabelled them), as
     // DGL's orig_nids: offline inference writes outputs in that order.
     if (!part->node_tensor(kOrigIdTensor)) {
       TensorSpec spec{kOrigIdTensor, DType::int64, {config.num_nodes}, PartPolicy::node};
       spec.persistent = true;
-      DGLD_RETURN_IF_ERROR(tensors->add(spec, part->orig_node_ids().data()));
+      DGLD_RETURN_IF_ERROR(tensors->add(spec, part->orig_node_ids().data(), release));
     }
     for (const auto& t : part->edge_tensors()) {
       TensorSpec spec{t.name, t.dtype, t.shape, PartPolicy::edge};
       const int type = edge_tensor_type(config, t.name);
       spec.shape[0] = type < 0 ? config.num_edges : config.types.etype_count[type];
       spec.persistent = true;
-      DGLD_RETURN_IF_ERROR(tensors->add(spec, t.data));
+      DGLD_RETURN_IF_ERROR(tensors->add(spec, t.data, release));
     }
   }
   log()->info("{} partition {} of {}: {} inner nodes, {} local nodes, {} local edges, {} node tensors ({} ms)",

@@ -1,6 +1,8 @@
 #include "daemons/graph_server/tensor_table.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 
 #include "common/logging.h"
@@ -50,9 +52,9 @@ std::string TensorTable::segment_for(const std::string& name, PartPolicy policy)
   return shm::tensor_segment(job_id_, machine_id_, name, policy == PartPolicy::edge);
 }
 
-Status TensorTable::add(const TensorSpec& spec, const void* rows) {
+Status TensorTable::add(const TensorSpec& spec, const void* rows, const CopiedFn& copied) {
   std::lock_guard lock(mu_);
-  auto r = create_locked(spec, rows);
+  auto r = create_locked(spec, rows, copied);
   if (!r.is_ok()) return r.status();
   if (!*r) return invalid_argument("tensor '" + spec.name + "' is listed twice");
   return Status::ok();
@@ -65,10 +67,10 @@ IdRange TensorTable::rows_of(const std::string& name, PartPolicy policy) const {
 
 Result<bool> TensorTable::create(const TensorSpec& spec) {
   std::lock_guard lock(mu_);
-  return create_locked(spec, nullptr);
+  return create_locked(spec, nullptr, {});
 }
 
-Result<bool> TensorTable::create_locked(const TensorSpec& spec, const void* rows) {
+Result<bool> TensorTable::create_locked(const TensorSpec& spec, const void* rows, const CopiedFn& copied) {
   if (!owner_) return invalid_argument("tensors are created by the main server of a machine");
   if (spec.name.empty() || spec.name.size() > shm::kMaxTensorNameLength) {
     return invalid_argument("tensor name must be 1.." + std::to_string(shm::kMaxTensorNameLength) +
@@ -107,7 +109,15 @@ Result<bool> TensorTable::create_locked(const TensorSpec& spec, const void* rows
   t->first_global_row = range.start;
   t->storage = std::make_unique<shm::SharedTensor>(std::move(*st));
   if (rows) {
-    std::memcpy(t->storage->mutable_data(), rows, t->storage->data_bytes());
+    constexpr size_t kStretch = size_t{16} << 20;
+    auto* to = static_cast<std::byte*>(t->storage->mutable_data());
+    const auto* from = static_cast<const std::byte*>(rows);
+    const size_t bytes = t->storage->data_bytes();
+    for (size_t off = 0; off < bytes; off += kStretch) {
+      const size_t n = std::min(kStretch, bytes - off);
+      std::memcpy(to + off, from + off, n);
+      if (copied) copied(from + off, n);
+    }
   } else if (spec.init != InitKind::zeros) {
     const int64_t n = t->num_rows();
     const int64_t elems = static_cast<int64_t>(t->row_bytes() / dtype_size(spec.dtype));

@@ -64,8 +64,12 @@ class TensorTable {
   ~TensorTable();
 
   // Creates a tensor with its rows copied from `rows` (num_rows * row bytes), or
-  // initialised per spec.init when `rows` is null. Owner only.
-  Status add(const TensorSpec& spec, const void* rows);
+  // initialised per spec.init when `rows` is null. Owner only. `copied`, when
+  // set, is called with each stretch of `rows` (16 MiB at most) once it is
+  // copied: a server drops a mapped file's pages there, so that it does not
+  // hold a tensor twice, even for a moment.
+  using CopiedFn = std::function<void(const void*, size_t)>;
+  Status add(const TensorSpec& spec, const void* rows, const CopiedFn& copied = {});
   // Collective DistTensor creation: ok(true) when created, ok(false) when it
   // already exists with the same dtype and shape, an error when it differs.
   Result<bool> create(const TensorSpec& spec);
@@ -77,7 +81,7 @@ class TensorTable {
   std::string segment_for(const std::string& name, PartPolicy policy) const;
 
  private:
-  Result<bool> create_locked(const TensorSpec& spec, const void* rows);
+  Result<bool> create_locked(const TensorSpec& spec, const void* rows, const CopiedFn& copied);
 
   // First global row and row count of a tensor of this name and policy on this machine.
   IdRange rows_of(const std::string& name, PartPolicy policy) const;

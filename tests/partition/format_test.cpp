@@ -6,6 +6,7 @@
 
 #include "common/partition/array_file.h"
 #include "common/partition/partition_book.h"
+#include "common/process_memory.h"
 #include "tests/partition/test_util.h"
 
 namespace dgld {
@@ -50,6 +51,37 @@ TEST_CASE("checksums are CRC-32 (ISO-HDLC) as documented") {
   CHECK(crc32_update(0, "123456789", 9) == 0xCBF43926u);
   // Continuing a CRC over pieces equals one pass.
   CHECK(crc32_update(crc32_update(0, "1234", 4), "56789", 5) == 0xCBF43926u);
+}
+
+TEST_CASE("release_pages drops a mapped array's pages from memory and the data reads back the same") {
+  TempDir dir;
+  const fs::path p = dir / "big.dgld";
+  const int64_t n = int64_t{4} << 20;  // 32 MiB of int64
+  {
+    auto w = ArrayFileWriter::create(p, ArrayFileKind::node_features, {{"ids", DType::int64, {n}}});
+    REQUIRE(w.is_ok());
+    std::vector<int64_t> ids(static_cast<size_t>(n));
+    std::iota(ids.begin(), ids.end(), 3);
+    REQUIRE((*w)->write_array(std::span<const int64_t>(ids)).is_ok());
+    REQUIRE((*w)->finish().is_ok());
+  }
+  auto f = MappedArrayFile::open(p, ArrayFileKind::node_features, false);
+  REQUIRE(f.is_ok());
+  auto ids = (*f)->get<int64_t>("ids", n);
+  REQUIRE(ids.is_ok());
+  const auto sum = [&] { return std::accumulate(ids->begin(), ids->end(), int64_t{0}); };
+  const int64_t expected = n * 3 + n * (n - 1) / 2;
+  REQUIRE(sum() == expected);  // every page touched: resident
+  const int64_t before = read_process_memory().file;
+  CHECK((*f)->release_pages(ids->data(), ids->size_bytes()));
+  const int64_t after = read_process_memory().file;
+  INFO("RssFile " << before << " -> " << after);
+  if (before >= 0) CHECK(before - after >= (int64_t{30} << 20));
+  CHECK(sum() == expected);  // faulted back in from the page cache
+  // A range outside the mapping is left alone.
+  std::vector<int64_t> heap(1024, 5);
+  CHECK_FALSE((*f)->release_pages(heap.data(), heap.size() * sizeof(int64_t)));
+  CHECK(heap[0] == 5);
 }
 
 TEST_CASE("array file round trip keeps names, shapes, data and alignment") {
