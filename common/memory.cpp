@@ -13,29 +13,49 @@
 
 namespace dgld {
 
+namespace {
+
+// A setting the user gave glibc through its environment variable
+// (MALLOC_TRIM_THRESHOLD_ and the like) is theirs: it is left alone.
+void set_unless_given(int param, int value, const char* env) {
+  if (std::getenv(env) == nullptr) mallopt(param, value);
+}
+
+// The memory this process may use: physical memory, or the cgroup's limit
+// (v2 memory.max, v1 memory.limit_in_bytes) when that is lower. 0: unknown.
+int64_t usable_memory_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+  int64_t bytes = pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page : 0;
+  for (const char* limit_file : {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
+    std::ifstream f(limit_file);
+    int64_t limit = 0;
+    if (f >> limit && limit > 0 && (bytes == 0 || limit < bytes)) bytes = limit;  // "max" fails to parse
+  }
+  return bytes;
+}
+
+}  // namespace
+
 void tune_allocator_for_large_buffers() {
   // 32 MiB is glibc's largest mmap threshold: smaller blocks come from the heap.
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  set_unless_given(M_MMAP_THRESHOLD, 32 << 20, "MALLOC_MMAP_THRESHOLD_");
   // Larger ones would still be fresh mmaps (a mini-batch's input features on
   // a million-node graph are ~100 MB): with mmap off they come from the heap
   // too and are reused instead of page-faulted and zeroed for every batch
   // (measured: standalone GraphSAGE epoch on 1 M nodes, fetch 46 s -> see
   // docs/performance.md).
-  mallopt(M_MMAP_MAX, 0);
+  set_unless_given(M_MMAP_MAX, 0, "MALLOC_MMAP_MAX_");
   // Do not hand freed heap memory back to the kernel after every large free:
   // a step that frees more than the threshold at the heap's top gives it back,
   // and the next step faults it in again. At 256 MiB a Python GatedMean step
   // (tests/bench/udf_bench.py) faulted ~1 GB a step and took 1.6 s with UDFs
-  // instead of 0.26 s (built-ins 0.25-0.85 s instead of 0.09 s). A sixteenth
-  // of the machine's memory, at least 256 MiB, is what may stay unused.
-  mallopt(M_TRIM_THRESHOLD, trim_threshold_bytes());
+  // instead of 0.26 s (built-ins 0.25-0.85 s instead of 0.09 s).
+  set_unless_given(M_TRIM_THRESHOLD, trim_threshold_bytes(), "MALLOC_TRIM_THRESHOLD_");
 }
 
 int trim_threshold_bytes() {
   constexpr int64_t kFloor = int64_t{256} << 20;
-  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
-  int64_t bytes = pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page / 16 : kFloor;
-  bytes = std::max(bytes, kFloor);
+  const int64_t bytes = std::max(usable_memory_bytes() / 16, kFloor);
   return static_cast<int>(std::min<int64_t>(bytes, std::numeric_limits<int>::max()));
 }
 

@@ -9,8 +9,10 @@ namespace dgld {
 void tune_allocator_for_large_buffers();
 
 // The heap-top size above which glibc hands freed memory back (M_TRIM_THRESHOLD):
-// a sixteenth of physical memory, at least 256 MiB, at most INT_MAX (mallopt's
-// type).
+// a sixteenth of the memory the process may use (physical memory, or its
+// cgroup's limit when lower), at least 256 MiB, at most INT_MAX (mallopt's
+// type, about 2 GiB). A setting given in glibc's own environment variable
+// (MALLOC_TRIM_THRESHOLD_, MALLOC_MMAP_THRESHOLD_, MALLOC_MMAP_MAX_) wins.
 int trim_threshold_bytes();
 
 }  // namespace dgld

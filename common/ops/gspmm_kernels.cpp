@@ -443,8 +443,8 @@ Tensor operand_grad(BlockGraph& g, const Operands& x, const Bcast& bc, const Ups
   const Tensor& self = lhs_side ? x.lhs : x.rhs;
   const Csr c(g);
   const bool extreme = up.reduce == SpmmReduce::max || up.reduce == SpmmReduce::min;
-  if (x.op == BinaryOp::copy_lhs && !up.per_edge && extreme && bc.mode == Bcast::Mode::same && bc.k == 1 &&
-      bc.lhs_len == bc.n) {
+  if (lhs_side && x.op == BinaryOp::copy_lhs && !up.per_edge && extreme && bc.mode == Bcast::Mode::same &&
+      bc.k == 1 && bc.lhs_len == bc.n) {
     Tensor grad = torch::zeros(self.sizes(), self.options());
     AT_DISPATCH_FLOATING_TYPES(self.scalar_type(), "dgld::gspmm_backward", [&] {
       scatter_extreme_grad<scalar_t>(c, up.grad.data_ptr<scalar_t>(), up.arg.data_ptr<int64_t>(), bc.n,

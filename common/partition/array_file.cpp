@@ -259,7 +259,7 @@ MappedArrayFile::~MappedArrayFile() {
 
 bool MappedArrayFile::release_pages(const void* p, size_t n) const {
   const auto begin = reinterpret_cast<uintptr_t>(p), base = reinterpret_cast<uintptr_t>(base_);
-  if (base_ == nullptr || begin < base || begin + n > base + size_ || n == 0) return false;
+  if (base_ == nullptr || n == 0 || begin < base || begin - base > size_ || n > size_ - (begin - base)) return false;
   const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
   const uintptr_t first = (begin + page - 1) / page * page, last = (begin + n) / page * page;
   // The mapping is read-only and shared: dropping its pages loses nothing.

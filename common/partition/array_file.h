@@ -116,7 +116,9 @@ class MappedArrayFile {
  public:
   // Maps `path` read-only and checks magic, version, kind, header checksum and the
   // table (bounds, alignment, sizes). With `verify_checksums` also checks every
-  // array's CRC (reads the whole file).
+  // array's CRC (reads the whole file) and then lets each array's pages go
+  // (release_pages): what the caller reads later faults back from the page
+  // cache, and the process's RSS is not the whole file at once.
   static Result<std::unique_ptr<MappedArrayFile>> open(const std::filesystem::path& path,
                                                        ArrayFileKind expected_kind,
                                                        bool verify_checksums);

@@ -243,7 +243,8 @@ TEST_CASE("on a larger graph split over threads, outputs and gradients equal the
   const std::vector<Message> messages{{BinaryOp::mul, Target::u, Target::e, {16}, {1}},
                                       {BinaryOp::add, Target::v, Target::e, {16}, {16}},
                                       {BinaryOp::dot, Target::u, Target::v, {2, 8}, {2, 8}},
-                                      {BinaryOp::copy_rhs, Target::u, Target::e, {}, {16}}};
+                                      {BinaryOp::copy_rhs, Target::u, Target::e, {}, {16}},
+                                      {BinaryOp::copy_lhs, Target::u, Target::e, {40}, {}}};  // 3 column ranges
   for (const Message& m : messages) {
     const auto x = operands(*g, m);
     for (SpmmReduce r : kReducers) {
