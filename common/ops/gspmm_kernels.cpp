@@ -97,28 +97,41 @@ struct DotSameIdx {  // dot, equal shapes: product i reads elements i*k ..
   int64_t k;
 };
 
-// m[0 .. n) = the message of one edge, from its operand rows a and b.
+// m[0 .. n) = the message of one edge, from its operand rows a and b (or,
+// the accumulating variant, m[0 .. n) += it).
 template <typename T>
 using MessageFn = void (*)(const T* a, const T* b, const Bcast& bc, T* m);
 // acc (the lhs or rhs row the gradient goes to) += s * (g . d message / d that row).
 template <typename T>
 using GradFn = void (*)(const T* g, T s, const T* a, const T* b, const Bcast& bc, T* acc);
 
-template <typename T, typename Op, typename Idx>
+template <typename T, typename Op, typename Idx, bool Add>
 void message_row(const T* __restrict a, const T* __restrict b, const Bcast& bc, T* __restrict m) {
   const Idx ix(bc);
   const int64_t n = bc.n;
-  for (int64_t i = 0; i < n; ++i) m[i] = Op::f(a[ix.l(i)], b[ix.r(i)]);
+  for (int64_t i = 0; i < n; ++i) {
+    const T x = Op::f(a[ix.l(i)], b[ix.r(i)]);
+    if constexpr (Add) {
+      m[i] += x;
+    } else {
+      m[i] = x;
+    }
+  }
 }
 
-template <typename T, typename Idx>
+template <typename T, typename Idx, bool Add>
 void dot_message_row(const T* __restrict a, const T* __restrict b, const Bcast& bc, T* __restrict m) {
   const Idx ix(bc);
   const int64_t n = bc.n, k = bc.k;
   for (int64_t i = 0; i < n; ++i) {
     const T* x = a + ix.l(i);
     const T* y = b + ix.r(i);
-    m[i] = lane_sum<T>(k, [&](int64_t j) { return x[j] * y[j]; });
+    const T d = lane_sum<T>(k, [&](int64_t j) { return x[j] * y[j]; });
+    if constexpr (Add) {
+      m[i] += d;
+    } else {
+      m[i] = d;
+    }
   }
 }
 
@@ -149,27 +162,28 @@ void dot_grad_row(const T* __restrict g, T s, const T* __restrict a, const T* __
   }
 }
 
-template <typename T, typename Op>
+template <typename T, typename Op, bool Add>
 MessageFn<T> message_for_mode(Bcast::Mode mode) {
   switch (mode) {
-    case Bcast::Mode::same: return &message_row<T, Op, SameIdx>;
-    case Bcast::Mode::lhs_scalar: return &message_row<T, Op, LhsScalarIdx>;
-    case Bcast::Mode::rhs_scalar: return &message_row<T, Op, RhsScalarIdx>;
+    case Bcast::Mode::same: return &message_row<T, Op, SameIdx, Add>;
+    case Bcast::Mode::lhs_scalar: return &message_row<T, Op, LhsScalarIdx, Add>;
+    case Bcast::Mode::rhs_scalar: return &message_row<T, Op, RhsScalarIdx, Add>;
     case Bcast::Mode::table: break;
   }
-  return &message_row<T, Op, TableIdx>;
+  return &message_row<T, Op, TableIdx, Add>;
 }
 
-// nullptr for copy_lhs: the message is the lhs row itself.
-template <typename T>
+// nullptr for copy_lhs: the message is the lhs row itself. Add: the variant
+// that adds the message to m instead of writing it.
+template <typename T, bool Add = false>
 MessageFn<T> message_fn(BinaryOp op, Bcast::Mode mode) {
   switch (op) {
-    case BinaryOp::add: return message_for_mode<T, AddFn>(mode);
-    case BinaryOp::sub: return message_for_mode<T, SubFn>(mode);
-    case BinaryOp::mul: return message_for_mode<T, MulFn>(mode);
-    case BinaryOp::div: return message_for_mode<T, DivFn>(mode);
+    case BinaryOp::add: return message_for_mode<T, AddFn, Add>(mode);
+    case BinaryOp::sub: return message_for_mode<T, SubFn, Add>(mode);
+    case BinaryOp::mul: return message_for_mode<T, MulFn, Add>(mode);
+    case BinaryOp::div: return message_for_mode<T, DivFn, Add>(mode);
     case BinaryOp::dot:
-      return mode == Bcast::Mode::same ? &dot_message_row<T, DotSameIdx> : &dot_message_row<T, TableIdx>;
+      return mode == Bcast::Mode::same ? &dot_message_row<T, DotSameIdx, Add> : &dot_message_row<T, TableIdx, Add>;
     case BinaryOp::copy_lhs:
     case BinaryOp::copy_rhs: break;
   }
@@ -257,36 +271,13 @@ inline void keep_extreme(T* __restrict o, int64_t* __restrict arg, const T* __re
   }
 }
 
-// sum / mean of lhs rows each scaled by the edge's one rhs element (u_mul_e
-// with an edge weight, DGL's most common weighted message): accumulated
-// straight into the output row, without the message buffer.
-template <typename T>
-void scaled_sum_rows(const Csr& c, const Rows<T>& a, const Rows<T>& b, int64_t n, SpmmReduce reduce, T* out) {
-  at::parallel_for(0, c.nd, rows_per_task(c.nd, (c.ne + c.nd) * n), [&](int64_t begin, int64_t end) {
-    const int64_t stop = c.indptr[end];
-    for (int64_t v = begin; v < end; ++v) {
-      T* __restrict o = out + v * n;
-      std::fill(o, o + n, T(0));
-      const int64_t s = c.indptr[v], t = c.indptr[v + 1];
-      for (int64_t p = s; p < t; ++p) {
-        if (p + kPrefetchAhead < stop) a.prefetch(c, p + kPrefetchAhead);
-        const int64_t u = c.src[p], eid = c.eid(p);
-        const T* __restrict x = a.at(u, v, eid);
-        const T w = *b.at(u, v, eid);
-        for (int64_t j = 0; j < n; ++j) o[j] += w * x[j];
-      }
-      if (reduce == SpmmReduce::mean && t - s > 1) {
-        const T scale = T(1) / static_cast<T>(t - s);
-        for (int64_t j = 0; j < n; ++j) o[j] *= scale;
-      }
-    }
-  });
-}
-
+// msg writes an edge's message, add_msg adds it: sum and mean accumulate each
+// message straight into the output row; max and min compare it from a buffer.
 template <typename T>
 void spmm_rows(const Csr& c, const Rows<T>& a, const Rows<T>& b, const Bcast& bc, MessageFn<T> msg,
-               SpmmReduce reduce, T* out, int64_t* arg) {
+               MessageFn<T> add_msg, SpmmReduce reduce, T* out, int64_t* arg) {
   const int64_t n = bc.n;
+  const bool summing = reduce == SpmmReduce::sum || reduce == SpmmReduce::mean;
   at::parallel_for(0, c.nd, rows_per_task(c.nd, (c.ne + c.nd) * n * bc.k), [&](int64_t begin, int64_t end) {
     std::vector<T> buf(static_cast<size_t>(n));
     const int64_t stop = c.indptr[end];
@@ -305,6 +296,10 @@ void spmm_rows(const Csr& c, const Rows<T>& a, const Rows<T>& b, const Bcast& bc
         const T* m = a.at(u, v, eid);
         if (msg) {
           if (p + kPrefetchAhead < stop) b.prefetch(c, p + kPrefetchAhead);
+          if (summing) {
+            (p == s ? msg : add_msg)(m, b.at(u, v, eid), bc, o);
+            continue;
+          }
           msg(m, b.at(u, v, eid), bc, buf.data());
           m = buf.data();
         }
@@ -449,18 +444,11 @@ void scatter_extreme_grad(const Csr& c, const T* up, const int64_t* arg, int64_t
 
 void spmm_forward(BlockGraph& g, const Operands& x, const Bcast& bc, SpmmReduce reduce, Tensor& out, Tensor& arg) {
   const Csr c(g);
-  const bool scaled_sum = x.op == BinaryOp::mul && bc.mode == Bcast::Mode::rhs_scalar && bc.k == 1 &&
-                          bc.lhs_len == bc.n && (reduce == SpmmReduce::sum || reduce == SpmmReduce::mean);
   AT_DISPATCH_FLOATING_TYPES(x.lhs.scalar_type(), "dgld::gspmm", [&] {
-    if (scaled_sum) {
-      scaled_sum_rows<scalar_t>(c, Rows<scalar_t>(x.lhs, x.lhs_target, bc.lhs_len),
-                                Rows<scalar_t>(x.rhs, x.rhs_target, bc.rhs_len), bc.n, reduce,
-                                out.data_ptr<scalar_t>());
-      return;
-    }
     spmm_rows<scalar_t>(c, Rows<scalar_t>(x.lhs, x.lhs_target, bc.lhs_len),
                         Rows<scalar_t>(x.rhs, x.rhs_target, bc.rhs_len), bc, message_fn<scalar_t>(x.op, bc.mode),
-                        reduce, out.data_ptr<scalar_t>(), arg.defined() ? arg.data_ptr<int64_t>() : nullptr);
+                        message_fn<scalar_t, true>(x.op, bc.mode), reduce, out.data_ptr<scalar_t>(),
+                        arg.defined() ? arg.data_ptr<int64_t>() : nullptr);
   });
 }
 
