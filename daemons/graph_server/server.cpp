@@ -218,8 +218,9 @@ Status GraphServer::wait() {
   std::unique_lock lock(impl_->stop_mu);
   impl_->stop_cv.wait(lock, [&] { return impl_->stopping; });
   log()->info("{} stopping: {}", impl_->name(), impl_->stop_reason);
-  const nlohmann::json m = impl_->memory_json();
-  log()->info("memory: {}; partition files {:.0f} MiB, tensors served {:.0f} MiB", describe(read_process_memory()),
+  const ProcessMemory now = read_process_memory();
+  const nlohmann::json m = impl_->memory_json(now);
+  log()->info("memory: {}; partition files {:.0f} MiB, tensors served {:.0f} MiB", describe(now),
               m["partition_bytes"].get<double>() / (1 << 20), m["tensor_bytes"].get<double>() / (1 << 20));
   return Status::ok();
 }

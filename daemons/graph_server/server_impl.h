@@ -153,9 +153,9 @@ struct GraphServer::Impl {
   void end_session(const void* caller_id, const Status& st);
   void request_stop(const std::string& reason);
   std::string stats_json() const;
-  // The process's memory (common/process_memory.h), its partition files'
-  // bytes and the bytes of the tensors it serves from shared memory.
-  nlohmann::json memory_json() const;
+  // The process's memory as read (common/process_memory.h), its partition
+  // files' bytes and the bytes of the tensors it serves from shared memory.
+  nlohmann::json memory_json(const ProcessMemory& now) const;
 
   // Handlers.
   void on_register(const RequestContext& ctx, Message&& m);

@@ -84,8 +84,8 @@ void GraphServer::Impl::on_shutdown(const RequestContext& ctx, Message&& m) {
   request_stop(reason);
 }
 
-nlohmann::json GraphServer::Impl::memory_json() const {
-  nlohmann::json m = to_json(read_process_memory());
+nlohmann::json GraphServer::Impl::memory_json(const ProcessMemory& now) const {
+  nlohmann::json m = to_json(now);
   m["partition_bytes"] = partition_file_bytes(config, opts.machine_id());
   int64_t shared = 0;
   if (tensors) {
@@ -107,7 +107,7 @@ std::string GraphServer::Impl::stats_json() const {
   j["server_id"] = opts.server_id;
   j["machine_id"] = opts.machine_id();
   j["uptime_s"] = std::chrono::duration<double>(Clock::now() - started).count();
-  j["memory"] = memory_json();
+  j["memory"] = memory_json(read_process_memory());
   j["rss_bytes"] = j["memory"]["rss_bytes"];
   j["connections"] = rpc ? rpc->num_connections() : 0;
   j["bytes_in"] = rpc ? rpc->bytes_in() : 0;
