@@ -32,7 +32,8 @@ std::string port_problem(const Endpoint& e) {
       problem = fmt::format("port {} on {} is already in use (a process of an earlier job still running? "
                             "docs/operations.md, 'Stale processes')", e.port, e.host);
     } else if (errno == EADDRNOTAVAIL) {
-      problem = fmt::format("{} is not an address of this machine (its ip_config line names another host)", e.host);
+      problem = fmt::format("no network interface of this machine holds {} (the ip_config line must name an address "
+                            "of the machine itself, not a NAT or floating address that reaches it)", e.host);
     } else {
       problem = fmt::format("cannot bind {}:{}: {}", e.host, e.port, errno_string());
     }
@@ -168,7 +169,13 @@ void Agent::check() {
   }
   if (!problems.empty()) {
     std::string msg;
-    for (const auto& p : problems) msg += (msg.empty() ? "" : "; ") + p;
+    for (size_t i = 0; i < problems.size(); ++i) {
+      if (std::find(problems.begin(), problems.begin() + static_cast<std::ptrdiff_t>(i), problems[i]) !=
+          problems.begin() + static_cast<std::ptrdiff_t>(i)) {
+        continue;  // one message per problem (every server port of an address not here says the same)
+      }
+      msg += (msg.empty() ? "" : "; ") + problems[i];
+    }
     return fail("check", msg);
   }
   emit({{"ev", "checked"}});

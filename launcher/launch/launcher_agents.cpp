@@ -71,6 +71,7 @@ void Launcher::start_agents() {
     auto a = std::make_unique<AgentConn>();
     a->machine = m.machine;
     a->label = m.label;
+    a->where = fmt::format("host {} (machine {}, {} line {})", m.label, m.machine, o_.ip_config, m.address.line);
     SpawnOptions so;
     so.pipe_stdin = true;
     so.separate_stderr = true;
@@ -79,8 +80,8 @@ void Launcher::start_agents() {
     log()->debug("machine {}: {}", m.machine, join(so.argv, " "));
     auto proc = Subprocess::spawn(so);
     if (!proc.is_ok()) {
-      fail(fmt::format("host {} (machine {}): cannot start {}: {}", m.label, m.machine,
-                       o_.local ? "the machine agent" : "ssh", proc.status().message()));
+      fail(fmt::format("{}: cannot start {}: {}", a->where, o_.local ? "the machine agent" : "ssh",
+                       proc.status().message()));
       agents_.push_back(std::move(a));
       agents_.back()->eof = agents_.back()->stopped = true;
       continue;
@@ -205,11 +206,9 @@ void Launcher::on_eof(AgentConn& a) {
     for (const auto& l : a.err_tail) tail += "\n    | " + l;
   }
   if (!a.hello) {
-    fail(fmt::format("host {} (machine {}): cannot start the machine agent{}: {}{}", a.label, a.machine,
-                     o_.local ? "" : " over ssh", how, tail));
+    fail(fmt::format("{}: cannot start the machine agent{}: {}{}", a.where, o_.local ? "" : " over ssh", how, tail));
   } else {
-    fail(fmt::format("host {} (machine {}): lost the connection to its machine agent: {}{}", a.label, a.machine, how,
-                     tail));
+    fail(fmt::format("{}: lost the connection to its machine agent: {}{}", a.where, how, tail));
   }
 }
 
@@ -256,7 +255,7 @@ void Launcher::on_message(AgentConn& a, const json& j) {
       a.fetch_done = true;
       log()->warn("host {} (machine {}): {}", a.label, a.machine, message);
     } else {
-      fail(fmt::format("host {} (machine {}): {}", a.label, a.machine, message));
+      fail(fmt::format("{}: {}", a.where, message));
     }
   } else if (ev == "stopped") {
     a.stopped = true;

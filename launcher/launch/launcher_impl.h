@@ -79,6 +79,7 @@ class EventQueue {
 struct AgentConn {
   int machine = 0;
   std::string label;
+  std::string where;  // "host H (machine m, <ip_config> line L)", for errors about the machine
   Subprocess proc;
   std::thread out_reader, err_reader;
   // The last lines of ssh's / the agent's stderr, kept by its reader thread

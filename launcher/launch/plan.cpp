@@ -70,6 +70,36 @@ std::vector<std::string> split_words(const std::string& s) {
 
 std::string env_value(int v) { return std::to_string(v); }
 
+
+// Two machines of one host (the same address in two ip_config lines, as
+// --local jobs and several servers per host have) whose processes would
+// bind the same port: found here, before anything starts, instead of as a
+// server that cannot listen once the others run.
+Status check_port_collisions(const JobPlan& plan, const std::string& ip_config) {
+  struct Use {
+    int line;
+    std::string what;
+  };
+  std::map<std::pair<std::string, int>, Use> used;
+  for (const MachinePlan& m : plan.machines) {
+    std::vector<std::pair<Endpoint, std::string>> ports;
+    for (size_t j = 0; j < m.server_ports.size(); ++j) {
+      ports.push_back({m.server_ports[j], fmt::format("graph-server {} of machine {}", j, m.machine)});
+    }
+    for (const Endpoint& e : m.other_ports) ports.push_back({e, "the trainers' rendezvous (base port + 900)"});
+    for (const auto& [e, what] : ports) {
+      auto [it, fresh] = used.emplace(std::make_pair(e.host, e.port), Use{m.address.line, what});
+      if (!fresh) {
+        return invalid_argument(fmt::format("{} line {}: port {} on {} is needed by {} and, from line {}, by {}: give "
+                                            "the machines of one host base ports further apart",
+                                            ip_config, m.address.line, e.port, e.host, what, it->second.line,
+                                            it->second.what));
+      }
+    }
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 ParsedLaunchOptions parse_launch_options(int argc, const char* const argv[]) {
@@ -371,6 +401,7 @@ Result<JobPlan> make_job_plan(const LaunchOptions& o, const std::vector<MachineA
     }
     plan.machines.push_back(std::move(mp));
   }
+  DGLD_RETURN_IF_ERROR(check_port_collisions(plan, o.ip_config));
   return plan;
 }
 
