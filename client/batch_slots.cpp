@@ -90,6 +90,7 @@ Status BatchSlots::replace(int index, size_t bytes) {
   shm::SegmentOptions so;
   so.kind = kBatchSlotKind;
   DGLD_ASSIGN_OR_RETURN(auto seg, shm::SharedSegment::create(name, slot_bytes_for(bytes), so));
+  seg.populate();  // the trainer reads every batch from it: map it once, not a fault per page
   DGLD_RETURN_IF_ERROR(seg.mark_ready());
   slot.segment = std::make_unique<shm::SharedSegment>(std::move(seg));  // the old one is unlinked
   ++slot.generation;
@@ -169,6 +170,7 @@ Result<std::shared_ptr<shm::SharedSegment>> SlotMappings::writable(const std::st
   if (seg.kind() != kBatchSlotKind) {
     return invalid_argument(fmt::format("shared-memory segment {} is not a batch slot", name));
   }
+  seg.populate();  // every batch is written into it
   auto shared = std::make_shared<shm::SharedSegment>(std::move(seg));
   std::lock_guard<std::mutex> lock(mu_);
   by_slot_[key] = shared;  // a previous generation's mapping goes once its writers are done

@@ -6,11 +6,12 @@
 #include "client/cluster.h"
 #include "client/dist_tensor.h"
 #include "client/local_partition.h"
+#include "common/memory.h"
 #include "common/partition/partition.h"
 
 namespace dgld::client {
 
-RowCache::RowCache(size_t row_bytes, std::vector<int64_t> ids, std::vector<uint8_t> rows)
+RowCache::RowCache(size_t row_bytes, std::vector<int64_t> ids, std::unique_ptr<uint8_t[]> rows)
     : row_bytes_(row_bytes), map_(ids.size()), rows_(std::move(rows)) {
   for (int64_t id : ids) map_.insert_or_find(id);
 }
@@ -22,7 +23,7 @@ const uint8_t* RowCache::find(int64_t id) const {
     return nullptr;
   }
   hits_.fetch_add(1, std::memory_order_relaxed);
-  return rows_.data() + static_cast<size_t>(i) * row_bytes_;
+  return rows_.get() + static_cast<size_t>(i) * row_bytes_;
 }
 
 Result<std::shared_ptr<const RowCache>> build_halo_row_cache(Cluster& cluster, const DistTensor& tensor,
@@ -54,9 +55,9 @@ Result<std::shared_ptr<const RowCache>> build_halo_row_cache(Cluster& cluster, c
     }
     std::sort(chosen.begin(), chosen.end());  // requests grouped by owner, ranges in order
   }
-  std::vector<uint8_t> rows(chosen.size() * rb);
+  auto rows = uninitialized_bytes(chosen.size() * rb);
   if (!chosen.empty()) {
-    DGLD_RETURN_IF_ERROR(tensor.pull_into(chosen, rows.data()).with_context("filling the feature cache"));
+    DGLD_RETURN_IF_ERROR(tensor.pull_into(chosen, rows.get()).with_context("filling the feature cache"));
   }
   return std::make_shared<const RowCache>(rb, std::move(chosen), std::move(rows));
 }

@@ -27,20 +27,20 @@ class DistTensor;
 class RowCache {
  public:
   // rows holds ids.size() rows of row_bytes each, in the order of ids.
-  RowCache(size_t row_bytes, std::vector<int64_t> ids, std::vector<uint8_t> rows);
+  RowCache(size_t row_bytes, std::vector<int64_t> ids, std::unique_ptr<uint8_t[]> rows);
 
   // The cached row of `id`, or nullptr. Counts hits and misses.
   const uint8_t* find(int64_t id) const;
   size_t row_bytes() const { return row_bytes_; }
   size_t num_rows() const { return map_.size(); }
-  size_t bytes() const { return rows_.size(); }
+  size_t bytes() const { return map_.size() * row_bytes_; }
   uint64_t hits() const { return hits_.load(std::memory_order_relaxed); }
   uint64_t misses() const { return misses_.load(std::memory_order_relaxed); }
 
  private:
   size_t row_bytes_;
   IdMap map_;
-  std::vector<uint8_t> rows_;
+  std::unique_ptr<uint8_t[]> rows_;
   mutable std::atomic<uint64_t> hits_{0}, misses_{0};
 };
 

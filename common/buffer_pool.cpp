@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/memory.h"
+
 namespace dgld {
 
 std::vector<float> BufferPool::take(size_t n) {
@@ -22,6 +24,9 @@ std::vector<float> BufferPool::take(size_t n) {
     std::vector<float>().swap(v);
     v.reserve(n + n / 8);
   }
+  // What the resize adds is zero-filled: map those pages in one call first
+  // rather than a page fault per 4 KiB inside the fill.
+  if (n > v.size()) populate_pages(v.data() + v.size(), (n - v.size()) * sizeof(float), true);
   // Shrinking keeps the capacity and initialises nothing.
   v.resize(n);
   return v;

@@ -20,6 +20,7 @@
 
 #include "common/file_util.h"
 #include "common/logging.h"
+#include "common/memory.h"
 #include "common/shm/cleanup.h"
 
 namespace dgld::shm {
@@ -278,6 +279,10 @@ Result<SharedSegment> SharedSegment::create(const std::string& name, size_t byte
   seg.payload_bytes_ = bytes;
   logger("shm")->debug("created segment {} ({} payload bytes, kind {})", name, bytes, options.kind);
   return seg;
+}
+
+void SharedSegment::populate() {
+  if (base_) populate_pages(base_, mapped_bytes_, !read_only_);
 }
 
 Result<SharedSegment> SharedSegment::attach(const std::string& name, bool read_only,

@@ -66,6 +66,10 @@ class SharedSegment {
   int64_t created_unix_ns() const;
   bool is_ready() const;
 
+  // Maps every page of this process's mapping now (populate_pages), instead of
+  // one fault per page on first touch; for segments used whole (batch slots).
+  void populate();
+
   // Publishes the payload: a release store of the ready flag, so a reader that sees
   // ready also sees every byte written before. Needs a writable mapping.
   Status mark_ready();
