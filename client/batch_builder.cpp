@@ -147,6 +147,7 @@ Result<Batch> BatchBuilder::sample(int64_t batch_id, std::span<const int64_t> se
   Batch out;
   out.batch_id = batch_id;
   StageTimer stage;
+  net::CallScope scope(&out.traffic.calls);
   auto mb = sampler_.sample(*source_, seeds, rng_seed, exclude);
   if (!mb.is_ok()) return mb.status().with_context("batch " + std::to_string(batch_id));
   out.mini_batch = std::move(*mb);
@@ -165,6 +166,7 @@ Status BatchBuilder::fetch(Batch& out, int skip_features_of) const {
                             std::to_string(skip_features_of) + " does not exist");
   }
   StageTimer stage;
+  net::CallScope scope(&out.traffic.calls);
   if (!typed_feature_.empty()) {
     if (skip_features_of >= 0) {
       return invalid_argument("batch " + std::to_string(out.batch_id) + ": a heterogeneous batch sends every "
@@ -187,7 +189,7 @@ Status BatchBuilder::fetch(Batch& out, int skip_features_of) const {
     }
     out.features = buffers_->take(rows.size() * static_cast<size_t>(out.feature_dim));
     out.features_pool = buffers_;
-    if (Status st = feature_->pull_unique_into(rows, out.features.data()); !st.is_ok()) {
+    if (Status st = feature_->pull_unique_into(rows, out.features.data(), &out.traffic.rows); !st.is_ok()) {
       return st.with_context("features of batch " + std::to_string(out.batch_id));
     }
   }
@@ -205,14 +207,17 @@ Result<TypedPlan> BatchBuilder::plan_typed(const Batch& batch) const {
 }
 
 Status BatchBuilder::fetch_into(const Batch& batch, float* rows, int64_t* labels, const TypedPlan* typed,
-                                std::span<float* const> typed_rows) const {
+                                std::span<float* const> typed_rows, BatchTraffic* traffic) const {
+  std::optional<net::CallScope> scope;
+  if (traffic) scope.emplace(&traffic->calls);
   if (typed != nullptr) {
     if (Status st = pull_typed_plan(typed_feature_, *typed, typed_rows); !st.is_ok()) {
       return st.with_context("features of batch " + std::to_string(batch.batch_id));
     }
   }
   if (feature_) {
-    if (Status st = feature_->pull_unique_into(batch.mini_batch.input_nodes, rows); !st.is_ok()) {
+    if (Status st = feature_->pull_unique_into(batch.mini_batch.input_nodes, rows, traffic ? &traffic->rows : nullptr);
+        !st.is_ok()) {
       return st.with_context("features of batch " + std::to_string(batch.batch_id));
     }
   }

@@ -17,6 +17,7 @@
 #include "client/dist_graph.h"
 #include "client/dist_tensor.h"
 #include "common/sampling/multi_layer_sampler.h"
+#include "common/net/traffic.h"
 #include "common/sampling/sampling_spec.h"
 #include "common/status.h"
 
@@ -71,6 +72,14 @@ struct BatchTimings {
   double fetch_cpu_s = 0;
 };
 
+// What making a batch asked of the network: its RPCs (round trips, bytes
+// by peer machine; common/net/traffic.h) and where its input feature rows
+// came from.
+struct BatchTraffic {
+  net::CallCost calls;
+  PullRows rows;
+};
+
 struct Batch {
   int64_t batch_id = -1;
   MiniBatch mini_batch;         // seeds, blocks (input layer first), input_nodes
@@ -84,6 +93,7 @@ struct Batch {
   // (features stays empty, feature_dim 0).
   std::vector<TypedRows> typed_features;
   BatchTimings timings;
+  BatchTraffic traffic;  // of whoever made the batch (a worker's comes in its reply)
   int worker = -1;  // sampler endpoint index that made it; -1: the trainer
   bool from_slot = false;  // a sampler-worker wrote it into a shared-memory slot
   // >= 0 only between a worker and the loader: `features` lacks the rows of
@@ -136,8 +146,10 @@ class BatchBuilder {
   // per plan entry, index.size() x dim floats).
   Result<TypedPlan> plan_typed(const Batch& batch) const;
   bool heterogeneous() const { return !typed_feature_.empty(); }
+  // The RPCs of both halves are added to batch.traffic (fetch_into: to
+  // `traffic` when given).
   Status fetch_into(const Batch& batch, float* rows, int64_t* labels, const TypedPlan* typed = nullptr,
-                    std::span<float* const> typed_rows = {}) const;
+                    std::span<float* const> typed_rows = {}, BatchTraffic* traffic = nullptr) const;
   int64_t feature_dim() const;  // 0 without features
   const BatchSpec& spec() const { return spec_; }
   // Rows served from the feature cache / requested because not cached (0, 0 without one).

@@ -195,7 +195,8 @@ Status Cluster::start(const ClusterOptions& options) {
       auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
       auto conn =
           ServerConnection::connect(io_->context(), machines_[m].host, static_cast<uint16_t>(port),
-                                    id, std::max(left, milliseconds(1)), options.call_timeout, options.secret);
+                                    id, std::max(left, milliseconds(1)), options.call_timeout, options.secret,
+                                    net::TrafficTag{traffic_, m});
       if (!conn.is_ok()) {
         return conn.status().with_context("machine " + std::to_string(m) + " (" +
                                           options.ip_config.string() + " line " +

@@ -100,6 +100,9 @@ class Cluster {
   const RangePartitionBook& partition_book() const { return *book_; }
   const std::vector<MachineAddress>& machines() const { return machines_; }
   LocalPartition& local() { return *local_; }
+  // This process's traffic over its server connections, by machine (traffic.h);
+  // also for the process's other connections to peers of the job.
+  const std::shared_ptr<net::TrafficCounters>& traffic() const { return traffic_; }
 
   // Server `local_index` of `machine`; its main server (index 0); the server
   // this client sends that machine's requests to.
@@ -151,6 +154,7 @@ class Cluster {
   std::string job_id_;
   Registration reg_;
   std::unique_ptr<net::IoThreads> io_;  // declared before the connections: destroyed after them
+  std::shared_ptr<net::TrafficCounters> traffic_ = std::make_shared<net::TrafficCounters>();
   std::vector<std::vector<std::unique_ptr<ServerConnection>>> servers_;  // [machine][local index]
   std::vector<int> pick_;                                                // [machine]
   std::unique_ptr<LocalPartition> local_;

@@ -167,6 +167,24 @@ struct DistDataLoader::Impl {
     cv.notify_all();
   }
 
+  // Every worker builds its sampler and feature cache for this spec now, all
+  // at once, instead of in the first epoch's first batch (which the other
+  // trainers then wait for at the allreduce). A worker that fails it is dead
+  // from the start: its share goes to the others.
+  void prepare_workers() {
+    std::vector<net::PendingCall> calls;
+    for (Remote& rem : remotes) calls.push_back(rem.client->start(encode_prepare(o.spec)));
+    const auto deadline = net::Clock::now() + o.batch_timeout;
+    for (size_t r = 0; r < remotes.size(); ++r) {
+      auto reply = remotes[r].client->wait(calls[r], deadline);
+      if (reply.is_ok()) continue;
+      logger("sampler")->warn("sampler-worker {} is treated as dead (preparing it failed: {}); its batches go to the "
+                              "others", remotes[r].endpoint, reply.status().to_string());
+      remotes[r].alive = false;
+      remotes[r].client->close();
+    }
+  }
+
   void remote_loop(int r) {
     Remote& rem = remotes[r];
     Task t;
@@ -278,20 +296,28 @@ Result<std::unique_ptr<DistDataLoader>> DistDataLoader::create(Cluster& cluster,
   impl->o = std::move(options);
   impl->buffers = std::make_shared<BufferPool>(static_cast<size_t>(impl->o.prefetch) + 4);
   impl->train_ids = std::move(train_ids);
-  DGLD_ASSIGN_OR_RETURN(impl->builder, BatchBuilder::create(cluster, impl->o.spec, impl->o.pool, impl->buffers));
+  // With sampler-workers the trainer makes batches only once every worker
+  // died: its builder keeps no feature cache (each worker has its own), so
+  // a machine does not pull and hold the same halo rows once more per trainer.
+  BatchSpec own = impl->o.spec;
+  if (!impl->o.samplers.empty()) own.feature_cache_bytes = 0;
+  DGLD_ASSIGN_OR_RETURN(impl->builder, BatchBuilder::create(cluster, own, impl->o.pool, impl->buffers));
   if (!impl->o.samplers.empty()) {
     impl->io = std::make_unique<net::IoThreads>(1);
     net::ConnectOptions co;
     co.timeout = impl->o.connect_timeout;
     co.secret = cluster.secret();
+    co.traffic = net::TrafficTag{cluster.traffic(), cluster.machine_id()};  // its own machine's workers
     for (const std::string& ep : impl->o.samplers) {
       DGLD_ASSIGN_OR_RETURN(auto hp, split_endpoint(ep));
       auto c = net::RpcClient::connect(impl->io->context(), hp.first, hp.second, "sampler-worker " + ep, co);
       if (!c.is_ok()) return c.status();
       impl->remotes.push_back(Impl::Remote{ep, std::move(*c), true});
     }
+    impl->prepare_workers();
   }
-  impl->live = static_cast<int>(impl->remotes.size());
+  impl->live = static_cast<int>(std::count_if(impl->remotes.begin(), impl->remotes.end(),
+                                               [](const Impl::Remote& r) { return r.alive; }));
   impl->stats.live_workers = impl->live;
   Impl* p = impl.get();
   std::unique_ptr<DistDataLoader> loader(new DistDataLoader(std::move(impl)));

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "client/cluster.h"
+#include "common/memory.h"
 #include "common/net/rpc_client.h"
 #include "common/partition/partition_book.h"
 #include "common/sampling/id_map.h"
@@ -120,21 +121,21 @@ Status DistTensor::pull_into(std::span<const int64_t> ids, void* out) const {
   // unique is in order of first appearance: with nothing repeated it is ids.
   if (uniq.unique.size() == ids.size()) return pull_distinct(ids, static_cast<uint8_t*>(out));
   const size_t rb = row_bytes_;
-  std::vector<uint8_t> rows(uniq.unique.size() * rb);
-  DGLD_RETURN_IF_ERROR(pull_distinct(uniq.unique, rows.data()));
+  auto rows = uninitialized_bytes(uniq.unique.size() * rb);
+  DGLD_RETURN_IF_ERROR(pull_distinct(uniq.unique, rows.get()));
   auto* dst = static_cast<uint8_t*>(out);
   for (size_t k = 0; k < ids.size(); ++k) {
-    std::memcpy(dst + k * rb, rows.data() + static_cast<size_t>(uniq.inverse[k]) * rb, rb);
+    std::memcpy(dst + k * rb, rows.get() + static_cast<size_t>(uniq.inverse[k]) * rb, rb);
   }
   return Status::ok();
 }
 
-Status DistTensor::pull_unique_into(std::span<const int64_t> ids, void* out) const {
+Status DistTensor::pull_unique_into(std::span<const int64_t> ids, void* out, PullRows* where) const {
   if (!local_) return invalid_argument("DistTensor '" + name_ + "' was destroyed");
-  return pull_distinct(ids, static_cast<uint8_t*>(out));
+  return pull_distinct(ids, static_cast<uint8_t*>(out), where);
 }
 
-Status DistTensor::pull_distinct(std::span<const int64_t> ids, uint8_t* out) const {
+Status DistTensor::pull_distinct(std::span<const int64_t> ids, uint8_t* out, PullRows* where) const {
   Cluster& c = *cluster_;
   const int me = c.machine_id();
   const int P = c.num_machines();
@@ -148,6 +149,7 @@ Status DistTensor::pull_distinct(std::span<const int64_t> ids, uint8_t* out) con
   };
   std::vector<Direct> direct;
   direct.reserve(ids.size());
+  int64_t n_local = 0;
   std::vector<std::vector<int64_t>> remote_ids(static_cast<size_t>(P));
   std::vector<std::vector<size_t>> remote_at(static_cast<size_t>(P));
   for (size_t k = 0; k < ids.size(); ++k) {
@@ -165,6 +167,7 @@ Status DistTensor::pull_distinct(std::span<const int64_t> ids, uint8_t* out) con
                               std::to_string(me));
       }
       direct.push_back({k, local_->row(row)});
+      ++n_local;
     } else if (const uint8_t* cached = cache_ ? cache_->find(id) : nullptr) {
       direct.push_back({k, cached});
     } else {
@@ -179,17 +182,17 @@ Status DistTensor::pull_distinct(std::span<const int64_t> ids, uint8_t* out) con
     net::PendingCall call;
   };
   std::vector<Call> calls;
-  std::vector<std::vector<uint8_t>> bufs(static_cast<size_t>(P));
+  std::vector<std::unique_ptr<uint8_t[]>> bufs(static_cast<size_t>(P));
   const size_t chunk = std::max<size_t>(1, ServerConnection::kPullChunkBytes / std::max<size_t>(rb, 1));
   for (int m = 0; m < P; ++m) {
     const auto& gids = remote_ids[static_cast<size_t>(m)];
     if (gids.empty()) continue;
     auto& buf = bufs[static_cast<size_t>(m)];
-    buf.resize(gids.size() * rb);
+    buf = uninitialized_bytes(gids.size() * rb);
     for (size_t at = 0; at < gids.size(); at += chunk) {
       const size_t k = std::min(chunk, gids.size() - at);
       calls.push_back({m, c.server_for(m).start_pull(name_, std::span<const int64_t>(gids).subspan(at, k),
-                                                     buf.data() + at * rb, k * rb)});
+                                                     buf.get() + at * rb, k * rb)});
     }
   }
   for (const Direct& d : direct) std::memcpy(out + d.at * rb, d.src, rb);
@@ -211,9 +214,16 @@ Status DistTensor::pull_distinct(std::span<const int64_t> ids, uint8_t* out) con
     }
   }
   DGLD_RETURN_IF_ERROR(first);
+  if (where) {
+    int64_t remote = 0;
+    for (const auto& at : remote_at) remote += static_cast<int64_t>(at.size());
+    where->remote += remote;
+    where->local += n_local;
+    where->cached += static_cast<int64_t>(direct.size()) - n_local;
+  }
   for (int m = 0; m < P; ++m) {
     const auto& at = remote_at[static_cast<size_t>(m)];
-    const uint8_t* buf = bufs[static_cast<size_t>(m)].data();
+    const uint8_t* buf = bufs[static_cast<size_t>(m)].get();
     for (size_t i = 0; i < at.size(); ++i) std::memcpy(out + at[i] * rb, buf + i * rb, rb);
   }
   return Status::ok();

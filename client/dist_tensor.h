@@ -24,6 +24,17 @@ class SharedTensor;
 
 namespace dgld::client {
 
+// Where the rows of a pull came from.
+struct PullRows {
+  int64_t local = 0, cached = 0, remote = 0;
+  PullRows& operator+=(const PullRows& o) {
+    local += o.local;
+    cached += o.cached;
+    remote += o.remote;
+    return *this;
+  }
+};
+
 class Cluster;
 class RowCache;
 
@@ -60,7 +71,9 @@ class DistTensor {
   // the machine whose request failed.
   Status pull_into(std::span<const int64_t> ids, void* out) const;
   // The same for ids known to be distinct (a block's nodes): no de-duplication.
-  Status pull_unique_into(std::span<const int64_t> ids, void* out) const;
+  // With `where`, adds how many rows came from this machine's memory, the
+  // row cache and other machines.
+  Status pull_unique_into(std::span<const int64_t> ids, void* out, PullRows* where = nullptr) const;
   // Rows of other machines found in `cache` are copied from it instead of
   // requested (a read-only tensor only: nothing invalidates the cache).
   // Copies of this DistTensor made afterwards share it.
@@ -88,7 +101,7 @@ class DistTensor {
   int owner(int64_t id) const;
   // Ids are homogeneous node (or edge) ids below this.
   int64_t id_limit() const;
-  Status pull_distinct(std::span<const int64_t> ids, uint8_t* out) const;
+  Status pull_distinct(std::span<const int64_t> ids, uint8_t* out, PullRows* where = nullptr) const;
 };
 
 template <typename T>

@@ -41,6 +41,23 @@ net::OutMessage encode_sample_batch(int64_t batch_id, std::span<const int64_t> s
   return m;
 }
 
+net::OutMessage encode_prepare(const BatchSpec& spec) {
+  flatbuffers::FlatBufferBuilder fbb;
+  auto sampling = write_sampling_spec(fbb, spec.sampling);
+  auto feature = fbb.CreateString(spec.feature);
+  auto label = fbb.CreateString(spec.label);
+  fbb.Finish(fbs::CreateSampleBatch(fbb, -1, sampling, 0, feature, label, -1, 0, /*prepare=*/true));
+  net::OutMessage m(fbs::MessageKind::SampleBatch, fbb);
+  m.blobs.push_back(net::OutBlob{});
+  return m;
+}
+
+net::OutMessage encode_prepare_reply() {
+  flatbuffers::FlatBufferBuilder fbb;
+  fbb.Finish(fbs::CreateSampleBatchReply(fbb, -1));
+  return net::OutMessage(fbs::MessageKind::SampleBatchReply, fbb);
+}
+
 Result<SampleBatchRequest> decode_sample_batch(const net::Message& m, const std::string& peer) {
   const auto* req = m.as<fbs::SampleBatch>();
   const std::string where = "SampleBatch from " + peer;
@@ -57,6 +74,8 @@ Result<SampleBatchRequest> decode_sample_batch(const net::Message& m, const std:
   out.spec.label = req->label() ? req->label()->str() : "";
   out.skip_features_of = req->skip_features_of();
   out.reply_slot = req->reply_slot() ? req->reply_slot()->str() : "";
+  out.prepare = req->prepare();
+  if (out.prepare && !out.seeds.empty()) return invalid_argument(where + ": a prepare request carries no seeds");
   return out;
 }
 
@@ -86,11 +105,18 @@ net::OutMessage sample_batch_reply_header(const Batch& batch, bool in_slot, int6
     }
     typed = fbb.CreateVector(t);
   }
+  std::vector<flatbuffers::Offset<fbs::PeerTraffic>> peers;
+  for (const net::PeerCost& p : batch.traffic.calls.peers) {
+    peers.push_back(fbs::CreatePeerTraffic(fbb, p.machine, p.calls, p.bytes_out, p.bytes_in));
+  }
+  auto peer_vec = fbb.CreateVector(peers);
+  const PullRows& rows = batch.traffic.rows;
   fbb.Finish(fbs::CreateSampleBatchReply(
       fbb, batch.batch_id, vec, batch.feature_dim,
       static_cast<int64_t>(batch.timings.sample_s * 1e9), static_cast<int64_t>(batch.timings.fetch_s * 1e9),
       batch.features_skipped_machine, in_slot, slot_bytes_needed, etypes, typed,
-      static_cast<int64_t>(batch.timings.sample_cpu_s * 1e9), static_cast<int64_t>(batch.timings.fetch_cpu_s * 1e9)));
+      static_cast<int64_t>(batch.timings.sample_cpu_s * 1e9), static_cast<int64_t>(batch.timings.fetch_cpu_s * 1e9),
+      peer_vec, rows.local, rows.cached, rows.remote));
   return net::OutMessage(fbs::MessageKind::SampleBatchReply, fbb);
 }
 
@@ -276,6 +302,12 @@ Result<Batch> decode_sample_batch_reply(net::Message&& m, const std::string& pee
   out.timings.fetch_s = static_cast<double>(r->fetch_ns()) * 1e-9;
   out.timings.sample_cpu_s = static_cast<double>(r->sample_cpu_ns()) * 1e-9;
   out.timings.fetch_cpu_s = static_cast<double>(r->fetch_cpu_ns()) * 1e-9;
+  if (r->rpc_peers()) {
+    for (const fbs::PeerTraffic* p : *r->rpc_peers()) {
+      out.traffic.calls.add(p->machine(), p->calls(), p->bytes_out(), p->bytes_in());
+    }
+  }
+  out.traffic.rows = PullRows{r->rows_local(), r->rows_cached(), r->rows_remote()};
   BatchShape shape;
   shape.feature_dim = out.feature_dim;
   shape.has_labels = true;

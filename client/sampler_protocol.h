@@ -32,6 +32,7 @@ struct SampleBatchRequest {
   BatchSpec spec;                  // sampling, feature and label (no cache size: the worker's own)
   int skip_features_of = -1;
   std::string reply_slot;
+  bool prepare = false;  // set-up only (encode_prepare): no seeds, an empty reply
 };
 // invalid_argument naming `peer` for a spec that does not validate or seeds
 // that are not whole int64s.
@@ -43,6 +44,9 @@ Result<SampleBatchRequest> decode_sample_batch(const net::Message& request, cons
 net::OutMessage encode_sample_batch(int64_t batch_id, std::span<const int64_t> seeds, uint64_t rng_seed,
                                     const BatchSpec& spec, int skip_features_of = -1,
                                     const std::string& reply_slot = "");
+// A prepare request (SampleBatch.prepare) for `spec`, and its reply.
+net::OutMessage encode_prepare(const BatchSpec& spec);
+net::OutMessage encode_prepare_reply();
 // Moves the batch's arrays into the reply's blobs. `slot_bytes_needed` > 0:
 // the request's slot was too small by that much (the batch is sent anyway).
 net::OutMessage encode_sample_batch_reply(Batch&& batch, int64_t slot_bytes_needed = 0);

@@ -60,10 +60,12 @@ Result<std::unique_ptr<ServerConnection>> ServerConnection::connect(net::asio::i
                                                                     uint16_t port, int server_id,
                                                                     milliseconds connect_timeout,
                                                                     milliseconds call_timeout,
-                                                                    net::SecretPtr secret) {
+                                                                    net::SecretPtr secret,
+                                                                    net::TrafficTag traffic) {
   net::ConnectOptions opts;
   opts.timeout = connect_timeout;
   opts.secret = std::move(secret);
+  opts.traffic = std::move(traffic);
   DGLD_ASSIGN_OR_RETURN(auto rpc, net::RpcClient::connect(io, host, port, "graph-server " + std::to_string(server_id),
                                                           opts));
   return std::unique_ptr<ServerConnection>(new ServerConnection(std::move(rpc), call_timeout));

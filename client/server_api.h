@@ -104,7 +104,8 @@ class ServerConnection {
                                                            uint16_t port, int server_id,
                                                            milliseconds connect_timeout = milliseconds(30000),
                                                            milliseconds call_timeout = milliseconds(60000),
-                                                           net::SecretPtr secret = nullptr);
+                                                           net::SecretPtr secret = nullptr,
+                                                           net::TrafficTag traffic = {});
 
   const std::string& peer() const { return rpc_->peer(); }
   net::RpcClient& rpc() { return *rpc_; }

@@ -251,6 +251,11 @@ bool Connection::advance() {
 void Connection::deliver() {
   Message m = std::move(incoming_);
   incoming_ = Message{};
+  if (auto* t = traffic_.load(std::memory_order_acquire)) {
+    uint64_t blob_bytes = 0;
+    for (const auto& b : m.blobs) blob_bytes += b.size();
+    t->count_in(m.kind(), frame_bytes(m.payload.size(), m.blobs.size(), blob_bytes));
+  }
   if (on_message_) on_message_(shared_from_this(), std::move(m));
 }
 
@@ -317,6 +322,9 @@ bool Connection::send(OutMessage msg) {
   for (const auto& b : msg.blobs) bytes += b.size;
   std::lock_guard lock(write_mu_);
   if (closed_ || socket_closed_) return false;
+  if (auto* t = traffic_.load(std::memory_order_acquire)) {
+    t->count_out(msg.kind, frame_bytes(msg.payload.size(), msg.blobs.size(), bytes - msg.payload.size()));
+  }
   add_queued(static_cast<int64_t>(bytes));
   write_queue_.push_back(std::move(msg));
   // Before start(), frames wait for start() to write them; afterwards, whoever

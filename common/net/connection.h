@@ -17,6 +17,7 @@
 #include "common/net/asio.h"
 
 #include "common/net/message.h"
+#include "common/net/traffic.h"
 
 namespace dgld::net {
 
@@ -65,6 +66,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void end_request() { --pending_requests_; }
   int pending_requests() const { return pending_requests_.load(); }
   uint64_t read_pauses() const { return read_pauses_.load(); }
+
+  // Counts every frame written or read from now on under `row` (null: not
+  // counted); a server switches a connection to its peer's row once the
+  // client has said who it is. The TrafficCounters must outlive this.
+  void set_traffic(TrafficCounters::Peer* row) { traffic_.store(row, std::memory_order_release); }
 
   const std::string& peer() const { return peer_; }
   bool is_open() const { return !closed_.load(); }
@@ -130,6 +136,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::atomic<uint64_t> bytes_in_{0};
   std::atomic<uint64_t> bytes_out_{0};
   std::atomic<size_t> queued_bytes_{0};
+  std::atomic<TrafficCounters::Peer*> traffic_{nullptr};
   std::function<bool()> read_gate_;
   std::shared_ptr<std::atomic<int64_t>> queue_account_;
   std::unique_ptr<asio::steady_timer> gate_timer_;

@@ -47,7 +47,10 @@ Result<std::shared_ptr<RpcClient>> RpcClient::connect(asio::io_context& io, cons
         last_error = ec.message();
       } else {
         auto client = std::shared_ptr<RpcClient>(new RpcClient(peer));
-        client->attach(std::make_shared<Connection>(std::move(*socket), peer, opts.limits));
+        client->traffic_ = opts.traffic;
+        auto conn = std::make_shared<Connection>(std::move(*socket), peer, opts.limits);
+        if (opts.traffic.counters) conn->set_traffic(opts.traffic.counters->peer(opts.traffic.peer_machine));
+        client->attach(std::move(conn));
         if (opts.secret) {
           // Authentication gets the connect deadline, and at least a few seconds.
           const auto auth_deadline = std::max(deadline, Clock::now() + std::chrono::seconds(5));
@@ -147,6 +150,12 @@ PendingCall RpcClient::start(OutMessage msg, uint8_t* blob0, size_t blob0_size) 
   }
   msg.request_id = call.request_id;
   msg.flags &= ~(kFlagResponse | kFlagOneWay);
+  if (CallCost* cost = CallScope::current()) {
+    uint64_t blob_bytes = 0;
+    for (const auto& b : msg.blobs) blob_bytes += b.size;
+    cost->add(traffic_.peer_machine, 1, static_cast<int64_t>(frame_bytes(msg.payload.size(), msg.blobs.size(), blob_bytes)),
+              0);
+  }
   if (!conn_->send(std::move(msg))) {
     std::lock_guard lock(mu_);
     auto it = pending_.find(call.request_id);
@@ -192,6 +201,11 @@ Result<Message> RpcClient::wait(PendingCall& call, Clock::time_point deadline) {
   }
   Result<Message> r = call.reply.get();
   if (!r.is_ok()) return r;
+  if (CallCost* cost = CallScope::current()) {
+    uint64_t blob_bytes = 0;
+    for (const auto& b : r->blobs) blob_bytes += b.size();
+    cost->add(traffic_.peer_machine, 0, 0, static_cast<int64_t>(frame_bytes(r->payload.size(), r->blobs.size(), blob_bytes)));
+  }
   if (r->is_error()) return status_from_error_reply(*r, peer_);
   return r;
 }

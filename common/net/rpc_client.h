@@ -26,6 +26,9 @@ struct ConnectOptions {
   // With a secret the handshake of net/auth.h runs before connect() returns;
   // a server that cannot prove it holds the same secret is an error.
   SecretPtr secret;
+  // Where the connection's frames are counted (traffic.h), and the peer's
+  // machine that CallScope costs are put under.
+  TrafficTag traffic;
 };
 
 // A request in flight; wait on it with RpcClient::wait().
@@ -65,6 +68,7 @@ class RpcClient : public std::enable_shared_from_this<RpcClient> {
   void close();
   bool is_open() const;
   const std::string& peer() const { return peer_; }
+  int peer_machine() const { return traffic_.peer_machine; }
   // Why the connection closed (ok while open).
   Status close_reason() const;
 
@@ -76,6 +80,7 @@ class RpcClient : public std::enable_shared_from_this<RpcClient> {
   void on_close(const Status& st);
 
   std::string peer_;
+  TrafficTag traffic_;  // keeps the counters alive while the connection counts into them
   std::shared_ptr<Connection> conn_;
   mutable std::mutex mu_;
   uint64_t next_id_ = 1;

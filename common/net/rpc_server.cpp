@@ -101,6 +101,7 @@ void RpcServer::accept_next() {
       limits.max_blobs = 0;
     }
     auto conn = std::make_shared<Connection>(std::move(socket), peer, limits);
+    if (opts_.traffic) conn->set_traffic(opts_.traffic->peer(kUnknownMachine));
     {
       std::lock_guard lock(mu_);
       if (stopped_) {
@@ -303,6 +304,10 @@ uint64_t RpcServer::bytes_in() const {
 uint64_t RpcServer::bytes_out() const {
   std::lock_guard lock(mu_);
   return total(bytes_out_closed_, conns_, &Connection::bytes_out);
+}
+
+void RpcServer::identify_peer(const RequestContext& ctx, int machine) {
+  if (opts_.traffic && ctx.connection()) ctx.connection()->set_traffic(opts_.traffic->peer(machine));
 }
 
 size_t RpcServer::num_connections() const {

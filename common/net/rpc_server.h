@@ -101,6 +101,9 @@ struct ServerOptions {
   // authentication (and an AuthHello gets an error reply saying so).
   SecretPtr secret;
   std::chrono::milliseconds auth_timeout{10000};
+  // Every connection's frames are counted here (traffic.h), under
+  // kUnknownMachine until a handler names the peer (identify_peer).
+  std::shared_ptr<TrafficCounters> traffic;
 };
 inline constexpr uint32_t kPreAuthFrameBytes = 4096;
 
@@ -122,6 +125,10 @@ class RpcServer {
     on_close_ = std::move(cb);
   }
   size_t num_connections() const;
+  // Counts the connection of `ctx` under `machine` from now on (no-op
+  // without ServerOptions::traffic or for an in-process caller).
+  void identify_peer(const RequestContext& ctx, int machine);
+  const std::shared_ptr<TrafficCounters>& traffic() const { return opts_.traffic; }
   uint64_t requests_served() const { return requests_.load(); }
   uint64_t auth_failures() const { return auth_failures_.load(); }
   // Reply bytes queued on all connections; times reading was held back.

@@ -96,6 +96,7 @@ Status GraphServer::Impl::init() {
   so.secret = opts.secret;
   so.max_connections = opts.max_connections;
   so.max_queued_bytes_per_connection = opts.max_queued_bytes_per_connection;
+  so.traffic = std::make_shared<net::TrafficCounters>();
   so.inline_kinds = {static_cast<uint16_t>(fbs::MessageKind::SampleNeighbors),
                      static_cast<uint16_t>(fbs::MessageKind::Heartbeat), static_cast<uint16_t>(fbs::MessageKind::Ping)};
   rpc = std::make_unique<net::RpcServer>(io->context(), dispatcher, so);

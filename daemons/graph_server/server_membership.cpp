@@ -10,6 +10,7 @@ void GraphServer::Impl::on_register(const RequestContext& ctx, Message&& m) {
                                          r->host() ? r->host()->str() : "", r->group(), r->requested_rank(),
                                          r->job_trainers());
   if (!rec.is_ok()) return ctx.reply_error(rec.status());
+  if (rpc) rpc->identify_peer(ctx, r->machine_id());
   {
     std::lock_guard lock(sessions_mu);
     sessions[ctx.caller_id()] = Session{rec->client_id, rec->role, false};
@@ -29,6 +30,7 @@ void GraphServer::Impl::on_hello(const RequestContext& ctx, Message&& m) {
     return ctx.reply_error(not_found("client " + std::to_string(h->client_id()) +
                                      " is not registered with the coordinator (or was dropped)"));
   }
+  if (rpc) rpc->identify_peer(ctx, h->machine_id());
   {
     std::lock_guard lock(sessions_mu);
     sessions[ctx.caller_id()] = Session{h->client_id(), to_role(h->role()), false};
@@ -115,6 +117,8 @@ std::string GraphServer::Impl::stats_json() const {
   j["queued_reply_bytes"] = rpc ? rpc->queued_bytes() : 0;
   j["read_pauses"] = rpc ? rpc->read_pauses() : 0;
   j["refused_connections"] = rpc ? rpc->auth_failures() : 0;
+  // Frames by the client's machine and message kind (common/net/traffic.h).
+  if (rpc && rpc->traffic()) j["traffic"] = nlohmann::json::parse(net::traffic_json(rpc->traffic()->snapshot()));
   if (membership) j["registered_clients"] = membership->num_active();
   {
     std::lock_guard lock(stats_mu);

@@ -129,6 +129,10 @@ struct SamplerWorker::Impl {
     const client::SampleBatchRequest& req = *parsed;
     auto b = builder_for(req.spec);
     if (!b.is_ok()) return ctx.reply_error(b.status());
+    if (req.prepare) {
+      log()->debug("{}: prepared for batches of {}", ctx.peer(), req.spec.sampling.to_string());
+      return ctx.reply(client::encode_prepare_reply());
+    }
     const client::BatchBuilder& builder = **b;
     auto batch = builder.sample(req.batch_id, req.seeds, req.rng_seed);
     int64_t slot_bytes_needed = 0;
@@ -185,7 +189,7 @@ struct SamplerWorker::Impl {
     StageTimer stage;
     DGLD_RETURN_IF_ERROR(builder.fetch_into(batch, reinterpret_cast<float*>(base + layout.features),
                                             reinterpret_cast<int64_t*>(base + layout.labels),
-                                            builder.heterogeneous() ? &typed : nullptr, typed_rows));
+                                            builder.heterogeneous() ? &typed : nullptr, typed_rows, &batch.traffic));
     stage.lap(&batch.timings.fetch_s, &batch.timings.fetch_cpu_s);
     batch.typed_features = std::move(typed.rows);  // their sizes go in the reply; the rows are in the slot
     return int64_t{0};

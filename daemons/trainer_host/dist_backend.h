@@ -26,6 +26,7 @@
 #include "daemons/trainer_host/sampler_children.h"
 #include "daemons/trainer_host/training_loop.h"
 #include "daemons/trainer_host/dist_collectives.h"
+#include "daemons/trainer_host/dist_trainer.h"
 
 namespace dgld::trainer::dist {
 
@@ -39,6 +40,10 @@ class DistBackend final : public TrainingBackend {
   int rank() const override { return coll_->rank(); }
   int world_size() const override { return coll_->world(); }
   int part_id() const override { return cluster_->machine_id(); }
+  int num_machines() const override { return cluster_->num_machines(); }
+  int machine_id() const override { return cluster_->machine_id(); }
+  int machine_of_rank(int rank) const override { return machine_of_rank_.at(static_cast<size_t>(rank)); }
+  net::TrafficSnapshot own_traffic() const override { return cluster_->traffic()->snapshot(); }
   const std::string& graph_name() const override { return cluster_->config().graph_name; }
   int64_t num_nodes() const override { return cluster_->partition_book().num_nodes(); }
   int64_t feat_dim() const override { return feat_dim_; }

@@ -36,6 +36,7 @@ class Loop {
  private:
   Status setup();
   Status train_epoch(int epoch, EpochMetrics& m);
+  std::vector<int64_t> layer_dims(int64_t in) const;
   Result<EvalMetrics> evaluate(int epoch);
   // The backend's layer-wise inference of the model in eval mode, no gradients.
   Result<EvalCounts> layerwise(const LayerwiseRequest& request);

@@ -221,6 +221,70 @@ nlohmann::json link_metrics_json(const LinkMetrics& m) {
 
 }  // namespace
 
+namespace {
+
+// The "cpu" object of an epoch: CPU seconds by stage.
+nlohmann::json stage_cpu_json(double sample, double fetch, double compute, double allreduce, double process) {
+  return {{"sample_s", sample}, {"fetch_s", fetch}, {"compute_s", compute}, {"allreduce_s", allreduce},
+          {"process_s", process}};
+}
+
+void read_stage_cpu(const nlohmann::json& j, double& sample, double& fetch, double& compute, double& allreduce,
+                    double& process) {
+  sample = j.value("sample_s", 0.0);
+  fetch = j.value("fetch_s", 0.0);
+  compute = j.value("compute_s", 0.0);
+  allreduce = j.value("allreduce_s", 0.0);
+  process = j.value("process_s", 0.0);
+}
+
+// EpochCluster as metrics.json's "cluster" object, with the derived figures
+// (docs/performance.md, "Traffic").
+nlohmann::json cluster_json(const EpochCluster& c) {
+  const auto per = [](double a, double b) { return b > 0 ? a / b : 0.0; };
+  return {{"num_machines", c.num_machines},
+          {"seeds", c.seeds},
+          {"batches", c.batches},
+          {"round_trips", c.round_trips},
+          {"input_rows", c.input_rows},
+          {"remote_rows", c.remote_rows},
+          {"cached_rows", c.cached_rows},
+          {"sampled_edges", c.sampled_edges},
+          {"model_flops", c.model_flops},
+          {"batch_bytes", c.batch_bytes},
+          {"other_bytes", c.other_bytes},
+          {"allreduce_bytes", c.allreduce_bytes},
+          {"network_bytes", c.network_bytes()},
+          {"bytes_per_seed", per(static_cast<double>(c.network_bytes()), static_cast<double>(c.seeds))},
+          {"remote_row_share", per(static_cast<double>(c.remote_rows), static_cast<double>(c.input_rows))},
+          {"round_trips_per_batch", per(static_cast<double>(c.round_trips), static_cast<double>(c.batches))},
+          {"link_bytes", c.link_bytes},
+          {"cpu", stage_cpu_json(c.sample_cpu_s, c.fetch_cpu_s, c.compute_cpu_s, c.allreduce_cpu_s, c.process_cpu_s)}};
+}
+
+EpochCluster cluster_from_json(const nlohmann::json& j) {
+  EpochCluster c;
+  c.num_machines = j.value("num_machines", 0);
+  c.seeds = j.value("seeds", int64_t{0});
+  c.batches = j.value("batches", int64_t{0});
+  c.round_trips = j.value("round_trips", int64_t{0});
+  c.input_rows = j.value("input_rows", int64_t{0});
+  c.remote_rows = j.value("remote_rows", int64_t{0});
+  c.cached_rows = j.value("cached_rows", int64_t{0});
+  c.sampled_edges = j.value("sampled_edges", int64_t{0});
+  c.model_flops = j.value("model_flops", 0.0);
+  c.batch_bytes = j.value("batch_bytes", int64_t{0});
+  c.other_bytes = j.value("other_bytes", int64_t{0});
+  c.allreduce_bytes = j.value("allreduce_bytes", int64_t{0});
+  c.link_bytes = j.value("link_bytes", std::vector<int64_t>{});
+  if (j.contains("cpu")) {
+    read_stage_cpu(j.at("cpu"), c.sample_cpu_s, c.fetch_cpu_s, c.compute_cpu_s, c.allreduce_cpu_s, c.process_cpu_s);
+  }
+  return c;
+}
+
+}  // namespace
+
 std::string metrics_json(const TrainResult& r) {
   using nlohmann::json;
   json j;
@@ -239,12 +303,11 @@ std::string metrics_json(const TrainResult& r) {
                            {"sample_s", e.sample_s},   {"fetch_s", e.fetch_s},
                            {"compute_s", e.compute_s}, {"allreduce_s", e.allreduce_s},
                            {"wait_s", e.wait_s},       {"seeds_per_s", e.seeds_per_s},
-                           {"cpu", {{"sample_s", e.sample_cpu_s},
-                                    {"fetch_s", e.fetch_cpu_s},
-                                    {"compute_s", e.compute_cpu_s},
-                                    {"allreduce_s", e.allreduce_cpu_s},
-                                    {"process_s", e.process_cpu_s}}},
+                           {"cpu", stage_cpu_json(e.sample_cpu_s, e.fetch_cpu_s, e.compute_cpu_s, e.allreduce_cpu_s,
+                                                  e.process_cpu_s)},
                            {"peak_rss_bytes", e.peak_rss_bytes},
+                           {"end_unix_s", e.end_unix_s},
+                           {"cluster", cluster_json(e.cluster)},
                            {"step_losses", e.step_losses}});
   }
   const bool link = r.config.task == "link";
@@ -302,13 +365,10 @@ Status history_from_metrics_json(const std::string& text, TrainResult& into) {
       m.seeds_per_s = e.at("seeds_per_s").get<double>();
       m.step_losses = e.value("step_losses", std::vector<double>{});
       if (e.contains("cpu")) {
-        const auto& c = e.at("cpu");
-        m.sample_cpu_s = c.value("sample_s", 0.0);
-        m.fetch_cpu_s = c.value("fetch_s", 0.0);
-        m.compute_cpu_s = c.value("compute_s", 0.0);
-        m.allreduce_cpu_s = c.value("allreduce_s", 0.0);
-        m.process_cpu_s = c.value("process_s", 0.0);
+        read_stage_cpu(e.at("cpu"), m.sample_cpu_s, m.fetch_cpu_s, m.compute_cpu_s, m.allreduce_cpu_s, m.process_cpu_s);
       }
+      m.end_unix_s = e.value("end_unix_s", 0.0);
+      if (e.contains("cluster")) m.cluster = cluster_from_json(e.at("cluster"));
       into.epochs.push_back(m);
     }
     for (const auto& e : j.at("evals")) {

@@ -110,6 +110,28 @@ Status validate_train_config(const TrainConfig& config);
 // The thread count a run uses for `config.num_threads`.
 int resolve_num_threads(int num_threads);
 
+// One epoch's figures summed over every trainer of the job (and the
+// sampler-workers that made their batches): what went between machines and
+// what the work cost (docs/performance.md, "Traffic" and "Cost model").
+// Standalone: this process alone, with no traffic.
+struct EpochCluster {
+  int num_machines = 0;
+  int64_t seeds = 0, batches = 0;
+  int64_t round_trips = 0;    // RPCs to other machines' servers made to build the batches
+  int64_t input_rows = 0;     // input nodes of the batches (feature rows the model read)
+  int64_t remote_rows = 0;    // ... pulled from other machines
+  int64_t cached_rows = 0;    // ... of other machines, served by a feature cache
+  int64_t sampled_edges = 0;  // edges of every block
+  double model_flops = 0;     // estimated, forward and backward (epoch_accounting.h)
+  int64_t batch_bytes = 0;      // bytes of the batches' RPCs with other machines (requests and replies)
+  int64_t other_bytes = 0;      // the trainers' other frames with other machines (heartbeats, barriers, ...)
+  int64_t allreduce_bytes = 0;  // the gradient allreduce between machines (ring: 2 (n-1)/n of the bucket)
+  // Bytes sent from machine i to machine j at [i * num_machines + j] (i != j).
+  std::vector<int64_t> link_bytes;
+  double sample_cpu_s = 0, fetch_cpu_s = 0, compute_cpu_s = 0, allreduce_cpu_s = 0, process_cpu_s = 0;
+  int64_t network_bytes() const { return batch_bytes + other_bytes + allreduce_bytes; }
+};
+
 struct EpochMetrics {
   int epoch = 0;
   double loss = 0;         // mean over the epoch's batches (of every trainer)
@@ -129,6 +151,8 @@ struct EpochMetrics {
   double sample_cpu_s = 0, fetch_cpu_s = 0, compute_cpu_s = 0, allreduce_cpu_s = 0, process_cpu_s = 0;
   std::vector<double> step_losses;  // each step's loss, averaged over the trainers
   int64_t peak_rss_bytes = -1;      // this trainer's peak resident memory so far, at the epoch's end
+  double end_unix_s = 0;            // wall clock (Unix seconds) at the epoch's end, to line up outside measurements
+  EpochCluster cluster;             // every trainer's, summed
 };
 
 // Where a trainer's memory goes (metrics.json "memory"; -1: unknown or none).

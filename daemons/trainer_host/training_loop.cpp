@@ -21,6 +21,7 @@
 #include "common/file_util.h"
 #include "common/logging.h"
 #include "daemons/trainer_host/checkpoint.h"
+#include "daemons/trainer_host/epoch_accounting.h"
 #include "daemons/trainer_host/progress.h"
 
 namespace dgld::trainer {
@@ -218,6 +219,8 @@ Status Loop::train_epoch(int epoch, EpochMetrics& m) {
   b_.start_epoch(epoch);
   ProgressBar bar(c_.progress, epoch, steps, /*plain_lines=*/b_.rank() == 0);
   double loss_sum = 0, correct_sum = 0, seeds_sum = 0;  // over every trainer
+  EpochAccounting acc(b_);
+  acc.start();
   for (int64_t step = 0; step < steps; ++step) {
     const std::string where = fmt::format("epoch {} step {}", epoch, step);
     client::LinkBatch link_batch;
@@ -247,6 +250,7 @@ Status Loop::train_epoch(int epoch, EpochMetrics& m) {
     if (!x.is_ok()) return x.status().with_context(where + ": embedding lookup");
     auto input = make_model_input(batch.mini_batch, *x);
     if (!input.is_ok()) return input.status().with_context(where);
+    acc.add_batch(batch, estimate_model_flops(batch.mini_batch.blocks, layer_dims(x->size(1)), c_.model == "sage" ? 2 : 1));
     const auto labels = ids_tensor(batch.labels);
     m.fetch_s += batch.timings.fetch_s;
     m.fetch_cpu_s += batch.timings.fetch_cpu_s;
@@ -282,6 +286,7 @@ Status Loop::train_epoch(int epoch, EpochMetrics& m) {
     if (world > 1) {
       DGLD_RETURN_IF_ERROR(b_.allreduce(bucket, Reduce::sum, where + ": gradient allreduce"));
       bucket.div_(static_cast<double>(world));
+      acc.add_allreduce(bucket.numel() * static_cast<int64_t>(bucket.element_size()));
     }
     unflatten_gradients(params, bucket);
     const int64_t tail = bucket.size(0) - 3;
@@ -321,7 +326,18 @@ Status Loop::train_epoch(int epoch, EpochMetrics& m) {
   m.process_cpu_s = process_cpu_seconds() - process_cpu0;
   m.peak_rss_bytes = read_process_memory().peak_rss;
   m.seeds_per_s = m.time_s > 0 ? seeds_sum / m.time_s : 0.0;
-  return Status::ok();
+  m.end_unix_s = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return acc.finish(m).with_context(fmt::format("epoch {}", epoch));
+}
+
+// The widths of the model's layers from input to output, for FLOP estimates:
+// `in` wide input rows, num_hidden (x heads) between layers, the classes out.
+std::vector<int64_t> Loop::layer_dims(int64_t in) const {
+  std::vector<int64_t> dims = {in};
+  const int64_t hidden = c_.num_hidden * (c_.model == "gat" ? c_.num_heads : 1);
+  for (int l = 1; l < c_.num_layers; ++l) dims.push_back(hidden);
+  dims.push_back(link_ ? c_.num_hidden : b_.num_classes());
+  return dims;
 }
 
 Result<TrainResult> Loop::run() {
@@ -345,6 +361,16 @@ Result<TrainResult> Loop::run() {
                "fetch {:.3f}, compute {:.3f}, allreduce {:.3f})",
                epoch, m.loss, m.train_acc, m.time_s, m.sample_s, m.fetch_s, m.compute_s, m.allreduce_s, m.wait_s,
                m.seeds_per_s, m.process_cpu_s, m.sample_cpu_s, m.fetch_cpu_s, m.compute_cpu_s, m.allreduce_cpu_s);
+    if (const EpochCluster& k = m.cluster; k.num_machines > 1) {
+      log_->info("Epoch {:05d} | traffic between machines {} (batches {}, allreduce {}, other {}) | {:.0f} B/seed | "
+                 "remote feature rows {:.1f} % | {:.1f} round trips/batch",
+                 epoch, human_bytes(static_cast<double>(k.network_bytes())),
+                 human_bytes(static_cast<double>(k.batch_bytes)), human_bytes(static_cast<double>(k.allreduce_bytes)),
+                 human_bytes(static_cast<double>(k.other_bytes)),
+                 k.seeds ? static_cast<double>(k.network_bytes()) / static_cast<double>(k.seeds) : 0.0,
+                 k.input_rows ? 100.0 * static_cast<double>(k.remote_rows) / static_cast<double>(k.input_rows) : 0.0,
+                 k.batches ? static_cast<double>(k.round_trips) / static_cast<double>(k.batches) : 0.0);
+    }
     r_.epochs.push_back(m);
     const bool last = epoch == c_.num_epochs - 1;
     if (c_.eval_every >= 0 && (last || (c_.eval_every > 0 && (epoch + 1) % c_.eval_every == 0))) {

@@ -67,6 +67,13 @@ class TrainingBackend {
   virtual int rank() const = 0;
   virtual int world_size() const = 0;
   virtual int part_id() const = 0;  // the machine / partition, for log lines
+  // Traffic accounting (epoch_accounting.h): the machines, this trainer's
+  // and each rank's, and the frames this trainer exchanged so far by peer
+  // machine (none standalone).
+  virtual int num_machines() const { return 1; }
+  virtual int machine_id() const { return 0; }
+  virtual int machine_of_rank(int rank) const { return 0; }
+  virtual net::TrafficSnapshot own_traffic() const { return {}; }
   virtual const std::string& graph_name() const = 0;
   virtual int64_t num_nodes() const = 0;
   virtual int64_t feat_dim() const = 0;         // width of the batches' feature rows (0: none fetched)
