@@ -102,6 +102,14 @@ std::optional<BatchSlots::Lease> BatchSlots::acquire() {
   for (size_t i = 0; i < slots_.size(); ++i) {
     Slot& s = slots_[i];
     if (s.busy || !s.segment) continue;
+    if (s.segment->size() < floor_) {
+      // Another slot was too small for a batch: this one would be too (the
+      // batch would come through the socket, and the slot be replaced then).
+      if (Status st = replace(static_cast<int>(i), floor_); !st.is_ok()) {
+        logger("sampler")->warn("batch slot {} could not grow to {} bytes: {}", s.segment->name(), floor_,
+                                st.to_string());
+      }
+    }
     s.busy = true;
     return Lease(shared_from_this(), static_cast<int>(i), s.segment->name(),
                  static_cast<const std::byte*>(s.segment->data()), s.segment->size());
@@ -125,6 +133,8 @@ void BatchSlots::release(int index, size_t grow_to) {
   std::lock_guard<std::mutex> lock(mu_);
   Slot& s = slots_[static_cast<size_t>(index)];
   s.busy = false;
+  if (grow_to > 0) grow_to += grow_to / 8;  // room for the next batches, which vary in size
+  floor_ = std::max(floor_, grow_to);
   if (s.segment && grow_to > s.segment->size()) {
     if (Status st = replace(index, grow_to); !st.is_ok()) {
       // Keep the old slot: batches that do not fit keep coming in the reply.

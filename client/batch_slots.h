@@ -84,7 +84,8 @@ class BatchSlots : public std::enable_shared_from_this<BatchSlots> {
     const std::string& name() const { return name_; }
     const std::byte* data() const { return data_; }
     size_t size() const { return size_; }
-    // Asks for a slot of at least `bytes` next time (a batch needed that much).
+    // Asks for a slot of at least `bytes` next time (a batch needed that
+    // much); every other slot grows to it too before it is handed out again.
     void grow_to(size_t bytes) { grow_to_ = bytes; }
     // Keeps the slot busy for as long as the returned pointer (aliasing the
     // bytes at `offset`) or a copy of it lives.
@@ -123,6 +124,7 @@ class BatchSlots : public std::enable_shared_from_this<BatchSlots> {
   std::string tag_;
   mutable std::mutex mu_;
   std::vector<Slot> slots_;
+  size_t floor_ = 0;  // the size a batch needed (with room): a free slot below it grows before it is handed out
 };
 
 // The worker's side: slots attached by name, writable, cached. A slot name
