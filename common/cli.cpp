@@ -1,5 +1,7 @@
 #include "common/cli.h"
 
+#include "common/net/frame.h"
+
 #include <iostream>
 
 #include "dgld_version.h"
@@ -30,6 +32,10 @@ std::vector<std::string> normalise(int argc, const char* const argv[]) {
 }
 }  // namespace
 
+std::string version_string() {
+  return std::string(DGLD_VERSION) + " (protocol " + std::to_string(net::kProtocolVersion) + ")";
+}
+
 CliOutcome parse_command_line(int argc, const char* const argv[], const std::string& program,
                               const std::string& usage, const po::options_description& desc,
                               po::variables_map& vm, std::vector<std::string>* rest) {
@@ -50,7 +56,7 @@ CliOutcome parse_command_line(int argc, const char* const argv[], const std::str
       return CliOutcome::exit_ok;
     }
     if (vm.count("version")) {
-      std::cout << program << " " << DGLD_VERSION << "\n";
+      std::cout << program << " " << version_string() << "\n";
       return CliOutcome::exit_ok;
     }
     po::notify(vm);

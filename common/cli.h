@@ -17,6 +17,11 @@ namespace dgld {
 
 enum class CliOutcome { run, exit_ok, exit_error };
 
+// This build's version as every program's --version prints it and dgl-launch
+// compares it across machines: "0.1.0 (protocol 3)" (the wire protocol of
+// common/net/frame.h; builds of other protocols refuse each other's frames).
+std::string version_string();
+
 // Parses argv into `vm`. Prints usage for --help and the version for --version.
 // Positional arguments after "--" (or unrecognised ones when `rest` is given)
 // are appended to `rest`.

@@ -206,7 +206,11 @@ bool Connection::advance() {
     case ReadState::header: {
       auto h = decode_header(std::span<const uint8_t, kFrameHeaderSize>(header_buf_), limits_);
       if (!h) {
-        fail(h.status());
+        if (refuse_other_version(h.status())) {
+          close_after_writes(h.status().with_context(peer_));  // the refusal goes out first
+        } else {
+          fail(h.status());
+        }
         return false;
       }
       incoming_ = Message{};
@@ -246,6 +250,23 @@ bool Connection::advance() {
       return !closed_;
   }
   return false;
+}
+
+// A dgld frame of another protocol version: a request is answered with an
+// error naming both versions (which the peer cannot read either, but its own
+// refusal of our header names them too) before the connection closes.
+bool Connection::refuse_other_version(const Status& why) {
+  uint32_t magic = 0, flags = 0;
+  uint16_t version = 0;
+  uint64_t request_id = 0;
+  std::memcpy(&magic, header_buf_, 4);
+  std::memcpy(&version, header_buf_ + 4, 2);
+  std::memcpy(&flags, header_buf_ + 8, 4);
+  std::memcpy(&request_id, header_buf_ + 16, 8);
+  if (magic != kFrameMagic || version == kProtocolVersion || (flags & kFlagResponse)) return false;
+  OutMessage reply = make_error_reply(protocol_error(why.message()));
+  reply.request_id = request_id;
+  return send(std::move(reply));
 }
 
 void Connection::deliver() {

@@ -88,6 +88,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void start_fill(uint8_t* dst, size_t n);
   void deliver();
   void fail(const Status& st);
+  bool refuse_other_version(const Status& why);  // true: an error reply is queued
   void on_read_error(const boost::system::error_code& ec);
   // The write path runs under write_mu_, on the sending thread or the strand.
   void write_next();

@@ -14,7 +14,7 @@ int Agent::run() {
   ::sigprocmask(SIG_BLOCK, &set, nullptr);
   sigfd_ = ::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
   ::signal(SIGPIPE, SIG_IGN);
-  emit({{"ev", "hello"}, {"version", DGLD_VERSION}, {"pid", ::getpid()}, {"machine", machine_}});
+  emit({{"ev", "hello"}, {"version", version_string()}, {"pid", ::getpid()}, {"machine", machine_}});
   last_input_ = Clock::now();
   while (!stop_reason_) {
     pump(50ms);

@@ -2,11 +2,11 @@
 
 namespace dgld::launch::agent_side {
 
-// "graph-server 0.1.0\n" -> "0.1.0".
+// "graph-server 0.1.0 (protocol 3)\n" -> "0.1.0 (protocol 3)": what follows the program's name.
 std::string version_of(const std::string& output) {
   std::string first = output.substr(0, output.find('\n'));
   while (!first.empty() && std::isspace(static_cast<unsigned char>(first.back()))) first.pop_back();
-  const auto sp = first.rfind(' ');
+  const auto sp = first.find(' ');
   return sp == std::string::npos ? first : first.substr(sp + 1);
 }
 
@@ -95,9 +95,9 @@ void Agent::prepare(const json& j) {
   if (!spec.is_ok()) return fail("prepare", spec.status().message());
   spec_ = std::move(*spec);
   have_spec_ = true;
-  if (spec_.version != DGLD_VERSION) {
+  if (spec_.version != version_string()) {
     return fail("prepare", fmt::format("dgl-launch here is version {} but the launcher is {}: install the same dgld "
-                                       "build on every machine", DGLD_VERSION, spec_.version));
+                                       "build on every machine", version_string(), spec_.version));
   }
   if (spec_.job_id != job_id_) return fail("prepare", "job id '" + spec_.job_id + "' differs from --job-id " + job_id_);
   ws_ = fs::path(spec_.workspace);

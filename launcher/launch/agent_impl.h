@@ -25,6 +25,7 @@
 
 #include <fmt/format.h>
 
+#include "common/cli.h"
 #include "common/file_util.h"
 #include "common/ip_config.h"
 #include "common/part_config.h"

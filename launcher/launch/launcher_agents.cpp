@@ -40,7 +40,7 @@ std::vector<std::string> Launcher::agent_command(const MachinePlan& m, const std
 
 AgentSpec Launcher::spec_for(const MachinePlan& m) const {
   AgentSpec s;
-  s.version = DGLD_VERSION;
+  s.version = version_string();
   s.job_id = plan_.job_id;
   s.machine = m.machine;
   s.label = m.label;
@@ -226,9 +226,9 @@ void Launcher::on_message(AgentConn& a, const json& j) {
   } else if (ev == "hello") {
     a.hello = true;
     const std::string v = j.value("version", "");
-    if (v != DGLD_VERSION) {
+    if (v != version_string()) {
       fail(fmt::format("host {} (machine {}): {} there is version {} but this dgl-launch is {}: install the same "
-                       "dgld build on every machine", a.label, a.machine, o_.agent_bin, v, DGLD_VERSION));
+                       "dgld build on every machine", a.label, a.machine, o_.agent_bin, v, version_string()));
     }
   } else if (ev == "prepared") {
     a.prepared = true;

@@ -28,6 +28,7 @@
 
 #include <fmt/format.h>
 
+#include "common/cli.h"
 #include "common/file_util.h"
 #include "common/net/auth.h"
 #include "common/stop_signals.h"

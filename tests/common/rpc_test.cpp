@@ -422,3 +422,66 @@ TEST_CASE("rpc: a large blob arriving in slow pieces is read whole, and a small 
   REQUIRE(second.is_ok());
   CHECK(second->request_id == 7);
 }
+
+TEST_CASE("rpc: peers of another protocol version refuse each other, both naming both versions") {
+  const std::string older = std::to_string(kProtocolVersion - 1), ours = std::to_string(kProtocolVersion);
+
+  SECTION("a request of an older build gets an error reply naming both versions, then the connection closes") {
+    EchoServer server;
+    RawPeer p(server.port());
+    auto f = raw_echo_frame("from an older build");
+    f[4] = static_cast<uint8_t>(kProtocolVersion - 1);
+    p.send(f);
+    uint8_t hdr[kFrameHeaderSize];
+    boost::system::error_code ec;
+    REQUIRE(p.read_until(hdr, sizeof hdr, Clock::now() + 5s, ec));
+    auto h = decode_header(std::span<const uint8_t, kFrameHeaderSize>(hdr), FrameLimits{});
+    REQUIRE(h.is_ok());  // the refusal is in the server's own version
+    CHECK(h->request_id == 7);
+    CHECK((h->flags & kFlagError) != 0);
+    std::vector<uint8_t> payload(h->payload_len);
+    REQUIRE(p.read_until(payload.data(), payload.size(), Clock::now() + 5s, ec));
+    Message m;
+    m.header = *h;
+    m.payload = ByteBuffer(payload.size());
+    std::memcpy(m.payload.data(), payload.data(), payload.size());
+    const Status st = status_from_error_reply(m, "echo-server");
+    CHECK_THAT(st.message(), Catch::Contains("protocol version " + older) &&
+                                 Catch::Contains("this build speaks " + ours));
+    CHECK(p.closed_by_server());
+  }
+
+  SECTION("a reply of another build fails the call with both versions") {
+    // A "server" that answers the first request with a frame of version + 1.
+    boost::asio::io_context raw_io;
+    tcp::acceptor acceptor(raw_io, {boost::asio::ip::make_address("127.0.0.1"), 0});
+    const uint16_t port = acceptor.local_endpoint().port();
+    std::thread fake([&] {
+      tcp::socket s(raw_io);
+      acceptor.accept(s);
+      uint8_t hdr[kFrameHeaderSize];
+      boost::asio::read(s, boost::asio::buffer(hdr));
+      auto h = decode_header(std::span<const uint8_t, kFrameHeaderSize>(hdr), FrameLimits{});
+      std::vector<uint8_t> rest(8ull * h->blob_count + h->payload_len);
+      boost::asio::read(s, boost::asio::buffer(rest));
+      OutMessage reply = make_echo("from a newer build");
+      FrameHeader rh;
+      rh.version = static_cast<uint16_t>(kProtocolVersion + 1);
+      rh.kind = reply.kind;
+      rh.flags = kFlagResponse;
+      rh.request_id = h->request_id;
+      auto bytes = encode_frame(rh, {reply.payload.data(), reply.payload.size()}, {});
+      boost::system::error_code ignored;
+      boost::asio::write(s, boost::asio::buffer(bytes), ignored);
+      std::vector<uint8_t> drain(64);
+      s.read_some(boost::asio::buffer(drain), ignored);  // until the client closes
+    });
+    IoThreads io(1);
+    auto c = connect_to(io, port);
+    auto r = c->call(make_echo("hello"), 5s);
+    fake.join();
+    REQUIRE_FALSE(r.is_ok());
+    CHECK_THAT(r.status().message(), Catch::Contains("protocol version " + std::to_string(kProtocolVersion + 1)) &&
+                                         Catch::Contains("this build speaks " + ours));
+  }
+}
