@@ -2,7 +2,7 @@
 """The cost model of docs/performance.md ("Cost model"), fitted to
 scripts/bench/scaleout.sh's results and applied.
 
-  cost_model.py bench-results/scaleout-*.json [--fit "2 4"] [--predict 8]
+  cost_model.py STRONG.json [WEAK.json] [--fit "2 4"] [--predict 8]
   cost_model.py RESULTS --papers100m [--cores 32] [--gbit 25]
 
 Per epoch, from what scaleout measured (steady epochs, medians):
@@ -49,45 +49,71 @@ def features(r):
         "B": s["bytes_per_machine"] * n, "cut": r["edge_cut_share"], "trainers": n * t, "N": n, "T": t,
         "cpu_worker": s["cpu_sampler-worker"], "cpu_trainer": s["cpu_trainer-host"],
         "cpu_server": s["cpu_graph-server"], "cpu_switch": s["cpu_dgld-switch"], "cpu_total": s["cpu_total"],
+        "stage_sample": s["stage_sample_s"], "stage_fetch": s["stage_fetch_s"], "stage_compute": s["stage_compute_s"],
         "epoch_s": s["epoch_s"],
     }
 
 
-def lstsq(rows, y):
+def lstsq(rows, y, clamp=True):
     coef, *_ = np.linalg.lstsq(np.array(rows, dtype=float), np.array(y, dtype=float), rcond=None)
-    return [max(0.0, c) for c in coef]  # a negative unit cost is noise: none
+    return [max(0.0, c) for c in coef] if clamp else list(coef)  # a negative unit cost is noise: none
 
 
 def fit(runs):
     f = [features(r) for r in runs]
+    mean = lambda g: statistics.mean(g(x) for x in f)
     m = {}
-    m["a_s"], m["a_f"], m["a_w"] = lstsq([[x["E"], x["R"], x["B"]] for x in f], [x["cpu_worker"] for x in f])
-    m["a_m"], m["a_t"] = lstsq([[x["F"], x["trainers"]] for x in f], [x["cpu_trainer"] for x in f])
+    # The stages' own CPU clocks (the worker threads that sampled and pulled,
+    # the trainer's model step) give the unit costs directly.
+    m["a_s"] = mean(lambda x: x["stage_sample"] / x["E"])
+    m["a_f"] = mean(lambda x: x["stage_fetch"] / x["R"])
+    m["a_m"] = mean(lambda x: x["stage_compute"] / x["F"])
+    # The rest of each process kind's CPU, against what varies between runs:
+    # the bytes moved and the number of processes.
+    m["a_w"], m["a_k"] = lstsq([[x["B"], x["trainers"]] for x in f],
+                               [x["cpu_worker"] - x["stage_sample"] - x["stage_fetch"] for x in f])
+    (m["a_t"],) = lstsq([[x["trainers"]] for x in f], [x["cpu_trainer"] - x["stage_compute"] for x in f])
     (m["a_g"],) = lstsq([[x["B"]] for x in f], [x["cpu_server"] for x in f])
     (m["a_x"],) = lstsq([[x["B"]] for x in f], [x["cpu_switch"] for x in f])
-    m["b_0"], m["b_1"] = lstsq([[1, x["cut"]] for x in f], [x["B"] / x["S"] for x in f])
-    m["edges_per_seed"] = statistics.mean(x["E"] / x["S"] for x in f)
-    m["rows_per_seed"] = statistics.mean(x["R"] / x["S"] for x in f)
-    m["flops_per_seed"] = statistics.mean(x["F"] / x["S"] for x in f)
+    m["b_0"], m["b_1"] = lstsq([[1, x["cut"]] for x in f], [x["B"] / x["S"] for x in f], clamp=False)
+    m["edges_per_seed"] = mean(lambda x: x["E"] / x["S"])
+    m["rows_per_seed"] = mean(lambda x: x["R"] / x["S"])
+    m["flops_per_seed"] = mean(lambda x: x["F"] / x["S"])
     m["seeds_per_node"] = statistics.mean(x["S"] / r["nodes"] for x, r in zip(f, runs))
     # The share of the cores the runs kept busy (CPU over wall time over cores).
-    m["u"] = statistics.mean(x["cpu_total"] / x["epoch_s"] / 2 for x in f)
-    m["other_share"] = statistics.mean(
-        (x["cpu_total"] - x["cpu_worker"] - x["cpu_trainer"] - x["cpu_server"] - x["cpu_switch"]) / x["cpu_total"]
-        for x in f)
+    m["u"] = mean(lambda x: x["cpu_total"] / x["epoch_s"] / 2)
+    m["other_share"] = mean(lambda x: (x["cpu_total"] - x["cpu_worker"] - x["cpu_trainer"] - x["cpu_server"]
+                                       - x["cpu_switch"]) / x["cpu_total"])
     return m
+
+
+def fit_size_factor(m, runs):
+    """How much more CPU a unit of work costs on a larger graph (the runs'
+    graphs share this machine's caches and memory): CPU = base x (1 + c x
+    (nodes / ref - 1)), c from the fitted runs whose graph is larger than the
+    smallest (scaleout --weak), 0 without any."""
+    ref = min(r["nodes"] for r in runs)
+    m["ref_nodes"], m["size_c"] = ref, 0.0
+    pts = []
+    for r in runs:
+        if r["nodes"] > ref:
+            base = predict(m, r["nodes"], r["edge_cut_share"], r["machines"], r["trainers_per_machine"])["cpu_total"]
+            pts.append((r["summary"]["cpu_total"] / base - 1) / (r["nodes"] / ref - 1))
+    if pts:
+        m["size_c"] = max(0.0, statistics.mean(pts))
 
 
 def predict(m, nodes, cut, n, t, emulator=True):
     seeds = m["seeds_per_node"] * nodes
     E, R, F = seeds * m["edges_per_seed"], seeds * m["rows_per_seed"], seeds * m["flops_per_seed"]
     B = seeds * (m["b_0"] + m["b_1"] * cut)
-    cpu = {"sampler-workers: sampling": m["a_s"] * E, "sampler-workers: feature rows": m["a_f"] * R,
-           "sampler-workers: network": m["a_w"] * B, "trainers: model": m["a_m"] * F,
-           "trainers: per trainer": m["a_t"] * n * t, "graph-servers": m["a_g"] * B}
+    cpu = {"sampling": m["a_s"] * E, "feature rows": m["a_f"] * R,
+           "worker network and upkeep": m["a_w"] * B + m["a_k"] * n * t, "model": m["a_m"] * F,
+           "trainer upkeep": m["a_t"] * n * t, "graph-servers": m["a_g"] * B}
     if emulator:
         cpu["switch (emulator)"] = m["a_x"] * B
     total = sum(cpu.values()) / (1 - m["other_share"])
+    total *= 1 + m.get("size_c", 0.0) * (nodes / m.get("ref_nodes", nodes) - 1)
     return {"cpu": cpu, "cpu_total": total, "bytes": B, "epoch_s": total / (2 * m["u"])}
 
 
@@ -102,14 +128,19 @@ def main():
     a = ap.parse_args()
     runs = load(a.results)
     fit_n = {int(x) for x in a.fit.split()}
-    m = fit([r for r in runs if r["machines"] in fit_n])
+    fit_runs = [r for r in runs if r["machines"] in fit_n]
+    smallest = min(r["nodes"] for r in fit_runs)
+    m = fit([r for r in fit_runs if r["nodes"] == smallest])  # unit costs on one graph size
+    fit_size_factor(m, fit_runs)
     print("fitted on N = " + ", ".join(str(n) for n in sorted(fit_n)) + ":")
     print(f"  sampling {m['a_s'] * 1e9:.1f} ns CPU per sampled edge, feature rows {m['a_f'] * 1e9:.1f} ns per row, "
-          f"worker network {m['a_w'] * 1e9:.2f} ns per byte")
-    print(f"  model {m['a_m'] * 1e12:.2f} ps CPU per FLOP, {m['a_t']:.3f} s per trainer per epoch")
+          f"the workers' other CPU {m['a_w'] * 1e9:.2f} ns per byte + {m['a_k']:.3f} s per worker")
+    print(f"  model {m['a_m'] * 1e12:.2f} ps CPU per FLOP, the trainers' other CPU {m['a_t']:.3f} s per trainer")
     print(f"  graph-servers {m['a_g'] * 1e9:.2f} ns per byte, switch {m['a_x'] * 1e9:.2f} ns per byte")
-    print(f"  bytes per seed = {m['b_0']:.0f} + {m['b_1']:.0f} x edge cut; per seed {m['edges_per_seed']:.0f} edges, "
+    print(f"  bytes per seed = {m['b_0']:.0f} {'+' if m['b_1'] >= 0 else '-'} {abs(m['b_1']):.0f} x edge cut; per seed {m['edges_per_seed']:.0f} edges, "
           f"{m['rows_per_seed']:.0f} rows, {m['flops_per_seed'] / 1e6:.2f} MFLOP; cores busy {m['u'] * 100:.0f} %")
+    print(f"  a unit of work on a graph k times larger costs 1 + {m['size_c']:.2f} (k - 1) times as much "
+          f"(fitted on the larger graphs among the fitted runs)")
     errors = []
     for r in runs:
         if r["machines"] not in {int(x) for x in a.predict.split()}:
@@ -128,31 +159,56 @@ def main():
         papers(m, a.cores, a.gbit)
 
 
+def per_seed_work(fanouts, mean_degree, dims, dedup):
+    """Sampled edges, input rows and forward+backward FLOPs per seed of a
+    model with `fanouts` (input layer first) on a graph of `mean_degree`:
+    each hop takes min(fanout, degree) neighbours of every node of the hop
+    before, and `dedup` of them are new nodes (measured on our runs: input
+    rows per sampled edge)."""
+    edges, frontier, per_layer_dst = 0.0, 1.0, []
+    for f in reversed(fanouts):  # from the seeds outwards
+        per_layer_dst.append(frontier)
+        e = frontier * min(f, mean_degree)
+        edges += e
+        frontier = frontier + e * dedup
+    rows = frontier
+    flops, dst = 0.0, list(reversed(per_layer_dst))
+    for l in range(len(fanouts)):
+        src_rows = dst[l + 1] if l + 1 < len(dst) else 1.0
+        flops += 3 * (2 * 2 * dst[l] * dims[l] * dims[l + 1] + dst[l] * min(fanouts[l], mean_degree) * dims[l])
+    return edges, rows, flops
+
+
 def papers(m, cores, gbit):
-    # ogbn-papers100M: 111 M nodes, 1.6 B directed edges (3.2 B with reverse
-    # edges, as DGL trains it), 128 float features, 1.21 M training nodes.
-    nodes, train, machines = 111_059_956, 1_207_179, 16
-    # METIS's cut of papers100M into 16 parts is not known here: DistDGL's
-    # paper reports the communication its halo-replicating partitions save,
-    # not the cut. Assume 20 % of edges cut (about what METIS leaves on
-    # these SBM graphs at 8 parts) and show 40 % beside it.
-    print(f"\nogbn-papers100M on {machines} machines of {cores} cores, {gbit:g} Gbit/s each (the fitted unit costs, "
-          f"DGL's train_dist.py model: 2 layers, fanout 10,25, hidden 16; 128 features instead of 100):")
-    for cut in (0.2, 0.4):
-        seeds = train
-        E, R, F = seeds * m["edges_per_seed"], seeds * m["rows_per_seed"], seeds * m["flops_per_seed"]
-        B = seeds * (m["b_0"] + m["b_1"] * cut) * 128 / 100  # feature rows dominate the bytes
-        cpu = {"sampling": m["a_s"] * E, "feature rows": m["a_f"] * R * 128 / 100, "worker network": m["a_w"] * B,
-               "model": m["a_m"] * F, "per trainer": m["a_t"] * machines * 2, "graph-servers": m["a_g"] * B}
-        total = sum(cpu.values()) / (1 - m["other_share"])
-        per_machine_cpu_s = total / machines / (cores * m["u"] / 1.0 * 1.0) if cores else 0
-        net_s = B / machines / (gbit * 1e9 / 8)
-        bound = "CPU" if per_machine_cpu_s >= net_s else "network"
-        print(f"  cut {cut * 100:.0f} %: {seeds / 1e6:.2f} M seeds; CPU {total:.0f} s in all ("
-              + ", ".join(f"{k} {v:.0f}" for k, v in cpu.items())
-              + f"), {per_machine_cpu_s:.2f} s per machine on its cores; {B / machines / 1e9:.2f} GB per machine on "
-              f"the network = {net_s:.2f} s; epoch about {max(per_machine_cpu_s, net_s):.2f} s, bound by {bound} "
-              f"(DistDGL's paper: 13 s on 16 machines)")
+    # ogbn-papers100M: 111 M nodes, 1.6 B citations (3.2 B edges with the
+    # reverse ones, as DGL trains it: mean in-degree 29), 128 float features,
+    # 172 classes, 1.21 M training nodes.
+    train, machines, trainers, feat, classes, degree = 1_207_179, 16, 4, 128, 172, 29
+    dedup = m["rows_per_seed"] / m["edges_per_seed"]
+    print(f"\nogbn-papers100M on {machines} machines of {cores} cores and {gbit:g} Gbit/s, {trainers} trainers each, "
+          f"the unit costs fitted above (CPU per sampled edge, per feature row scaled to {feat} floats, per model "
+          f"FLOP), new rows per sampled edge {dedup:.2f} as measured; a remote row costs {feat * 4 + 8} bytes and "
+          f"a remote sampled edge 16, with no feature cache:")
+    models = [("DGL's train_dist.py: 2 layers, fanout 10,25, hidden 16", [10, 25], 16),
+              ("DistDGL's paper as we read it: 3 layers, fanout 15,10,5, hidden 256", [15, 10, 5], 256)]
+    for name, fanouts, hidden in models:
+        dims = [feat] + [hidden] * (len(fanouts) - 1) + [classes]
+        e, rows, flops = per_seed_work(fanouts, degree, dims, dedup)
+        print(f"  {name}: per seed {e:.0f} sampled edges, {rows:.0f} input rows, {flops / 1e6:.1f} MFLOP")
+        for remote in (0.3, 0.6):
+            cpu = {"sampling": m["a_s"] * e * train, "feature rows": m["a_f"] * rows * train * feat / 100,
+                   "model": m["a_m"] * flops * train, "upkeep": (m["a_t"] + m["a_k"]) * machines * trainers}
+            net_bytes = train * remote * (rows * (feat * 4 + 8) + e * 16)
+            cpu["network"] = (m["a_w"] + m["a_g"]) * net_bytes
+            total = sum(cpu.values()) / (1 - m["other_share"])
+            cpu_s = total / machines / cores
+            net_s = net_bytes / machines / (gbit * 1e9 / 8)
+            bound = "CPU" if cpu_s >= net_s else "network"
+            print(f"    remote share {remote * 100:.0f} %: CPU {total:.0f} s in all ("
+                  + ", ".join(f"{k} {v:.0f}" for k, v in cpu.items())
+                  + f") = {cpu_s:.2f} s per machine; {net_bytes / machines / 1e9:.1f} GB per machine = {net_s:.2f} s "
+                  f"on the link; epoch about {max(cpu_s, net_s):.2f} s, bound by {bound}")
+    print("  DistDGL's paper: 13 s per epoch on 16 machines.")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One entry point for the benchmarks. Each prints a small table and
 # `ratio: <name> <value> (target <t>)` lines, and writes JSON to bench-results/.
-# Usage: scripts/bench/run.sh [partition|server|sampling|link|hetero|kernels|epoch|accuracy|load|python|models|all] [--scale small|medium|products]
+# Usage: scripts/bench/run.sh [partition|server|sampling|link|hetero|kernels|epoch|accuracy|load|python|models|scaleout|all] [--scale small|medium|products]
+#   scaleout (root, emulated machines; not part of 'all'): strong and weak scaling on 2, 4, 8 machines, then the cost model.
 #   small: under 5 minutes for 'all' on a 2-core machine (200 k-node graphs, a 20 s load test);
 #   medium: 1 M-node graphs (the size the epoch and sampling targets are stated for);
 #   products: ogbn-products size.
@@ -48,7 +49,11 @@ run_one() {
     load) bash scripts/bench/load.sh --nodes "$server_nodes" --seconds "$load_seconds" --build build ;;
     python) bash scripts/bench/python.sh --nodes "$epoch_nodes" --build build ;;
     models) bash scripts/bench/models.sh --nodes "$epoch_nodes" --build build ;;
-    *) echo "run.sh: unknown benchmark '$1' (partition, server, sampling, link, hetero, kernels, epoch, accuracy, load, python, models, all)" >&2; return 2 ;;
+    scaleout)
+      bash scripts/bench/scaleout.sh --nodes "$epoch_nodes" --build build
+      bash scripts/bench/scaleout.sh --nodes "$epoch_nodes" --weak --build build
+      python3 scripts/bench/cost_model.py "$(ls -t bench-results/scaleout-*.json | sed -n 2p)" --papers100m ;;
+    *) echo "run.sh: unknown benchmark '$1' (partition, server, sampling, link, hetero, kernels, epoch, accuracy, load, python, models, scaleout, all)" >&2; return 2 ;;
   esac
 }
 

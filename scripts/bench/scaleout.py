@@ -110,6 +110,21 @@ def epoch_ends_from_log(path):
     return ends
 
 
+def leftovers(name, st):
+    """What the job left on the machines: processes besides sshd, /dev/shm entries."""
+    left = []
+    state = json.load(open(os.path.join(st["src"], "..", "state.json")))
+    for i, m in enumerate(state["machines"]):
+        pids = subprocess.run(["ip", "netns", "pids", m["ns"]], stdout=subprocess.PIPE, text=True).stdout.split()
+        pids = [p for p in pids if int(p) != m["sshd_pid"]]
+        if pids:
+            left.append(f"machine {i}: processes {' '.join(pids)}")
+        shm = sh(EMU + ["exec", "--name", name, str(i), "--", "ls", "-A", "/dev/shm"]).split()
+        if shm:
+            left.append(f"machine {i}: /dev/shm {' '.join(shm)}")
+    return left
+
+
 def run_job(a, build, n, t, nodes, name, parts_cache):
     sh(EMU + ["down", "--name", name])
     sh(EMU + ["up", "--name", name, "--machines", str(n), "--preset", a.preset, "--build", a.build])
@@ -139,8 +154,8 @@ def run_job(a, build, n, t, nodes, name, parts_cache):
                      "--ip-config", "ip_config.txt", "--part-config", "parts/g.json", "--num-trainers", str(t),
                      "--num-samplers", str(a.samplers), "--num-servers", "1", "--", trainer, "--num-epochs",
                      str(a.epochs), "--batch-size", str(a.batch_size), "--fan-out", a.fan_out, "--num-hidden",
-                     str(a.hidden), "--lr", "0.01", "--eval-every", "-1", "--no-progress", "--metrics-out",
-                     "metrics.json"]
+                     str(a.hidden), "--lr", "0.01", "--eval-every", "0" if a.eval else "-1", "--no-progress",
+                     "--metrics-out", "metrics.json", "--seed", str(a.seed)]
         poller = Poller([m["sshd_pid"] for m in json.load(open(os.path.join(st["src"], "..", "state.json")))["machines"]])
         poller.thread.start()
         t0 = time.time()
@@ -153,6 +168,7 @@ def run_job(a, build, n, t, nodes, name, parts_cache):
         if rc != 0:
             raise SystemExit(f"scaleout: the job on N={n} T={t} failed ({rc}); log: {log_path}")
         m = json.load(open(os.path.join(src, "metrics.json")))
+        left = leftovers(name, st)
     finally:
         sh(EMU + ["down", "--name", name])
     ends = epoch_ends_from_log(log_path)
@@ -165,7 +181,8 @@ def run_job(a, build, n, t, nodes, name, parts_cache):
                        "cluster": e.get("cluster"), "window": window(poller, end - e["time_s"], end)})
     cut = json.load(open(os.path.join(parts_cache[(nodes, n)], "cut.json")))["edge_cut_share"]
     return {"machines": n, "trainers_per_machine": t, "nodes": nodes, "build": build, "total_s": total,
-            "edge_cut_share": cut, "epochs": epochs}
+            "edge_cut_share": cut, "epochs": epochs, "test_acc": m.get("test_acc") if a.eval else None,
+            "left_behind": left}
 
 
 def summarize(r):
@@ -233,6 +250,9 @@ def print_table(a, r, s, ref):
         v = s[key] * SCALE.get(key, 1)
         ratio = f"{s[key] / ref[key]:.2f}" if ref and ref.get(key) else "-"
         print(f"  {label:34} {fmt.format(v):>12} {ratio:>8}")
+    if r.get("test_acc") is not None:
+        print(f"  test accuracy {r['test_acc']:.4f}")
+    print(f"  left behind on the machines: {'; '.join(r['left_behind']) or 'nothing'}")
     if "accounting_vs_iface" in s:
         print(f"  dgld's bytes / eth0 bytes over all epochs: {s['accounting_vs_iface']:.3f}")
     print(f"  job {r['total_s']:.1f} s from dgl-launch to its exit")
@@ -254,6 +274,9 @@ def main():
     ap.add_argument("--baseline-build")
     ap.add_argument("--out", default=os.path.join(REPO, "bench-results"))
     ap.add_argument("--job-timeout", type=int, default=900)
+    ap.add_argument("--eval", action="store_true", help="evaluate after the last epoch and report test accuracy")
+    ap.add_argument("--repeat", type=int, default=1, help="runs of every configuration")
+    ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()
     if a.epochs < 2:
         raise SystemExit("scaleout: --epochs must be >= 2 (the first is reported apart)")
@@ -266,7 +289,7 @@ def main():
         for n in [int(x) for x in a.machines.split()]:
             nodes = a.nodes * n // 2 if a.weak else a.nodes
             pair = []
-            for b in builds:
+            for b in [b for b in builds for _ in range(a.repeat)]:
                 r = run_job(a, b, n, t, nodes, "scaleout", parts)
                 s = summarize(r)
                 r["summary"] = s
@@ -274,7 +297,7 @@ def main():
                 refs.setdefault((t, b), s if n == 2 else None)
                 print_table(a, r, s, refs.get((t, b)))
                 pair.append(s)
-            if len(pair) == 2:
+            if len(builds) == 2 and len(pair) == 2:
                 print(f"  {builds[0]} / {builds[1]}: first epoch {pair[0]['first_epoch_s'] / pair[1]['first_epoch_s']:.2f}, "
                       f"epoch {pair[0]['epoch_s'] / pair[1]['epoch_s']:.2f}, "
                       f"CPU per epoch {pair[0]['cpu_total'] / pair[1]['cpu_total']:.2f}, "
