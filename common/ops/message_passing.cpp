@@ -1,5 +1,7 @@
 #include "common/ops/message_passing.h"
 
+#include <atomic>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -482,6 +484,13 @@ namespace {
 // scripts/bench/kernels.sh (docs/performance.md).
 constexpr double kAggregateElementCost = 4.0;
 }  // namespace
+
+namespace {
+std::atomic<bool> g_reference_kernels{false};
+}  // namespace
+
+void set_reference_kernels(bool on) { g_reference_kernels.store(on, std::memory_order_relaxed); }
+bool reference_kernels() { return g_reference_kernels.load(std::memory_order_relaxed); }
 
 bool project_before_aggregating(const BlockGraph& b, int64_t in_dim, int64_t out_dim, bool input_needs_grad,
                                 bool self_loop) {

@@ -51,6 +51,13 @@ torch::Tensor gat_aggregate_reference(const BlockGraphPtr& gp, const torch::Tens
 // need none, so there aggregating first skips the aggregation's backward and
 // runs the product over the dst rows only. self_loop: the aggregation adds
 // one self edge per dst (GCN's). TorchScript: dgld::project_before_aggregating.
+// Process-wide: the torch.ops.dgld operators (what every TorchScript model,
+// built-in or not, calls) run the *_reference kernels instead of the fused
+// ones: trainer-host --kernels reference, and benchmarks that set the two
+// side by side. Thread-safe; off by default.
+void set_reference_kernels(bool on);
+bool reference_kernels();
+
 bool project_before_aggregating(const BlockGraph& b, int64_t in_dim, int64_t out_dim, bool input_needs_grad,
                                 bool self_loop);
 

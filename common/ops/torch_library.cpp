@@ -26,12 +26,14 @@ Reduce parse_reduce(const std::string& r) {
 
 torch::Tensor copy_u_reduce_op(const BlockGraphPtr& g, const torch::Tensor& h, const std::string& reduce,
                                bool self_loop) {
-  return copy_u_reduce(g, h, parse_reduce(reduce), self_loop);
+  const Reduce r = parse_reduce(reduce);
+  return reference_kernels() ? copy_u_reduce_reference(g, h, r, self_loop) : copy_u_reduce(g, h, r, self_loop);
 }
 
 torch::Tensor gat_aggregate_op(const BlockGraphPtr& g, const torch::Tensor& z, const torch::Tensor& attn_l,
                                const torch::Tensor& attn_r, double negative_slope) {
-  return gat_aggregate(g, z, attn_l, attn_r, negative_slope);
+  return reference_kernels() ? gat_aggregate_reference(g, z, attn_l, attn_r, negative_slope)
+                             : gat_aggregate(g, z, attn_l, attn_r, negative_slope);
 }
 
 // The value of a parsed name, or c10::Error "<fn>: <what is wrong>".
@@ -103,6 +105,8 @@ TORCH_LIBRARY(dgld, m) {
       // for a block without edge types.
       .def("etypes", [](const BlockPtr& self) { return ids_or_empty(self->etypes()).to(torch::kInt64); })
       .def("num_etypes", &BlockGraph::num_etypes)
+      // The block restricted to the edges of type r (BlockGraph::relation).
+      .def("relation", [](const BlockPtr& self, int64_t r) { return self->relation(r); })
       .def("dst_ids", [](const BlockPtr& self) { return ids_or_empty(self->dst_ids); })
       // Blocks live on the CPU: block.to(device) is the block itself.
       .def("to", [](const BlockPtr& self, c10::Device device) {
@@ -132,6 +136,7 @@ TORCH_LIBRARY(dgld, m) {
   m.def("gsddmm(__torch__.torch.classes.dgld.Block block, str op, Tensor? lhs, Tensor? rhs, "
         "str lhs_target=\"u\", str rhs_target=\"v\") -> Tensor",
         &dgld::ops::gsddmm_op);
+  m.def("set_reference_kernels(bool on) -> ()", [](bool on) { dgld::ops::set_reference_kernels(on); });
   m.def("project_before_aggregating(__torch__.torch.classes.dgld.Block block, int in_dim, int out_dim, "
         "bool input_needs_grad, bool self_loop=False) -> bool",
         [](const BlockPtr& block, int64_t in_dim, int64_t out_dim, bool input_needs_grad, bool self_loop) {

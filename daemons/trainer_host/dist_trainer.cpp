@@ -7,10 +7,12 @@ namespace dist {
 
 Status DistBackend::setup_hetero(const MappedPartition& part) {
   const GraphTypeInfo& types = cluster_->config().types;
-  if (c_.model != "rgcn") {
+  DGLD_ASSIGN_OR_RETURN(const ModelKindInfo info, model_info(c_.model, c_.model_file));
+  if (!info.uses_edge_types) {
     return invalid_argument(fmt::format("graph '{}' is heterogeneous ({} node types, {} edge types): train it with "
-                                        "--model rgcn (docs/heterogeneous.md), not --model {}",
-                                        graph_name(), types.num_ntypes(), types.num_etypes(), c_.model));
+                                        "a model over edge types, --model rgcn (docs/heterogeneous.md), not {}",
+                                        graph_name(), types.num_ntypes(), types.num_etypes(),
+                                        c_.model_file.empty() ? "--model " + c_.model : c_.model_file));
   }
   const std::string target = c_.target_ntype.empty() ? types.target_ntype : c_.target_ntype;
   if (target.empty()) {
@@ -82,8 +84,12 @@ Status DistBackend::setup() {
   const bool uses_features = c_.learnable_features != LearnableFeatures::replace && !hetero;
   const MappedPartition& part = cluster_->local().graph();
   if (hetero) DGLD_RETURN_IF_ERROR(setup_hetero(part));
-  if (!hetero && c_.model == "rgcn") {
-    return invalid_argument(fmt::format("--model rgcn needs a heterogeneous graph; '{}' is homogeneous", graph_name()));
+  if (!hetero) {
+    DGLD_ASSIGN_OR_RETURN(const ModelKindInfo info, model_info(c_.model, c_.model_file));
+    if (info.uses_edge_types) {
+      return invalid_argument(fmt::format("--model {} reads the edge types of a heterogeneous graph; '{}' is "
+                                          "homogeneous", c_.model, graph_name()));
+    }
   }
   if (uses_features) {
     DGLD_RETURN_IF_ERROR(check_node_tensor(c_.feature, DType::float32, true).with_context("--feature"));

@@ -14,7 +14,7 @@
 namespace dgld::trainer {
 
 nlohmann::json Loop::checkpoint_meta(int epoch) const {
-  return {{"format", 1},
+  return {{"format", 2},  // 2: built-in models are dgld.models modules (their parameter names changed)
           {"epoch", epoch},
           {"graph_name", b_.graph_name()},
           {"num_nodes", b_.num_nodes()},

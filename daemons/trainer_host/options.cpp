@@ -37,9 +37,10 @@ ParsedTrainerHostOptions parse_trainer_host_options(int argc, const char* const 
       ("eval-every", po::value(&t.eval_every)->default_value(t.eval_every), "evaluate every N epochs and at the end (0: at the end only, -1: never)")
       ("log-every", po::value(&t.log_every)->default_value(t.log_every), "log every N steps (0: never)")
       ("model", po::value(&t.model)->default_value(t.model),
-       "built-in model: sage | gcn | gat | rgcn (heterogeneous graphs, docs/heterogeneous.md)")
+       "built-in model (python/dgld/models, docs/models.md): sage | gcn | gat | rgcn (heterogeneous graphs, "
+       "docs/heterogeneous.md), or another kind registered there")
       ("num-bases", po::value(&t.num_bases)->default_value(t.num_bases),
-       "rgcn: basis matrices shared by the relations; 0: one weight per relation")
+       "rgcn: basis matrices shared by the relations; 0: as many as relations")
       ("target-ntype", po::value(&t.target_ntype),
        "heterogeneous graphs: the labelled node type to classify (default: the partition config's target_ntype)")
       ("model-file", po::value(&t.model_file),

@@ -1,6 +1,6 @@
-// TorchScript models (docs/models.md): loading a user's module and checking
-// it against the contract, the ScriptedModel that trains it, and the export
-// of the built-in models as TorchScript modules of the same contract.
+// TorchScript models (docs/models.md): loading a module and checking it
+// against the contract, the ScriptedModel that trains it, and where the
+// built-in kinds' files are (python/dgld/models scripted at build time).
 //
 // The contract, for blocks of type torch.classes.dgld.Block:
 //   forward(self, blocks: List[Block], x: Tensor) -> Tensor        logits
@@ -12,16 +12,17 @@
 #include <cmath>
 #include <filesystem>
 #include <functional>
+#include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
-#include <torch/csrc/jit/frontend/resolver.h>
-#include <torch/csrc/jit/frontend/sugared_value.h>
 #include <torch/custom_class.h>
 #include <torch/script.h>
 
+#include "common/ops/message_passing.h"
 #include "common/ops/torch_library.h"
 #include "daemons/trainer_host/model_impl.h"
 #include "daemons/trainer_host/training_loop.h"  // first_line
@@ -141,13 +142,16 @@ Result<jit::Module> open_module(const std::string& path) {
 
 class ScriptedModel : public Model::Impl {
  public:
-  ScriptedModel(const ModelConfig& c, jit::Module m) : Impl(c), m_(std::move(m)) {}
+  // `builtin_file`: the built-in kind's file it was loaded from (config.kind
+  // names it); empty: config.model_file, a user's module.
+  ScriptedModel(const ModelConfig& c, jit::Module m, std::string builtin_file = "")
+      : Impl(c), m_(std::move(m)), builtin_file_(std::move(builtin_file)) {}
 
   // Runs the module once on a small made-up batch (eval mode, no gradient):
   // forward's output must be [1, num_classes], and chaining forward_layer
   // must give the same; records each layer's width.
   Status probe() {
-    const std::string& path = config.model_file;
+    const std::string& path = builtin_file_.empty() ? config.model_file : builtin_file_;
     const int L = static_cast<int>(m_.attr("num_layers").toInt());
     if (L != config.num_layers) {
       return invalid_argument(fmt::format("{}: the model has num_layers = {}, but this run samples {} layer(s) "
@@ -161,6 +165,10 @@ class ScriptedModel : public Model::Impl {
       auto indptr = torch::arange(0, (nd + 1) * ns, ns, torch::kInt64);
       auto indices = torch::arange(ns, torch::kInt64).repeat({nd});
       blocks.push_back(c10::make_intrusive<ops::BlockGraph>(indptr, indices, ns));
+      if (uses_edge_types()) {  // every relation on the probe's edges, in turn
+        const int64_t rels = std::max<int64_t>(config.num_rels, 1);
+        DGLD_RETURN_IF_ERROR(blocks.back()->set_etypes(torch::arange(nd * ns, torch::kInt64).remainder(rels), rels));
+      }
     }
     // Deterministic input (no draw from the global generator).
     auto x = torch::sin(torch::arange(static_cast<double>((L + 1) * config.in_dim), torch::kFloat32))
@@ -216,7 +224,10 @@ class ScriptedModel : public Model::Impl {
   std::vector<torch::Tensor> parameters() override { return params_; }
   void set_training(bool on) override { m_.train(on); }
 
+  // Every call runs on this model's kernels (--kernels): the operators'
+  // switch is process-wide, and a benchmark may alternate two models.
   torch::Tensor forward(const std::vector<ops::BlockGraphPtr>& blocks, const torch::Tensor& x) override {
+    ops::set_reference_kernels(config.kernels == Kernels::reference);
     c10::impl::GenericList list(block_type());
     list.reserve(blocks.size());
     for (const auto& b : blocks) list.push_back(c10::IValue(b));
@@ -224,6 +235,7 @@ class ScriptedModel : public Model::Impl {
   }
 
   torch::Tensor forward_layer(int layer, const ops::BlockGraphPtr& b, const torch::Tensor& h_src) override {
+    ops::set_reference_kernels(config.kernels == Kernels::reference);
     return m_.get_method("forward_layer")({c10::IValue(static_cast<int64_t>(layer)), c10::IValue(b), h_src})
         .toTensor();
   }
@@ -249,153 +261,140 @@ class ScriptedModel : public Model::Impl {
   Status save_torchscript(const std::string& path) override { return save_module_atomic(m_, path); }
 
   std::string describe() const override {
-    return fmt::format("{} from {} (layers={}, in={}, classes={})", type_name(), config.model_file,
-                       config.num_layers, config.in_dim, config.num_classes);
+    const ModelConfig& c = config;
+    if (builtin_file_.empty()) {
+      return fmt::format("{} from {} (layers={}, in={}, classes={})", type_name(), c.model_file, c.num_layers,
+                         c.in_dim, c.num_classes);
+    }
+    std::string s = fmt::format("{}(in={}, hidden={}, classes={}, layers={}, dropout={}", c.kind, c.in_dim,
+                                c.num_hidden, c.num_classes, c.num_layers, c.dropout);
+    if (m_.hasattr("num_heads")) s += fmt::format(", heads={}", c.num_heads);
+    if (uses_edge_types()) s += fmt::format(", rels={}, bases={}", c.num_rels, c.num_bases);
+    if (c.kernels != Kernels::fused) s += fmt::format(", kernels={}", kernels_name(c.kernels));
+    return s + ")";
   }
-  std::string checkpoint_name() const override { return "torchscript:" + type_name(); }
+  int dense_maps() const override {
+    return m_.hasattr("dense_maps") && m_.attr("dense_maps").isInt() ? static_cast<int>(m_.attr("dense_maps").toInt())
+                                                                     : 1;
+  }
+  std::string checkpoint_name() const override {
+    return builtin_file_.empty() ? "torchscript:" + type_name() : config.kind;
+  }
 
  private:
+  bool uses_edge_types() const { return m_.hasattr("uses_edge_types") && m_.attr("uses_edge_types").toBool(); }
+
   std::string type_name() const { return m_.type()->name() ? m_.type()->name()->qualifiedName() : "module"; }
 
   jit::Module m_;
+  std::string builtin_file_;
   std::vector<int64_t> out_dims_;
   std::vector<torch::Tensor> params_;
 };
 
-// ---------------------------------------------------------------- the built-in models as TorchScript
+// ---------------------------------------------------------------- the built-in models
 
-// Resolves `dgld` to the dgld operator namespace and `Block` to the block
-// class in the sources below (jit's native resolver knows neither).
-struct DgldResolver : jit::Resolver {
-  std::shared_ptr<jit::SugaredValue> resolveValue(const std::string& name, jit::GraphFunction& fn,
-                                                  const jit::SourceRange& loc) override {
-    if (name == "dgld") return std::make_shared<jit::BuiltinModule>("dgld");
-    return jit::nativeResolver()->resolveValue(name, fn, loc);
+namespace fs = std::filesystem;
+
+// <kind>-<layers>.pt: the kind and the depth, or nullopt for another name.
+std::optional<std::pair<std::string, int>> model_file_name(const std::string& name) {
+  const auto dash = name.rfind('-');
+  if (dash == std::string::npos || dash == 0 || name.size() < dash + 5 || name.substr(name.size() - 3) != ".pt") {
+    return std::nullopt;
   }
-  c10::TypePtr resolveType(const std::string& name, const jit::SourceRange& loc) override {
-    if (name == "Block") return block_type();
-    return jit::nativeResolver()->resolveType(name, loc);
-  }
-};
-
-// The layers' code: what model.cpp's SageConvImpl, GraphConvImpl and
-// GatConvImpl compute (tests/python/test_model_files.py checks that a saved
-// model gives trainer-host's outputs).
-constexpr const char* kLinearSource = R"(
-def forward(self, x: Tensor) -> Tensor:
-    return torch.linear(x, self.weight)
-)";
-
-constexpr const char* kSageSource = R"(
-def forward(self, block: Block, h_src: Tensor) -> Tensor:
-    h_dst = h_src[:block.num_dst_nodes()]
-    if dgld.project_before_aggregating(block, self.in_feats, self.out_feats, h_src.requires_grad, False):
-        h_neigh = dgld.copy_u_reduce(block, self.fc_neigh.forward(h_src), "mean", False)
-    else:
-        h_neigh = self.fc_neigh.forward(dgld.copy_u_reduce(block, h_src, "mean", False))
-    return self.fc_self.forward(h_dst) + h_neigh + self.bias
-)";
-
-constexpr const char* kGcnSource = R"(
-def forward(self, block: Block, h_src: Tensor) -> Tensor:
-    nd = block.num_dst_nodes()
-    out_deg = block.out_degrees().float()
-    out_deg.narrow(0, 0, nd).add_(1.0)
-    norm_src = out_deg.clamp_min(1.0).pow(-0.5).unsqueeze(1)
-    norm_dst = (block.in_degrees().float() + 1.0).pow(-0.5).unsqueeze(1)
-    if dgld.project_before_aggregating(block, self.in_feats, self.out_feats, h_src.requires_grad, True):
-        rst = dgld.copy_u_reduce(block, torch.matmul(h_src, self.weight) * norm_src, "sum", True)
-    else:
-        rst = torch.matmul(dgld.copy_u_reduce(block, h_src * norm_src, "sum", True), self.weight)
-    return rst * norm_dst + self.bias
-)";
-
-constexpr const char* kGatSource = R"(
-def forward(self, block: Block, h_src: Tensor) -> Tensor:
-    z = self.fc.forward(h_src).view(-1, self.num_heads, self.out_feats)
-    out = dgld.gat_aggregate(block, z, self.attn_l, self.attn_r, 0.2)
-    return out + self.bias.view(1, self.num_heads, self.out_feats)
-)";
-
-// One layer of a built-in model as the export writes it: its parameters and
-// submodules (from the trained model's parameters) before its forward.
-struct LayerExport {
-  jit::Module& layer;
-  const std::function<void(const std::string&)>& linear;  // a Linear submodule `name`
-  const std::function<void(const std::string&)>& param;   // the layer's parameter `name`
-  const ModelConfig& c;
-};
-
-// Per built-in kind, what the export writes for a layer and its TorchScript
-// forward (the kinds of model.cpp's table that can be exported).
-struct ExportRow {
-  ModelKind kind;
-  const char* source;
-  void (*fill)(const LayerExport& e);
-};
-
-const ExportRow kExports[] = {
-    {ModelKind::sage, kSageSource,
-     [](const LayerExport& e) {
-       e.linear("fc_self");
-       e.linear("fc_neigh");
-       e.param("bias");
-     }},
-    {ModelKind::gcn, kGcnSource,
-     [](const LayerExport& e) {
-       e.param("weight");
-       e.param("bias");
-     }},
-    {ModelKind::gat, kGatSource,
-     [](const LayerExport& e) {
-       e.layer.register_attribute("num_heads", c10::IntType::get(), static_cast<int64_t>(e.c.num_heads));
-       e.linear("fc");
-       e.param("attn_l");
-       e.param("attn_r");
-       e.param("bias");
-     }},
-};
-
-const ExportRow* export_row(ModelKind kind) {
-  for (const ExportRow& r : kExports) {
-    if (r.kind == kind) return &r;
-  }
-  return nullptr;
+  const std::string depth = name.substr(dash + 1, name.size() - 3 - dash - 1);
+  if (depth.empty() || depth.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  return std::make_pair(name.substr(0, dash), std::stoi(depth));
 }
 
-jit::Module make_module(const std::string& name) {
-  jit::Module m("__torch__.dgld.builtin." + name);
-  m.register_attribute("training", c10::BoolType::get(), true);
-  return m;
-}
-
-void add_parameter(jit::Module& m, const std::string& name, const torch::Tensor& value) {
-  m.register_parameter(name, value.detach().clone().set_requires_grad(true), /*is_buffer=*/false);
-}
-
-// The GnnNet stack's forward_layer and forward for `c`.
-std::string stack_source(const ModelConfig& c) {
-  const int L = c.num_layers;
-  std::string s = "def forward_layer(self, i: int, block: Block, h: Tensor) -> Tensor:\n";
-  s += fmt::format("    assert 0 <= i and i < {}, \"forward_layer: no such layer\"\n", L);
-  for (int l = 0; l < L; ++l) {
-    s += fmt::format("    {} i == {}:\n        h = self.layer{}.forward(block, h)\n", l == 0 ? "if" : "elif", l, l);
+bool holds_models(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return false;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (model_file_name(e.path().filename().string())) return true;
   }
-  const bool gat = c.kind == ModelKind::gat;
-  s += fmt::format("    if i == {}:\n", L - 1);
-  s += gat ? "        h = h.mean(1)\n" : "        pass\n";
-  s += "    else:\n";
-  s += gat ? "        h = torch.elu(h.flatten(1))\n" : "        h = torch.relu(h)\n";
-  s += "        h = torch.dropout(h, self.dropout, self.training)\n";
-  s += "    return h\n\n";
-  s += "def forward(self, blocks: List[Block], x: Tensor) -> Tensor:\n";
-  s += "    h = x\n";
-  s += fmt::format("    for i in range({}):\n", L);
-  s += "        h = self.forward_layer(i, blocks[i], h)\n";
-  s += "    return h\n";
-  return s;
+  return false;
 }
 
+std::string canonical_kind(std::string_view kind) { return kind == "graphsage" ? "sage" : std::string(kind); }
+
+}  // namespace
+
+std::string builtin_model_dir() {
+  std::vector<fs::path> dirs;
+  if (const char* env = std::getenv("DGLD_MODEL_DIR"); env && *env) dirs.emplace_back(env);
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    dirs.push_back(exe.parent_path() / "models");
+    dirs.push_back(exe.parent_path().parent_path() / "share" / "dgld" / "models");
+  }
+#ifdef DGLD_BUILD_MODEL_DIR
+  dirs.emplace_back(DGLD_BUILD_MODEL_DIR);
+#endif
+  for (const auto& d : dirs) {
+    if (holds_models(d)) return d.string();
+  }
+  return "";
+}
+
+std::vector<std::string> builtin_model_kinds() {
+  std::set<std::string> kinds;
+  const std::string dir = builtin_model_dir();
+  std::error_code ec;
+  if (!dir.empty()) {
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+      if (auto k = model_file_name(e.path().filename().string())) kinds.insert(k->first);
+    }
+  }
+  return {kinds.begin(), kinds.end()};
+}
+
+Result<std::string> builtin_model_file(std::string_view kind_name, int layers) {
+  const std::string dir = builtin_model_dir();
+  if (dir.empty()) {
+    return not_found("no built-in model files (python/dgld/models scripted at build time into <kind>-<layers>.pt): "
+                     "none in $DGLD_MODEL_DIR, in 'models' beside this program or in ../share/dgld/models; build "
+                     "dgld with its Python package, or give --model-file");
+  }
+  const std::string kind = canonical_kind(kind_name);
+  const fs::path file = fs::path(dir) / fmt::format("{}-{}.pt", kind, layers);
+  std::error_code ec;
+  if (fs::is_regular_file(file, ec)) return file.string();
+  const auto kinds = builtin_model_kinds();
+  if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) {
+    return invalid_argument(fmt::format("unknown model '{}' (known: {})", kind_name, fmt::join(kinds, ", ")));
+  }
+  std::vector<int> depths;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    auto k = model_file_name(e.path().filename().string());
+    if (k && k->first == kind) depths.push_back(k->second);
+  }
+  std::sort(depths.begin(), depths.end());
+  return invalid_argument(fmt::format("the built-in {} model has {} layers ({} in {}), not {}: a deeper model is a "
+                                      "--model-file (docs/models.md)",
+                                      kind, fmt::join(depths, ", "), kind, dir, layers));
+}
+
+Result<ModelKindInfo> builtin_model_info(std::string_view kind) {
+  DGLD_ASSIGN_OR_RETURN(const std::string file, builtin_model_file(kind, 1));
+  return model_info(kind, file);
+}
+
+Result<ModelKindInfo> model_info(std::string_view kind, const std::string& model_file) {
+  if (model_file.empty()) return builtin_model_info(kind);
+  const std::string& file = model_file;
+  try {
+    jit::Module m = jit::load(file);
+    ModelKindInfo info;
+    info.uses_edge_types = m.hasattr("uses_edge_types") && m.attr("uses_edge_types").toBool();
+    return info;
+  } catch (const std::exception& e) {
+    return invalid_argument(fmt::format("{}: {}", file, torch_error_message(e)));
+  }
+}
+
+namespace {
 }  // namespace
 
 Status check_model_file(const std::string& path) {
@@ -419,48 +418,23 @@ Result<std::unique_ptr<Model::Impl>> load_scripted_model(const ModelConfig& conf
   }
 }
 
-Status BuiltinModel::save_torchscript(const std::string& path) {
-  const ModelConfig& c = config;
-  const std::string kind = model_kind_name(c.kind);
-  const ExportRow* row = export_row(c.kind);
-  if (row == nullptr) return invalid_argument(fmt::format("--save-model is not supported for {} yet", kind));
-  auto resolver = std::make_shared<DgldResolver>();
-  jit::Module top = make_module(kind);
+Result<std::unique_ptr<Model::Impl>> load_builtin_model(const ModelConfig& config) {
+  DGLD_ASSIGN_OR_RETURN(const std::string file, builtin_model_file(config.kind, config.num_layers));
   try {
-    std::map<std::string, torch::Tensor> params;
-    for (const auto& p : net->named_parameters()) params[p.key()] = p.value();
-    for (int l = 0; l < c.num_layers; ++l) {
-      const std::string prefix = fmt::format("layer{}.", l);
-      jit::Module layer = make_module(fmt::format("{}.Layer{}", kind, l));
-      const int64_t in = l == 0 ? c.in_dim : c.kind == ModelKind::gat ? c.num_hidden * c.num_heads : c.num_hidden;
-      const int64_t out = l == c.num_layers - 1 ? c.num_classes : c.num_hidden;
-      layer.register_attribute("in_feats", c10::IntType::get(), in);
-      layer.register_attribute("out_feats", c10::IntType::get(), out);
-      const std::function<void(const std::string&)> linear = [&](const std::string& name) {
-        jit::Module fc = make_module(fmt::format("{}.Layer{}.{}", kind, l, name));
-        add_parameter(fc, "weight", params.at(prefix + name + ".weight"));
-        fc.define(kLinearSource, resolver);
-        layer.register_module(name, fc);
-      };
-      const std::function<void(const std::string&)> param = [&](const std::string& name) {
-        add_parameter(layer, name, params.at(prefix + name));
-      };
-      row->fill(LayerExport{layer, linear, param, c});
-      layer.define(row->source, resolver);
-      top.register_module(fmt::format("layer{}", l), layer);
-    }
-    top.register_attribute("num_layers", c10::IntType::get(), static_cast<int64_t>(c.num_layers));
-    top.register_attribute("dropout", c10::FloatType::get(), c.dropout);
-    top.register_attribute("in_feats", c10::IntType::get(), c.in_dim);
-    top.register_attribute("n_classes", c10::IntType::get(), c.num_classes);
-    top.register_attribute("dgld_model", c10::StringType::get(), describe());
-    top.define(stack_source(c), resolver);
-    top.train(net->is_training());
-  } catch (const c10::Error& e) {
-    return internal_error(fmt::format("exporting the {} model as TorchScript: {}", kind,
-                                      first_line(e.what_without_backtrace())));
+    DGLD_ASSIGN_OR_RETURN(auto m, open_module(file));
+    // Sized for this graph: every weight drawn from the global generator, in
+    // the order the Python constructor draws them.
+    m.run_method("configure", config.in_dim, config.num_hidden, config.num_classes, config.dropout,
+                 static_cast<int64_t>(config.num_heads), static_cast<int64_t>(config.num_rels),
+                 static_cast<int64_t>(config.num_bases));
+    ModelConfig c = config;
+    c.kind = canonical_kind(config.kind);
+    auto model = std::make_unique<ScriptedModel>(c, std::move(m), file);
+    DGLD_RETURN_IF_ERROR(model->probe());
+    return std::unique_ptr<Model::Impl>(std::move(model));
+  } catch (const std::exception& e) {
+    return invalid_argument(fmt::format("the built-in {} model ({}): {}", config.kind, file, torch_error_message(e)));
   }
-  return save_module_atomic(top, path);
 }
 
 }  // namespace dgld::trainer

@@ -70,7 +70,9 @@ Status validate_train_config(const TrainConfig& c) {
     return invalid_argument(fmt::format("--eval-every must be >= -1 (-1: never), got {}", c.eval_every));
   }
   if (c.log_every < 0) return invalid_argument(fmt::format("--log-every must be >= 0, got {}", c.log_every));
-  DGLD_RETURN_IF_ERROR(parse_model_kind(c.model).status().with_context("--model"));
+  if (c.model_file.empty()) {
+    DGLD_RETURN_IF_ERROR(builtin_model_file(c.model, c.num_layers).status().with_context("--model"));
+  }
   DGLD_RETURN_IF_ERROR(parse_kernels(c.kernels).status());
   if (c.num_threads < 0) return invalid_argument(fmt::format("--num-threads must be >= 0, got {}", c.num_threads));
   if (c.num_heads < 1) return invalid_argument(fmt::format("--num-heads must be >= 1, got {}", c.num_heads));
@@ -92,22 +94,25 @@ Status validate_train_config(const TrainConfig& c) {
     }
   }
   if (c.num_bases < 0) return invalid_argument(fmt::format("--num-bases must be >= 0, got {}", c.num_bases));
-  if (c.model == "rgcn") {
-    // What the first heterogeneous version does not do yet, said up front.
-    const std::pair<bool, const char*> unsupported[] = {
-        {c.task != "node", "--task link"},
-        {!c.model_file.empty(), "--model-file"},
-        {!c.save_model.empty(), "--save-model"},
-        {c.infer || !c.output_dir.empty(), "offline inference (--infer, --output-dir)"},
-        {!c.checkpoint_dir.empty(), "--checkpoint-dir"},
-        {c.keep_best != "off", "--keep-best (the embeddings of featureless node types are not rolled back)"},
-        {c.learnable_features != LearnableFeatures::off,
-         "--learnable-features (node types without features always get a learnable embedding)"},
-    };
-    for (const auto& [bad, what] : unsupported) {
-      if (bad) return invalid_argument(fmt::format("--model rgcn: {} is not supported with R-GCN yet", what));
+  if (c.model_file.empty()) {
+    DGLD_ASSIGN_OR_RETURN(const ModelKindInfo info, builtin_model_info(c.model));
+    if (info.uses_edge_types) {
+      // What training over a heterogeneous graph does not do yet, said up front.
+      const std::pair<bool, const char*> unsupported[] = {
+          {c.task != "node", "--task link"},
+          {!c.save_model.empty(), "--save-model (the node types' input projections are not in the model file)"},
+          {c.infer || !c.output_dir.empty(), "offline inference (--infer, --output-dir)"},
+          {!c.checkpoint_dir.empty(), "--checkpoint-dir"},
+          {c.keep_best != "off", "--keep-best (the embeddings of featureless node types are not rolled back)"},
+          {c.learnable_features != LearnableFeatures::off,
+           "--learnable-features (node types without features always get a learnable embedding)"},
+      };
+      for (const auto& [bad, what] : unsupported) {
+        if (bad) return invalid_argument(fmt::format("--model {}: {} is not supported on heterogeneous graphs yet",
+                                                     c.model, what));
+      }
+      if (c.embed_dim < 1) return invalid_argument(fmt::format("--embed-dim must be >= 1, got {}", c.embed_dim));
     }
-    if (c.embed_dim < 1) return invalid_argument(fmt::format("--embed-dim must be >= 1, got {}", c.embed_dim));
   }
   if (c.resume && c.checkpoint_dir.empty()) return invalid_argument("--resume needs --checkpoint-dir");
   if (c.infer) {

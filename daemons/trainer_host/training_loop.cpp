@@ -120,9 +120,10 @@ Status Loop::create_embedding() {
 // features (model parameters, averaged like the others), and one learnable
 // embedding for the nodes of the types without (rows by homogeneous id).
 Status Loop::setup_hetero() {
-  if (mc_.kind != ModelKind::rgcn) {
+  DGLD_ASSIGN_OR_RETURN(const ModelKindInfo info, model_info(c_.model, c_.model_file));
+  if (!info.uses_edge_types) {
     return invalid_argument(fmt::format("graph '{}' is heterogeneous ({} node types, {} edge types): train it with "
-                                        "--model rgcn",
+                                        "a model over edge types (--model rgcn)",
                                         b_.graph_name(), types_->num_ntypes(), types_->num_etypes()));
   }
   mc_.in_dim = c_.embed_dim;
@@ -144,11 +145,14 @@ Status Loop::setup_hetero() {
 }
 
 Status Loop::setup() {
-  DGLD_ASSIGN_OR_RETURN(mc_.kind, parse_model_kind(c_.model));
+  mc_.kind = c_.model;
   types_ = b_.graph_types();
-  if (!types_ && mc_.kind == ModelKind::rgcn) {
-    return invalid_argument(fmt::format("--model rgcn needs a heterogeneous graph; '{}' is homogeneous",
-                                        b_.graph_name()));
+  if (!types_) {
+    DGLD_ASSIGN_OR_RETURN(const ModelKindInfo info, model_info(c_.model, c_.model_file));
+    if (info.uses_edge_types) {
+      return invalid_argument(fmt::format("--model {} reads the edge types of a heterogeneous graph; '{}' is "
+                                          "homogeneous", c_.model, b_.graph_name()));
+    }
   }
   mc_.in_dim = b_.feat_dim() + (c_.learnable_features != LearnableFeatures::off ? c_.embed_dim : 0);
   mc_.num_hidden = c_.num_hidden;
@@ -250,7 +254,7 @@ Status Loop::train_epoch(int epoch, EpochMetrics& m) {
     if (!x.is_ok()) return x.status().with_context(where + ": embedding lookup");
     auto input = make_model_input(batch.mini_batch, *x);
     if (!input.is_ok()) return input.status().with_context(where);
-    acc.add_batch(batch, estimate_model_flops(batch.mini_batch.blocks, layer_dims(x->size(1)), c_.model == "sage" ? 2 : 1));
+    acc.add_batch(batch, estimate_model_flops(batch.mini_batch.blocks, layer_dims(x->size(1)), model_->dense_maps()));
     const auto labels = ids_tensor(batch.labels);
     m.fetch_s += batch.timings.fetch_s;
     m.fetch_cpu_s += batch.timings.fetch_cpu_s;
@@ -331,12 +335,10 @@ Status Loop::train_epoch(int epoch, EpochMetrics& m) {
 }
 
 // The widths of the model's layers from input to output, for FLOP estimates:
-// `in` wide input rows, num_hidden (x heads) between layers, the classes out.
+// `in` wide input rows, then each layer's output (heads concatenated).
 std::vector<int64_t> Loop::layer_dims(int64_t in) const {
   std::vector<int64_t> dims = {in};
-  const int64_t hidden = c_.num_hidden * (c_.model == "gat" ? c_.num_heads : 1);
-  for (int l = 1; l < c_.num_layers; ++l) dims.push_back(hidden);
-  dims.push_back(link_ ? c_.num_hidden : b_.num_classes());
+  for (int l = 0; l < mc_.num_layers; ++l) dims.push_back(model_->impl().layer_out_dim(l));
   return dims;
 }
 

@@ -1,5 +1,6 @@
-"""Builds one of the example models, scripts it with torch.jit.script and
-saves it with torch.jit.save, for trainer-host --model-file (README.md):
+"""Builds a model (trainer-host's built-in sage, gcn or gat from dgld.models,
+or the example sage_res beside this file), scripts it with torch.jit.script
+and saves it with torch.jit.save, for trainer-host --model-file (README.md):
 
     PYTHONPATH=build/python /usr/bin/python3 examples/models/export.py \\
         --model sage --in-feats 8 --n-classes 4 --out sage.pt
@@ -11,7 +12,7 @@ import argparse
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # sage.py, gcn.py, ... beside this file
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # sage_res.py beside this file
 
 MODELS = ("sage", "gcn", "gat", "sage_res")
 DEFAULT_LAYERS = {"sage": 2, "gcn": 2, "gat": 2, "sage_res": 3}
@@ -75,14 +76,12 @@ def build(args):
     import torch
 
     torch.manual_seed(args.seed)
+    from dgld.models import GAT, GCN, SAGE  # trainer-host's built-in models
     if args.model == "sage":
-        from sage import SAGE
         return SAGE(args.in_feats, args.n_hidden, args.n_classes, args.num_layers, args.dropout)
     if args.model == "gcn":
-        from gcn import GCN
         return GCN(args.in_feats, args.n_hidden, args.n_classes, args.num_layers, args.dropout)
     if args.model == "gat":
-        from gat import GAT
         return GAT(args.in_feats, args.n_hidden, args.n_classes, args.num_layers, args.num_heads, args.dropout)
     from sage_res import SAGERes
     return SAGERes(args.in_feats, args.n_hidden, args.n_classes, args.num_layers, args.dropout)

@@ -1,13 +1,12 @@
 // dgld._C's test hooks: what the tests compare the library's answers
 // against (a partition's own tensor rows, held-out edges, blocks sampled
-// without the loader, trainer-host's built-in layers).
+// without the loader).
 #include <functional>
 #include <map>
 #include <numeric>
 
 #include "common/partition/partition.h"
 #include "common/sampling/multi_layer_sampler.h"
-#include "daemons/trainer_host/builtin_layers.h"
 #include "python/src/client.h"
 
 namespace dgld::python {
@@ -54,20 +53,9 @@ py::list sample_blocks(std::shared_ptr<Client> c, const torch::Tensor& seeds_in,
   return out;
 }
 
-// trainer-host's own layer `kind` (sage, gcn, gat) with the given parameters
-// (by name, as the layer registers them) on a block: what the tests compare
-// dgld.nn's layers against.
-torch::Tensor builtin_layer_forward(const std::string& kind, int64_t in_dim, int64_t out_dim, int64_t heads,
-                                    const std::map<std::string, torch::Tensor>& params, const py::object& block,
-                                    const torch::Tensor& h) {
-  auto g = torch::jit::toIValue(block, c10::getCustomClassType<ops::BlockGraphPtr>()).toCustomClass<ops::BlockGraph>();
-  return unwrap(trainer::builtin_layer_forward(kind, in_dim, out_dim, heads, params, g, h));
-}
-
 }  // namespace
 
 void bind_test_hooks(py::module_& m) {
-  m.def("_builtin_layer_forward", &builtin_layer_forward);
   m.def("_partition_node_tensor", &partition_node_tensor);
   m.def("_sample_blocks", &sample_blocks);
   m.def("_link_split_pairs", &link_split_pairs);

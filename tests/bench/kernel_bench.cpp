@@ -88,7 +88,7 @@ StepTimes run_step(Model& model, const Sampled& s, int64_t feat_dim) {
   auto input = make_model_input(s.batch, s.rows, feat_dim);
   if (!input.is_ok()) throw std::runtime_error(input.status().to_string());
   const auto labels = ids_tensor(s.labels);
-  static_cast<BuiltinModel&>(model.impl()).net->zero_grad();
+  for (auto& p : model.impl().parameters()) p.mutable_grad() = torch::Tensor();
   StepTimes t;
   auto t0 = Clock::now();
   auto logits = forward_checked(model, *input);
@@ -307,13 +307,12 @@ int main(int argc, char** argv) {
   std::printf("\n%-5s %-10s %10s %10s %10s\n", "model", "kernels", "fwd ms", "bwd ms", "step ms");
   std::stringstream names(models);
   for (std::string name; std::getline(names, name, ',');) {
-    auto kind = parse_model_kind(name);
-    if (!kind.is_ok()) {
-      std::cerr << "bench_kernels: " << kind.status().to_string() << "\n";
+    if (auto file = builtin_model_file(name, static_cast<int>(fanouts->size())); !file.is_ok()) {
+      std::cerr << "bench_kernels: " << file.status().to_string() << "\n";
       return 2;
     }
     ModelConfig mc;
-    mc.kind = *kind;
+    mc.kind = name;
     mc.in_dim = d;
     mc.num_hidden = num_hidden;
     mc.num_classes = num_classes;

@@ -1,6 +1,7 @@
-"""dgld.nn's layers against trainer-host's built-in layers for the same
-weights (the same C++ layer classes trainer-host trains), scripted with
-torch.jit.script, and DGL's conventions (tuple input, zero in-degree)."""
+"""dgld.nn's layers (the code trainer-host's built-in models run,
+dgld.models) against their formulas written with dense matrices, eager and
+scripted with torch.jit.script; resize(), which sizes a scripted model; and
+DGL's conventions (tuple input, zero in-degree)."""
 
 import pytest
 import torch
@@ -22,51 +23,102 @@ def random_block(num_dst, num_src, max_deg, seed, zero_degree=True):
     return _C.make_block(indptr, indices, num_src)
 
 
-def params(layer):
-    return {k: v.detach().clone() for k, v in layer.named_parameters()}
+def dense(b):
+    """The block's adjacency [num_dst, num_src]: edge counts."""
+    a = torch.zeros(b.num_dst_nodes(), b.num_src_nodes())
+    src, dst = b.edges()
+    a.index_put_((dst, src), torch.ones(src.shape[0]), accumulate=True)
+    return a
+
+
+def dense_sage(layer, a, x):
+    deg = a.sum(1, keepdim=True).clamp(min=1)
+    nd = a.shape[0]
+    return layer.fc_self(x[:nd]) + layer.fc_neigh((a @ x) / deg) + layer.bias
+
+
+def dense_gcn(layer, a, x):
+    nd = a.shape[0]
+    a = a.clone()
+    a[:, :nd] += torch.eye(nd)  # a self edge per dst node
+    c_src = a.sum(0).clamp(min=1).pow(-0.5)
+    c_dst = a.sum(1).clamp(min=1).pow(-0.5)
+    return (c_dst.unsqueeze(1) * (a @ (c_src.unsqueeze(1) * x))) @ layer.weight + layer.bias
+
+
+def dense_gat(layer, a, x):
+    heads, out = layer._num_heads, layer._out_feats
+    z = layer.fc(x).view(-1, heads, out)
+    el = (z * layer.attn_l).sum(-1)  # [src, heads]
+    er = (z[:a.shape[0]] * layer.attn_r).sum(-1)  # [dst, heads]
+    e = torch.nn.functional.leaky_relu(er.unsqueeze(1) + el.unsqueeze(0), 0.2)  # [dst, src, heads]
+    e = e.masked_fill((a == 0).unsqueeze(2), float("-inf"))
+    alpha = torch.softmax(e, 1).nan_to_num(0.0) * a.unsqueeze(2)  # repeated edges count once each
+    alpha = alpha / alpha.sum(1, keepdim=True).clamp(min=1e-30)
+    return torch.einsum("dsh,shf->dhf", alpha, z) + layer.bias.view(1, heads, out)
 
 
 @pytest.mark.parametrize("in_dim,out_dim", [(6, 4), (3, 8)])
-def test_sageconv_equals_the_builtin_layer(in_dim, out_dim):
+def test_sageconv_equals_its_formula_eager_and_scripted(in_dim, out_dim):
     b = random_block(30, 70, 6, 1)
     layer = dglnn.SAGEConv(in_dim, out_dim, "mean")
+    with torch.no_grad():
+        layer.bias.normal_()
     x = torch.randn(70, in_dim)
-    want = _C._builtin_layer_forward("sage", in_dim, out_dim, 1, params(layer), b, x)
-    torch.testing.assert_close(layer(b, x), want, rtol=1e-5, atol=1e-6)
+    want = dense_sage(layer, dense(b), x)
+    torch.testing.assert_close(layer(b, x), want, rtol=1e-5, atol=1e-5)
     scripted = torch.jit.script(layer)
-    torch.testing.assert_close(scripted(b, x), want, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(scripted(b, x), want, rtol=1e-5, atol=1e-5)
     # DGL's tuple input: (h_src, h_dst) with h_dst the first num_dst rows.
-    torch.testing.assert_close(layer(b, (x, x[:30])), want, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(layer(b, (x, x[:30])), want, rtol=1e-5, atol=1e-5)
 
 
-def test_graphconv_with_self_loops_equals_the_builtin_gcn_layer():
+def test_graphconv_with_self_loops_equals_its_formula():
     b = random_block(25, 60, 5, 2)
     layer = dglnn.GraphConv(7, 5, norm="both", self_loop=True)
     with torch.no_grad():
         layer.bias.normal_()
     x = torch.randn(60, 7)
-    want = _C._builtin_layer_forward("gcn", 7, 5, 1, params(layer), b, x)
-    torch.testing.assert_close(layer(b, x), want, rtol=1e-5, atol=1e-6)
-    torch.testing.assert_close(torch.jit.script(layer)(b, x), want, rtol=1e-5, atol=1e-6)
+    want = dense_gcn(layer, dense(b), x)
+    torch.testing.assert_close(layer(b, x), want, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(torch.jit.script(layer)(b, x), want, rtol=1e-5, atol=1e-5)
 
 
-def test_gatconv_equals_the_builtin_layer_and_its_plain_torch_path():
-    b = random_block(20, 50, 6, 3)
+def test_gatconv_equals_its_formula_and_its_plain_torch_path():
+    b = random_block(20, 50, 6, 3, zero_degree=False)
     layer = dglnn.GATConv(6, 4, num_heads=3, allow_zero_in_degree=True)
     with torch.no_grad():
         layer.bias.normal_()
     x = torch.randn(50, 6)
-    want = _C._builtin_layer_forward("gat", 6, 4, 3, params(layer), b, x)
     got = layer(b, x)
     assert got.shape == (20, 3, 4)
-    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
-    torch.testing.assert_close(torch.jit.script(layer)(b, x), want, rtol=1e-5, atol=1e-6)
+    src, dst = b.edges()
+    if len(set(zip(src.tolist(), dst.tolist()))) == src.shape[0]:  # the dense form counts a repeated edge once
+        torch.testing.assert_close(got, dense_gat(layer, dense(b), x), rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(torch.jit.script(layer)(b, x), got, rtol=1e-5, atol=1e-6)
     # The general-kernel path (used with attention dropout or edge weights)
     # computes the same with dropout switched off and unit edge weights.
     z = layer.fc(x).view(-1, 3, 4)
     torch.testing.assert_close(layer._aggregate_general(b, z, z[:20], None)
-                               + layer.bias.view(1, 3, 4), want, rtol=1e-5, atol=1e-5)
-    torch.testing.assert_close(layer(b, x, edge_weight=torch.ones(b.num_edges())), want, rtol=1e-5, atol=1e-5)
+                               + layer.bias.view(1, 3, 4), got, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(layer(b, x, edge_weight=torch.ones(b.num_edges())), got, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("make", [lambda i, o: dglnn.SAGEConv(i, o, "mean"),
+                                  lambda i, o: dglnn.SAGEConv(i, o, "gcn"),
+                                  lambda i, o: dglnn.GraphConv(i, o),
+                                  lambda i, o: dglnn.GATConv(i, o, 3),
+                                  lambda i, o: dglnn.RelGraphConv(i, o, 4, regularizer="basis", num_bases=2)])
+def test_resize_gives_the_shapes_the_constructor_gives(make):
+    """resize() (how trainer-host sizes its built-in models) and the
+    constructor declare the same parameters: a resized layer is the layer."""
+    want = {n: tuple(p.shape) for n, p in make(9, 5).named_parameters()}
+    layer = make(2, 3)
+    layer.resize(9, 5)
+    assert {n: tuple(p.shape) for n, p in layer.named_parameters()} == want
+    scripted = torch.jit.script(make(2, 3))
+    scripted.resize(9, 5)
+    assert {n: tuple(p.shape) for n, p in scripted.named_parameters()} == want
 
 
 def test_gradients_flow_to_every_parameter():

@@ -211,8 +211,8 @@ TEST_CASE("on the blocks of real sampled batches, every model's fused forward an
   const int64_t n = static_cast<int64_t>(batch->input_nodes.size());
   const auto x = torch::randn({n, 24});
   const auto labels = torch::randint(0, 6, {static_cast<int64_t>(seeds.size())}, torch::kInt64);
-  for (ModelKind kind : {ModelKind::sage, ModelKind::gcn, ModelKind::gat}) {
-    INFO(model_kind_name(kind));
+  for (const char* kind : {"sage", "gcn", "gat"}) {
+    INFO(kind);
     std::vector<std::vector<Tensor>> grads;
     std::vector<Tensor> logits;
     for (Kernels k : {Kernels::fused, Kernels::reference}) {

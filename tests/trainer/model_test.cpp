@@ -1,10 +1,12 @@
 // Layer unit tests on a hand-built block: exact aggregation values, zero-degree
-// dst nodes, and the shape checks of the forward pass. Also the feature tensor
-// that takes a batch's rows over (adopt_rows).
+// dst nodes (the built-in models' layers, dgld.nn's code scripted at build
+// time, fused and reference kernels), and the shape checks of the forward
+// pass. Also the feature tensor that takes a batch's rows over (adopt_rows).
 #include "daemons/trainer_host/model_impl.h"
 #include "daemons/trainer_host/training_loop.h"
 
 #include <catch2/catch.hpp>
+#include <torch/script.h>
 #include <cmath>
 #include <memory>
 #include <vector>
@@ -81,52 +83,82 @@ TEST_CASE("malformed blocks are rejected with a message") {
 
 TEST_CASE("mean aggregation: exact values, zero-degree dst gives 0") {
   auto t = tensors(small_block());
-  const Kernels k = any_kernels();
-  expect_rows(aggregate(k, t, h_src4(), ops::Reduce::sum), {{10, 12}, {1, 2}, {0, 0}});
-  expect_rows(aggregate(k, t, h_src4(), ops::Reduce::mean), {{5, 6}, {1, 2}, {0, 0}});
+  const bool reference = any_kernels() == Kernels::reference;
+  auto agg = [&](ops::Reduce r, bool self_loop) {
+    return reference ? ops::copy_u_reduce_reference(t, h_src4(), r, self_loop) : ops::copy_u_reduce(t, h_src4(), r, self_loop);
+  };
+  expect_rows(agg(ops::Reduce::sum, false), {{10, 12}, {1, 2}, {0, 0}});
+  expect_rows(agg(ops::Reduce::mean, false), {{5, 6}, {1, 2}, {0, 0}});
   // With a self edge per dst (dst i is src i).
-  expect_rows(aggregate(k, t, h_src4(), ops::Reduce::sum, true), {{11, 14}, {4, 6}, {5, 6}});
-  expect_rows(aggregate(k, t, h_src4(), ops::Reduce::mean, true), {{11 / 3.f, 14 / 3.f}, {2, 3}, {5, 6}});
+  expect_rows(agg(ops::Reduce::sum, true), {{11, 14}, {4, 6}, {5, 6}});
+  expect_rows(agg(ops::Reduce::mean, true), {{11 / 3.f, 14 / 3.f}, {2, 3}, {5, 6}});
 }
+
+namespace {
+
+// The first (only) conv of the built-in `kind`'s one-layer model, sized
+// in -> out (heads for gat): the layer trainer-host runs, dgld.nn's code.
+struct Conv {
+  torch::jit::Module model, conv;
+  Kernels kernels;
+  Conv(const std::string& kind, int64_t in, int64_t out, int64_t heads, Kernels k) : kernels(k) {
+    auto file = builtin_model_file(kind, 1);
+    REQUIRE(file.is_ok());
+    model = torch::jit::load(*file);
+    model.run_method("configure", in, int64_t{4}, out, 0.0, heads, int64_t{0}, int64_t{0});
+    model.eval();
+    conv = model.attr("layers").toModule().attr("0").toModule();
+  }
+  void set(const std::string& name, const torch::Tensor& value) {
+    for (const auto& p : conv.named_parameters()) {
+      if (p.name == name) {
+        torch::NoGradGuard g;
+        REQUIRE(p.value.sizes() == value.sizes());
+        p.value.copy_(value);
+        return;
+      }
+    }
+    FAIL("no parameter " << name);
+  }
+  torch::Tensor forward(const ops::BlockGraphPtr& b, const torch::Tensor& h) {
+    ops::set_reference_kernels(kernels == Kernels::reference);
+    auto out = conv.forward({c10::IValue(b), h}).toTensor();
+    ops::set_reference_kernels(false);
+    return out;
+  }
+};
+
+}  // namespace
 
 TEST_CASE("SAGEConv mean: W_self h_dst + W_neigh mean(h_src) + b") {
   auto t = tensors(small_block());
-  SageConv conv(2, 2, any_kernels());
-  {
-    torch::NoGradGuard g;
-    conv->fc_self->weight.copy_(torch::eye(2));
-    conv->fc_neigh->weight.copy_(2 * torch::eye(2));
-    conv->bias.copy_(torch::tensor({0.5f, -0.5f}));
-  }
+  Conv conv("sage", 2, 2, 1, any_kernels());
+  conv.set("fc_self.weight", torch::eye(2));
+  conv.set("fc_neigh.weight", 2 * torch::eye(2));
+  conv.set("bias", torch::tensor({0.5f, -0.5f}));
   // dst 0: (1,2) + 2*(5,6) + b;  dst 1: (3,4) + 2*(1,2) + b;  dst 2: (5,6) + 0 + b.
-  expect_rows(conv->forward(t, h_src4()), {{11.5, 13.5}, {5.5, 7.5}, {5.5, 5.5}});
+  expect_rows(conv.forward(t, h_src4()), {{11.5, 13.5}, {5.5, 7.5}, {5.5, 5.5}});
 
   SECTION("in > out applies W_neigh before aggregating, with the same result") {
-    SageConv narrow(2, 1, conv->kernels);
-    {
-      torch::NoGradGuard g;
-      narrow->fc_self->weight.copy_(torch::tensor({{1.f, 1.f}}));
-      narrow->fc_neigh->weight.copy_(torch::tensor({{1.f, -1.f}}));
-      narrow->bias.fill_(1.f);
-    }
+    Conv narrow("sage", 2, 1, 1, conv.kernels);
+    narrow.set("fc_self.weight", torch::tensor({{1.f, 1.f}}));
+    narrow.set("fc_neigh.weight", torch::tensor({{1.f, -1.f}}));
+    narrow.set("bias", torch::ones({1}));
     // dst 0: 3 + (5-6) + 1;  dst 1: 7 + (1-2) + 1;  dst 2: 11 + 0 + 1.
-    expect_rows(narrow->forward(t, h_src4()), {{3}, {7}, {12}});
+    expect_rows(narrow.forward(t, h_src4()), {{3}, {7}, {12}});
   }
 }
 
 TEST_CASE("GraphConv norm both with a self edge per dst") {
   auto t = tensors(small_block());
-  GraphConv conv(2, 2, any_kernels());
-  {
-    torch::NoGradGuard g;
-    conv->weight.copy_(torch::eye(2));
-    conv->bias.zero_();
-  }
+  Conv conv("gcn", 2, 2, 1, any_kernels());
+  conv.set("weight", torch::eye(2));
+  conv.set("bias", torch::zeros({2}));
   // Edges with self edges: 1->0, 3->0, 0->0, 0->1, 1->1, 2->2.
   // d_out: src0 2, src1 2, src2 1, src3 1;  d_in: dst0 3, dst1 2, dst2 1.
   const float r2 = std::sqrt(2.f), r3 = std::sqrt(3.f);
   auto row = [&](float a, float b) { return std::vector<float>{a, b}; };
-  expect_rows(conv->forward(t, h_src4()),
+  expect_rows(conv.forward(t, h_src4()),
               {row((3 / r2 + 7 + 1 / r2) / r3, (4 / r2 + 8 + 2 / r2) / r3),
                row((1 / r2 + 3 / r2) / r2, (2 / r2 + 4 / r2) / r2),
                row(5, 6)});
@@ -134,32 +166,26 @@ TEST_CASE("GraphConv norm both with a self edge per dst") {
 
 TEST_CASE("GATConv: edge softmax over in-edges, zero-degree dst gets the bias") {
   auto t = tensors(small_block());
-  GatConv conv(2, 2, 1, any_kernels());
-  {
-    torch::NoGradGuard g;
-    conv->fc->weight.copy_(torch::eye(2));
-    conv->attn_l.zero_();
-    conv->attn_r.zero_();
-    conv->bias.copy_(torch::tensor({0.25f, 0.75f}));
-  }
+  Conv conv("gat", 2, 2, 1, any_kernels());
+  conv.set("fc.weight", torch::eye(2));
+  conv.set("attn_l", torch::zeros({1, 1, 2}));
+  conv.set("attn_r", torch::zeros({1, 1, 2}));
+  conv.set("bias", torch::tensor({0.25f, 0.75f}));
   SECTION("zero attention weights give the mean") {
-    auto out = conv->forward(t, h_src4());
+    auto out = conv.forward(t, h_src4());
     REQUIRE(out.sizes() == torch::IntArrayRef({3, 1, 2}));
     expect_rows(out.squeeze(1), {{5.25, 6.75}, {1.25, 2.75}, {0.25, 0.75}});
   }
   SECTION("attention from the source's first feature") {
-    {
-      torch::NoGradGuard g;
-      conv->attn_l.copy_(torch::tensor({1.f, 0.f}).view({1, 1, 2}));
-    }
+    conv.set("attn_l", torch::tensor({1.f, 0.f}).view({1, 1, 2}));
     // dst 0: scores 3 (src 1) and 7 (src 3), both positive so LeakyReLU keeps them.
     const float a1 = std::exp(3.f) / (std::exp(3.f) + std::exp(7.f)), a3 = 1 - a1;
-    auto out = conv->forward(t, h_src4()).squeeze(1);
+    auto out = conv.forward(t, h_src4()).squeeze(1);
     expect_rows(out, {{a1 * 3 + a3 * 7 + 0.25f, a1 * 4 + a3 * 8 + 0.75f}, {1.25, 2.75}, {0.25, 0.75}});
   }
   SECTION("several heads") {
-    GatConv multi(2, 3, 4, conv->kernels);
-    auto out = multi->forward(t, h_src4());
+    Conv multi("gat", 2, 3, 4, conv.kernels);
+    auto out = multi.forward(t, h_src4());
     CHECK(out.sizes() == torch::IntArrayRef({3, 4, 3}));
   }
 }
@@ -183,8 +209,8 @@ TEST_CASE("forward checks the blocks against the model and trains end to end") {
   CHECK(torch::equal(input->x, h_src4()));
   CHECK_FALSE(make_model_input(batch, std::vector<float>(6), 2).is_ok());
 
-  for (ModelKind kind : {ModelKind::sage, ModelKind::gcn, ModelKind::gat}) {
-    INFO(model_kind_name(kind));
+  for (const char* kind : {"sage", "gcn", "gat"}) {
+    INFO(kind);
     torch::manual_seed(0);
     ModelConfig mc{kind, 2, 4, 3, 2, 0.0, 2, any_kernels()};
     auto model = Model::create(mc);
@@ -207,11 +233,15 @@ TEST_CASE("forward checks the blocks against the model and trains end to end") {
 }
 
 TEST_CASE("model config errors name the field") {
-  CHECK(parse_model_kind("sage").is_ok());
-  auto bad = parse_model_kind("gin");
+  CHECK(builtin_model_file("sage", 2).is_ok());
+  CHECK(builtin_model_file("graphsage", 2).is_ok());
+  auto bad = builtin_model_file("gin", 2);
   REQUIRE_FALSE(bad.is_ok());
-  CHECK(bad.status().message().find("unknown model 'gin'") != std::string::npos);
-  ModelConfig mc{ModelKind::sage, 0, 16, 7, 2, 0.5, 1};
+  CHECK_THAT(bad.status().message(), Catch::Contains("unknown model 'gin' (known: gat, gcn, rgcn, sage)"));
+  auto deep = builtin_model_file("sage", 9);
+  REQUIRE_FALSE(deep.is_ok());
+  CHECK_THAT(deep.status().message(), Catch::Contains("has 1, 2, 3, 4 layers") && Catch::Contains("--model-file"));
+  ModelConfig mc{"sage", 0, 16, 7, 2, 0.5, 1};
   CHECK_FALSE(Model::create(mc).is_ok());
   mc.in_dim = 8;
   mc.dropout = 1.0;

@@ -1,7 +1,8 @@
 // R-GCN (DGL's entity-classification RelGraphConv) on typed blocks:
 // - BlockGraph::relation(r) splits a block's edges exactly by type;
-// - RelGraphConv equals a naive per-edge computation in double, with one
-//   matrix per relation and with bases, fused and reference kernels alike;
+// - the built-in rgcn model's RelGraphConv (dgld.nn's, scripted at build
+//   time) equals a naive per-edge computation, with as many bases as
+//   relations and with fewer, fused and reference kernels alike;
 // - gradients reach every relation that has edges and match central
 //   differences in double;
 // - a 2-layer R-GCN learns a label only one relation's neighbours predict;
@@ -10,6 +11,7 @@
 #include "daemons/trainer_host/model_impl.h"
 
 #include <catch2/catch.hpp>
+#include <torch/script.h>
 #include <fmt/format.h>
 
 #include <cmath>
@@ -196,62 +198,88 @@ TEST_CASE("edge types are validated") {
   CHECK(r.status().message().find("outside [0, 3)") != std::string::npos);
 }
 
+namespace {
+
+// The conv of the built-in rgcn model with one layer (dgld.nn.RelGraphConv,
+// aggregate='mean', basis weights, a self loop), sized in -> out over
+// num_rels relations and num_bases bases (0 or >= num_rels: as many bases
+// as relations).
+struct Rgcn {
+  torch::jit::Module model, conv;
+  int64_t rels, bases;
+  Rgcn(int64_t in, int64_t out, int64_t num_rels, int64_t num_bases) : rels(num_rels) {
+    auto file = builtin_model_file("rgcn", 1);
+    REQUIRE(file.is_ok());
+    model = torch::jit::load(*file);
+    model.run_method("configure", in, int64_t{4}, out, 0.0, int64_t{1}, num_rels, num_bases);
+    conv = model.attr("layers").toModule().attr("0").toModule();
+    bases = param("linear_r.W").size(0);
+  }
+  Tensor param(const std::string& name) {
+    for (const auto& p : conv.named_parameters()) {
+      if (p.name == name) return p.value;
+    }
+    FAIL("no parameter " << name);
+    return {};
+  }
+  // W_r = sum_b coeff[r, b] V_b: [rels, in, out].
+  Tensor relation_weights() {
+    const auto w = param("linear_r.W");
+    return param("linear_r.coeff").matmul(w.reshape({w.size(0), -1})).view({rels, w.size(1), w.size(2)});
+  }
+  Tensor forward(const ops::BlockGraphPtr& g, const Tensor& h, Kernels k = Kernels::fused) {
+    ops::set_reference_kernels(k == Kernels::reference);
+    auto out = conv.forward({c10::IValue(g), h}).toTensor();
+    ops::set_reference_kernels(false);
+    return out;
+  }
+  void zero_grad() {
+    for (const auto& p : conv.parameters()) p.mutable_grad() = Tensor();
+  }
+};
+
+}  // namespace
+
 TEST_CASE("RelGraphConv equals a naive per-edge computation") {
-  const int64_t num_bases = GENERATE(0, 2, 4);  // 4 >= num_rels: one matrix per relation
+  const int64_t num_bases = GENERATE(0, 2, 4);  // 0 and 4 >= num_rels: as many bases as relations
   INFO("num_bases " << num_bases);
   torch::manual_seed(7);
   // Relation 2 has no edges in the block.
   const Block b = random_typed_block(12, 20, 6, {0, 1, 3}, 5);
   const auto g = graph_of(b, 4);
   const int64_t in = 5, out = 3;
-  RelGraphConv fused(in, out, 4, num_bases, Kernels::fused);
-  RelGraphConv ref(in, out, 4, num_bases, Kernels::reference);
-  ref->weight.data().copy_(fused->weight);
-  if (num_bases == 2) {
-    REQUIRE(fused->uses_bases());
-    CHECK(fused->weight.size(0) == 2);
-    ref->w_comp.data().copy_(fused->w_comp);
-  } else {
-    CHECK_FALSE(fused->uses_bases());
-    CHECK(fused->weight.size(0) == 4);
-  }
-  ref->loop_weight.data().copy_(fused->loop_weight);
+  Rgcn conv(in, out, 4, num_bases);
+  CHECK(conv.bases == (num_bases == 2 ? 2 : 4));
   {
     torch::NoGradGuard no_grad;
-    fused->bias.normal_();  // zeros at init: make it show
+    conv.param("h_bias").normal_();  // zeros at init: make it show
   }
-  ref->bias.data().copy_(fused->bias);
-
-  // W_r as the basis decomposition defines it.
-  const auto w_rel = fused->relation_weights();
+  const auto w_rel = conv.relation_weights();
   REQUIRE(w_rel.sizes() == torch::IntArrayRef({4, in, out}));
-  if (num_bases == 2) {
-    for (int64_t r = 0; r < 4; ++r) {
-      const auto want = fused->w_comp[r][0] * fused->weight[0] + fused->w_comp[r][1] * fused->weight[1];
-      CHECK(max_abs_diff(w_rel[r], want) < 1e-6);
-    }
-  }
+  const auto loop = conv.param("loop_weight"), bias = conv.param("h_bias");
 
   const auto h = torch::randn({20, in});
-  const auto want = naive_rgcn(b, h, w_rel, fused->loop_weight, fused->bias);
+  const auto want = naive_rgcn(b, h, w_rel, loop, bias);
   auto h1 = h.clone().set_requires_grad(true);
   auto h2 = h.clone().set_requires_grad(true);
-  const auto y1 = fused->forward(g, h1);
-  const auto y2 = ref->forward(g, h2);
+  const auto y1 = conv.forward(g, h1, Kernels::fused);
   REQUIRE(y1.sizes() == torch::IntArrayRef({12, out}));
   CHECK(max_abs_diff(y1, want) < 1e-4);
-  CHECK(max_abs_diff(y2, want) < 1e-4);
   // dst 0 has no in-edges: self loop and bias only.
-  CHECK(max_abs_diff(y1[0], h[0].matmul(fused->loop_weight) + fused->bias) < 1e-5);
+  CHECK(max_abs_diff(y1[0], h[0].matmul(loop) + bias) < 1e-5);
 
-  // Fused and reference gradients agree.
+  // Fused and reference kernels: the same values and gradients.
   const auto w = torch::randn(y1.sizes());
   (y1 * w).sum().backward();
+  std::vector<Tensor> fused_grads;
+  for (const auto& p : conv.conv.parameters()) fused_grads.push_back(p.grad().clone());
+  conv.zero_grad();
+  const auto y2 = conv.forward(g, h2, Kernels::reference);
+  CHECK(max_abs_diff(y2, want) < 1e-4);
   (y2 * w).sum().backward();
   CHECK(max_abs_diff(h1.grad(), h2.grad()) < 1e-4);
-  CHECK(max_abs_diff(fused->weight.grad(), ref->weight.grad()) < 1e-4);
-  CHECK(max_abs_diff(fused->loop_weight.grad(), ref->loop_weight.grad()) < 1e-4);
-  if (num_bases == 2) CHECK(max_abs_diff(fused->w_comp.grad(), ref->w_comp.grad()) < 1e-4);
+  size_t i = 0;
+  for (const auto& p : conv.conv.parameters()) CHECK(max_abs_diff(fused_grads[i++], p.grad()) < 1e-4);
 }
 
 TEST_CASE("RelGraphConv gradients reach every relation with edges") {
@@ -261,49 +289,36 @@ TEST_CASE("RelGraphConv gradients reach every relation with edges") {
   const Kernels kernels = GENERATE(Kernels::fused, Kernels::reference);
   INFO("kernels " << kernels_name(kernels));
 
-  SECTION("one matrix per relation") {
-    RelGraphConv conv(5, 3, 4, 0, kernels);
-    conv->forward(g, torch::randn({20, 5})).pow(2).sum().backward();
-    const auto gw = conv->weight.grad();
-    REQUIRE(gw.defined());
-    for (int64_t r = 0; r < 4; ++r) {
-      INFO("relation " << r);
-      if (r == 2) {
-        CHECK(gw[r].abs().sum().item<double>() == 0.0);
-      } else {
-        CHECK(gw[r].abs().sum().item<double>() > 0.0);
-      }
-    }
-    CHECK(conv->loop_weight.grad().abs().sum().item<double>() > 0.0);
-    CHECK(conv->bias.grad().abs().sum().item<double>() > 0.0);
-  }
-  SECTION("bases") {
-    RelGraphConv conv(5, 3, 4, 2, kernels);
-    conv->forward(g, torch::randn({20, 5})).pow(2).sum().backward();
-    const auto gc = conv->w_comp.grad();
+  for (const int64_t num_bases : {0, 2}) {
+    INFO("num_bases " << num_bases);
+    Rgcn conv(5, 3, 4, num_bases);
+    conv.forward(g, torch::randn({20, 5}), kernels).pow(2).sum().backward();
+    const auto gc = conv.param("linear_r.coeff").grad();
     REQUIRE(gc.defined());
     for (int64_t r = 0; r < 4; ++r) {
       INFO("relation " << r);
       CHECK((gc[r].abs().sum().item<double>() > 0.0) == (r != 2));
     }
-    for (int64_t i = 0; i < 2; ++i) CHECK(conv->weight.grad()[i].abs().sum().item<double>() > 0.0);
+    for (int64_t i = 0; i < conv.bases; ++i) CHECK(conv.param("linear_r.W").grad()[i].abs().sum().item<double>() > 0.0);
+    CHECK(conv.param("loop_weight").grad().abs().sum().item<double>() > 0.0);
+    CHECK(conv.param("h_bias").grad().abs().sum().item<double>() > 0.0);
   }
   SECTION("central differences in double") {
     const Block small = random_typed_block(5, 8, 4, {0, 1, 2}, 21);
     const auto sg = graph_of(small, 3);
     for (const int64_t num_bases : {0, 2}) {
       INFO("num_bases " << num_bases);
-      RelGraphConv conv(3, 2, 3, num_bases, kernels);
-      conv->to(torch::kFloat64);
+      Rgcn conv(3, 2, 3, num_bases);
+      conv.conv.to(torch::kFloat64);
       {
         torch::NoGradGuard no_grad;
-        conv->bias.normal_();
+        conv.param("h_bias").normal_();
       }
       auto h = torch::randn({8, 3}, torch::kFloat64).set_requires_grad(true);
       std::vector<Tensor> leaves{h};
-      for (auto& p : conv->parameters()) leaves.push_back(p);
-      CHECK(leaves.size() == (num_bases == 2 ? 5u : 4u));
-      CHECK(max_gradient_error([&] { return conv->forward(sg, h); }, leaves) < 1e-6);
+      for (const auto& p : conv.conv.parameters()) leaves.push_back(p);
+      CHECK(leaves.size() == 5u);  // h, W, coeff, h_bias, loop_weight
+      CHECK(max_gradient_error([&] { return conv.forward(sg, h, kernels); }, leaves) < 1e-6);
     }
   }
 }
@@ -341,7 +356,7 @@ TEST_CASE("a 2-layer R-GCN learns a label that only one relation predicts") {
   REQUIRE(positive < 0.75);
 
   ModelConfig mc;
-  mc.kind = ModelKind::rgcn;
+  mc.kind = "rgcn";
   mc.in_dim = in_dim;
   mc.num_hidden = 16;
   mc.num_classes = 2;
@@ -352,8 +367,7 @@ TEST_CASE("a 2-layer R-GCN learns a label that only one relation predicts") {
   INFO("num_bases " << mc.num_bases);
   auto model = Model::create(mc);
   REQUIRE(model.is_ok());
-  CHECK((*model)->describe().find(mc.num_bases == 2 ? "rels=3, bases=2" : "rels=3, bases=none") !=
-        std::string::npos);
+  CHECK((*model)->describe().find(mc.num_bases == 2 ? "rels=3, bases=2" : "rels=3, bases=0") != std::string::npos);
   ModelInput input;
   input.blocks = {graph_of(blk, 3), graph_of(blk, 3)};
   input.x = x;
@@ -384,35 +398,34 @@ TEST_CASE("a 2-layer R-GCN learns a label that only one relation predicts") {
 }
 
 TEST_CASE("rgcn config and block errors") {
-  CHECK(*parse_model_kind("rgcn") == ModelKind::rgcn);
-  CHECK(std::string(model_kind_name(ModelKind::rgcn)) == "rgcn");
-  auto unknown = parse_model_kind("hgt");
+  CHECK(builtin_model_file("rgcn", 2).is_ok());
+  auto info = builtin_model_info("rgcn");
+  REQUIRE(info.is_ok());
+  CHECK(info->uses_edge_types);
+  CHECK_FALSE(builtin_model_info("sage")->uses_edge_types);
+  auto unknown = builtin_model_file("hgt", 2);
   REQUIRE_FALSE(unknown.is_ok());
   CHECK(unknown.status().message().find("rgcn") != std::string::npos);
 
   ModelConfig mc;
-  mc.kind = ModelKind::rgcn;
+  mc.kind = "rgcn";
   mc.in_dim = 4;
   mc.num_classes = 3;
-  auto st = validate_model_config(mc);
-  REQUIRE_FALSE(st.is_ok());
-  CHECK(st.message().find("num_rels") != std::string::npos);
-  CHECK_FALSE(Model::create(mc).is_ok());
+  auto bad = Model::create(mc);  // no relations
+  REQUIRE_FALSE(bad.is_ok());
+  CHECK_THAT(bad.status().message(), Catch::Contains("num_rels must be >= 1"));
   mc.num_rels = 3;
   mc.num_bases = -1;
-  st = validate_model_config(mc);
+  auto st = validate_model_config(mc);
   CHECK(st.message().find("--num-bases must be >= 0") != std::string::npos);
   mc.num_bases = 2;
   REQUIRE(validate_model_config(mc).is_ok());
-  ModelConfig sage = mc;  // num_rels is only read for rgcn
-  sage.kind = ModelKind::sage;
-  sage.num_rels = 0;
-  CHECK(validate_model_config(sage).is_ok());
 
   auto model = Model::create(mc);
   REQUIRE(model.is_ok());
   st = (*model)->save_torchscript("/nonexistent/rgcn.pt");
-  CHECK(st.message().find("--save-model is not supported for rgcn yet") != std::string::npos);
+  CHECK_FALSE(st.is_ok());
+  CHECK(st.message().find("/nonexistent/rgcn.pt") != std::string::npos);
 
   Block typed = random_typed_block(6, 10, 4, {0, 1, 2}, 4);
   REQUIRE(typed.etypes.size() > 1);
@@ -443,5 +456,5 @@ TEST_CASE("rgcn config and block errors") {
   many.etypes[0] = 5;
   r = run(many, top, 0);
   REQUIRE_FALSE(r.is_ok());
-  CHECK(r.status().message().find("6 edge types but the model has 3 relations") != std::string::npos);
+  CHECK(r.status().message().find("6 edge types but the layer has 3 relations") != std::string::npos);
 }

@@ -4,7 +4,7 @@ projecting before or after aggregating. Written to be scripted: a scripted
 layer takes a torch.classes.dgld.Block, an eager one also a DGLGraph or
 DGLBlock (converted by native_block)."""
 
-from typing import Tuple
+from typing import List, Tuple
 
 import torch
 from torch import Tensor
@@ -66,30 +66,25 @@ def pair_sizes(in_feats) -> Tuple[int, int]:
     return int(in_feats), int(in_feats)
 
 
-def project_before_aggregating(num_edges: int, num_src: int, num_dst: int, in_dim: int, out_dim: int,
-                               input_needs_grad: bool) -> bool:
+def relu_gain() -> float:
+    """nn.init.calculate_gain("relu"), which TorchScript cannot compile: the
+    layers' reset_parameters run scripted too (resize, dgld.models)."""
+    return 1.4142135623730951
+
+
+def project_before_aggregating(graph: Block, in_dim: int, out_dim: int, input_needs_grad: bool,
+                               self_loop: bool = False) -> bool:
     """Whether projecting in_dim-wide rows to out_dim before aggregating them
-    costs less than aggregating first (DGL's lin_before_mp, decided by cost:
-    counting the backward passes when grad mode is on, and the input's
-    gradient only when it needs one)."""
-    # One aggregated element (a row element read from a random source row and
-    # added) costs about as much as this many multiply-adds of a matrix
-    # product (the same constant as trainer-host's model.cpp).
-    element_cost = 4.0
-    training = torch.is_grad_enabled()
-    gemm_passes = 1.0
-    if training:
-        gemm_passes = 3.0 if input_needs_grad else 2.0
-    project_aggr = 1.0
-    if training:
-        project_aggr = 2.0
-    aggregate_aggr = 1.0
-    if training and input_needs_grad:
-        aggregate_aggr = 2.0
-    e = float(num_edges)
-    project = float(num_src) * in_dim * out_dim * gemm_passes + e * out_dim * element_cost * project_aggr
-    aggregate = float(num_dst) * in_dim * out_dim * gemm_passes + e * in_dim * element_cost * aggregate_aggr
-    return project < aggregate
+    costs less than aggregating first (DGL's lin_before_mp, decided by cost):
+    common/ops' rule, the one every layer and trainer-host use."""
+    return torch.ops.dgld.project_before_aggregating(graph, in_dim, out_dim, input_needs_grad, self_loop)
+
+
+def set_shape(p: Tensor, shape: List[int]):
+    """Gives parameter p a new shape (its values undefined until a
+    reset_parameters): how a layer scripted at one width is resized."""
+    with torch.no_grad():
+        p.set_(torch.empty(shape, dtype=p.dtype))
 
 
 def aggregate(graph: Block, h: Tensor, reduce: str, edge_weight: Tensor) -> Tensor:

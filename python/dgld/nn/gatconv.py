@@ -14,7 +14,7 @@ import torch
 from torch import Tensor, nn
 
 from .._kernels import edge_softmax_native
-from ._utils import Block, check_width, check_zero_in_degree, native_block, pair_sizes
+from ._utils import relu_gain, Block, check_width, check_zero_in_degree, native_block, pair_sizes, set_shape
 
 
 class GATConv(nn.Module):
@@ -59,17 +59,51 @@ class GATConv(nn.Module):
         self.activation = activation
         self.reset_parameters()
 
+    @torch.jit.export
     def reset_parameters(self):
-        gain = nn.init.calculate_gain("relu")
-        for fc in (self.fc, self.fc_src, self.fc_dst):
-            if fc is not None:
-                nn.init.xavier_normal_(fc.weight, gain=gain)
-        nn.init.xavier_normal_(self.attn_l, gain=gain)
-        nn.init.xavier_normal_(self.attn_r, gain=gain)
-        if self.bias is not None:
-            nn.init.zeros_(self.bias)
-        if isinstance(self.res_fc, nn.Linear):
-            nn.init.xavier_normal_(self.res_fc.weight, gain=gain)
+        fc = self.fc
+        if fc is not None:
+            nn.init.xavier_normal_(fc.weight, gain=relu_gain())
+        fc_src = self.fc_src
+        if fc_src is not None:
+            nn.init.xavier_normal_(fc_src.weight, gain=relu_gain())
+        fc_dst = self.fc_dst
+        if fc_dst is not None:
+            nn.init.xavier_normal_(fc_dst.weight, gain=relu_gain())
+        nn.init.xavier_normal_(self.attn_l, gain=relu_gain())
+        nn.init.xavier_normal_(self.attn_r, gain=relu_gain())
+        bias = self.bias
+        if bias is not None:
+            nn.init.zeros_(bias)
+        if not torch.jit.is_scripting():
+            if isinstance(self.res_fc, nn.Linear):
+                nn.init.xavier_normal_(self.res_fc.weight, gain=relu_gain())
+
+    @torch.jit.export
+    def resize(self, in_feats: int, out_feats: int, num_heads: int = 0):
+        """The layer for in_feats -> out_feats wide rows per head (num_heads
+        heads; 0: as many as now), its parameters drawn again
+        (reset_parameters): how a model scripted at one width is sized for a
+        graph (dgld.models, trainer-host's built-in models). One fc, no
+        residual projection."""
+        fc = self.fc
+        if fc is None or self.res_fc is not None:
+            raise RuntimeError("GATConv.resize: only a layer with one fc and no residual can be resized")
+        self._in_src_feats = in_feats
+        self._in_dst_feats = in_feats
+        self._out_feats = out_feats
+        if num_heads > 0:
+            self._num_heads = num_heads
+        heads = self._num_heads
+        set_shape(fc.weight, [heads * out_feats, in_feats])
+        set_shape(self.attn_l, [1, heads, out_feats])
+        set_shape(self.attn_r, [1, heads, out_feats])
+        bias = self.bias
+        if bias is not None:
+            set_shape(bias, [heads * out_feats])
+        if not torch.jit.is_scripting():
+            fc.in_features, fc.out_features = in_feats, heads * out_feats
+        self.reset_parameters()
 
     def forward(self, graph: Block, feat: Union[Tensor, Tuple[Tensor, Tensor]],
                 edge_weight: Optional[Tensor] = None) -> Tensor:

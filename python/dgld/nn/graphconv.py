@@ -17,7 +17,7 @@ import torch
 from torch import Tensor, nn
 
 from .._errors import DGLError, InvalidArgument
-from ._utils import Block, check_width, check_zero_in_degree, native_block, project_before_aggregating
+from ._utils import Block, check_width, check_zero_in_degree, native_block, project_before_aggregating, set_shape
 
 
 def _sum_neighbours(graph: Block, h: Tensor, edge_weight: Optional[Tensor], self_loop: bool) -> Tensor:
@@ -55,11 +55,29 @@ class GraphConv(nn.Module):
         self.activation = activation
         self.reset_parameters()
 
+    @torch.jit.export
     def reset_parameters(self):
-        if self.weight is not None:
-            nn.init.xavier_uniform_(self.weight)
-        if self.bias is not None:
-            nn.init.zeros_(self.bias)
+        weight = self.weight
+        if weight is not None:
+            nn.init.xavier_uniform_(weight)
+        bias = self.bias
+        if bias is not None:
+            nn.init.zeros_(bias)
+
+    @torch.jit.export
+    def resize(self, in_feats: int, out_feats: int):
+        """The layer for in_feats -> out_feats wide rows, its parameters drawn
+        again (reset_parameters): how a model scripted at one width is sized
+        for a graph (dgld.models, trainer-host's built-in models)."""
+        self._in_feats = in_feats
+        self._out_feats = out_feats
+        weight = self.weight
+        if weight is not None:
+            set_shape(weight, [in_feats, out_feats])
+        bias = self.bias
+        if bias is not None:
+            set_shape(bias, [out_feats])
+        self.reset_parameters()
 
     def forward(self, graph: Block, feat: Union[Tensor, Tuple[Tensor, Tensor]], weight: Optional[Tensor] = None,
                 edge_weight: Optional[Tensor] = None) -> Tensor:
@@ -91,9 +109,7 @@ class GraphConv(nn.Module):
             out_deg = out_deg.clamp(min=1.0)
             scale = out_deg.pow(-0.5) if self._norm == "both" else 1.0 / out_deg
             h_src = h_src * scale.reshape((-1,) + (1,) * (h_src.dim() - 1))
-        num_edges = graph.num_edges() + (nd if self._self_loop else 0)
-        if project_before_aggregating(num_edges, graph.num_src_nodes(), nd, self._in_feats, self._out_feats,
-                                      h_src.requires_grad):
+        if project_before_aggregating(graph, self._in_feats, self._out_feats, h_src.requires_grad, self._self_loop):
             rst = _sum_neighbours(graph, torch.matmul(h_src, w), edge_weight, self._self_loop)
         else:
             rst = torch.matmul(_sum_neighbours(graph, h_src, edge_weight, self._self_loop), w)

@@ -17,8 +17,8 @@ import torch
 from torch import Tensor, nn
 
 from .._errors import InvalidArgument
-from ._utils import (Block, aggregate, check_width, native_block, no_weight, pair_sizes,
-                     project_before_aggregating)
+from ._utils import (relu_gain, Block, aggregate, check_width, native_block, no_weight, pair_sizes,
+                     project_before_aggregating, set_shape)
 
 
 def _lstm_aggregate(lstm: nn.LSTM, graph: Block, msg: Tensor) -> Tensor:
@@ -89,17 +89,45 @@ class SAGEConv(nn.Module):
             self.register_buffer("bias", None)
         self.reset_parameters()
 
+    @torch.jit.export
     def reset_parameters(self):
-        gain = nn.init.calculate_gain("relu")
-        if self.fc_pool is not None:
-            nn.init.xavier_uniform_(self.fc_pool.weight, gain=gain)
-        if self.lstm is not None:
-            self.lstm.reset_parameters()
-        if self.fc_self is not None:
-            nn.init.xavier_uniform_(self.fc_self.weight, gain=gain)
-        nn.init.xavier_uniform_(self.fc_neigh.weight, gain=gain)
-        if self.bias is not None:
-            nn.init.zeros_(self.bias)
+        fc_pool = self.fc_pool
+        if fc_pool is not None:
+            nn.init.xavier_uniform_(fc_pool.weight, gain=relu_gain())
+        if not torch.jit.is_scripting():
+            if self.lstm is not None:
+                self.lstm.reset_parameters()
+        fc_self = self.fc_self
+        if fc_self is not None:
+            nn.init.xavier_uniform_(fc_self.weight, gain=relu_gain())
+        nn.init.xavier_uniform_(self.fc_neigh.weight, gain=relu_gain())
+        bias = self.bias
+        if bias is not None:
+            nn.init.zeros_(bias)
+
+    @torch.jit.export
+    def resize(self, in_feats: int, out_feats: int):
+        """The layer for in_feats -> out_feats wide rows, its parameters drawn
+        again (reset_parameters): how a model scripted at one width is sized
+        for a graph (dgld.models, trainer-host's built-in models). The mean
+        and gcn aggregators (pool and lstm have weights of other shapes)."""
+        if self.fc_pool is not None or self._aggre_type == "lstm":
+            raise RuntimeError("SAGEConv.resize: only the mean and gcn aggregators can be resized")
+        self._in_src_feats = in_feats
+        self._in_dst_feats = in_feats
+        self._out_feats = out_feats
+        fc_self = self.fc_self
+        if fc_self is not None:
+            set_shape(fc_self.weight, [out_feats, in_feats])
+        set_shape(self.fc_neigh.weight, [out_feats, in_feats])
+        bias = self.bias
+        if bias is not None:
+            set_shape(bias, [out_feats])
+        if not torch.jit.is_scripting():
+            for fc in (self.fc_self, self.fc_neigh):
+                if fc is not None:
+                    fc.in_features, fc.out_features = in_feats, out_feats
+        self.reset_parameters()
 
     def forward(self, graph: Block, feat: Union[Tensor, Tuple[Tensor, Tensor]],
                 edge_weight: Optional[Tensor] = None) -> Tensor:
@@ -146,8 +174,7 @@ class SAGEConv(nn.Module):
             return self.fc_neigh(aggregate(graph, torch.relu(fc_pool(h_src)), "max", ew))
         if lstm is not None:
             return self.fc_neigh(_lstm_aggregate(lstm, graph, _messages_in_csr_order(graph, h_src, ew)))
-        first = project_before_aggregating(graph.num_edges(), graph.num_src_nodes(), graph.num_dst_nodes(),
-                                           self._in_src_feats, self._out_feats, h_src.requires_grad)
+        first = project_before_aggregating(graph, self._in_src_feats, self._out_feats, h_src.requires_grad)
         if self._aggre_type == "mean":
             if first:
                 return aggregate(graph, self.fc_neigh(h_src), "mean", ew)

@@ -1,0 +1,26 @@
+"""GraphSAGE, trainer-host's `sage`: SAGEConv('mean') layers, in_feats ->
+n_hidden -> ... -> n_classes, ReLU then dropout between layers, raw logits
+out of the last (DGL's train_dist.py model)."""
+
+import torch
+from torch import nn
+
+from .. import nn as dglnn
+from ._stack import LayerStack
+
+
+class SAGE(LayerStack):
+    def __init__(self, in_feats: int, n_hidden: int, n_classes: int, num_layers: int = 2, dropout: float = 0.5):
+        super().__init__([dglnn.SAGEConv(1, 1, "mean") for _ in range(num_layers)], dropout)
+        self.dense_maps = 2  # fc_self and fc_neigh
+        self.configure(in_feats, n_hidden, n_classes, dropout, 1, 0, 0)
+
+    @torch.jit.export
+    def configure(self, in_feats: int, n_hidden: int, n_classes: int, dropout: float, num_heads: int, num_rels: int,
+                  num_bases: int):
+        """Sizes the layers for a graph and draws every weight (trainer-host's
+        built-in models call it on the file scripted at build time)."""
+        widths = self._widths(in_feats, n_hidden, n_classes)
+        for i, layer in enumerate(self.layers):
+            layer.resize(widths[i], widths[i + 1])
+        self.in_feats, self.n_classes, self.dropout_p = in_feats, n_classes, dropout
