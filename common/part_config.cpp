@@ -1,5 +1,6 @@
 #include "common/part_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -340,6 +341,45 @@ int GraphTypeInfo::etype_id(const std::string& canonical) const {
     if (etypes[i] == canonical) return static_cast<int>(i);
   }
   return -1;
+}
+
+namespace {
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out.empty() ? "none" : out;
+}
+}  // namespace
+
+Result<int> GraphTypeInfo::resolve_ntype(const std::string& name) const {
+  const int t = ntype_id(name);
+  if (t < 0) return invalid_argument("'" + name + "' is not a node type of the graph (known: " + joined(ntypes) + ")");
+  return t;
+}
+
+Result<int> GraphTypeInfo::resolve_etype(const std::string& name) const {
+  if (std::count(name.begin(), name.end(), ':') == 2) {
+    const int t = etype_id(name);
+    if (t < 0) {
+      return invalid_argument("'" + name + "' is not an edge type of the graph (known: " + joined(etypes) + ")");
+    }
+    return t;
+  }
+  std::vector<int> found;
+  for (size_t i = 0; i < etypes.size(); ++i) {
+    const size_t a = etypes[i].find(':'), b = etypes[i].rfind(':');  // parse_part_config checked "src:rel:dst"
+    if (etypes[i].substr(a + 1, b - a - 1) == name) found.push_back(static_cast<int>(i));
+  }
+  if (found.empty()) {
+    return invalid_argument("'" + name + "' is not an edge type of the graph (known: " + joined(etypes) + ")");
+  }
+  if (found.size() > 1) {
+    std::vector<std::string> names;
+    for (int i : found) names.push_back(etypes[static_cast<size_t>(i)]);
+    return invalid_argument("edge type '" + name + "' is ambiguous: " + joined(names) +
+                            " have that relation; name one by its canonical (src, rel, dst)");
+  }
+  return found[0];
 }
 
 namespace {

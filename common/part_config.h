@@ -72,6 +72,12 @@ struct GraphTypeInfo {
   // Type id of a name, or -1.
   int ntype_id(const std::string& name) const;
   int etype_id(const std::string& canonical) const;
+  // The node type `name` names; invalid_argument naming the known types otherwise.
+  Result<int> resolve_ntype(const std::string& name) const;
+  // The edge type `name` names, in DGL's forms: a canonical "src:rel:dst", or
+  // a relation name that one edge type has. invalid_argument for an unknown
+  // name, and for a relation name several edge types share (naming them).
+  Result<int> resolve_etype(const std::string& name) const;
 };
 
 struct PartitionConfig {

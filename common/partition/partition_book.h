@@ -22,6 +22,10 @@ class TypedIdSpace {
 
   int num_types() const { return static_cast<int>(ranges_.size()); }
   const IdRange& range(int type, int part) const { return ranges_[type][part]; }
+  // Type `type`'s homogeneous ids in each partition ([part]).
+  const std::vector<IdRange>& ranges(int type) const { return ranges_[type]; }
+  // The per-type ids of type `type` that partition `part` owns (DGL's partid2nids of a type).
+  IdRange type_wise_range(int type, int part) const { return {starts_[type][part], starts_[type][part + 1]}; }
   int64_t count(int type) const { return starts_[type].back(); }
   // Type of homogeneous id `id` owned by partition `part`, or -1.
   int type_of(int64_t id, int part) const;

@@ -150,3 +150,39 @@ TEST_CASE("part_config: a heterogeneous config has edge_map per canonical edge t
     CHECK_THAT(bad.status().message(), Catch::StartsWith("g.json"));
   }
 }
+
+TEST_CASE("part_config: edge types resolve from DGL's three forms, with unknown and ambiguous names refused") {
+  json j = hetero_config();
+  // A third edge type that shares relation 'r' with a:r:b.
+  j["etypes"] = {{"a:r:b", 0}, {"b:s:a", 1}, {"b:r:b", 2}};
+  j["edge_map"] = {{"a:r:b", json::array({json::array({0, 5}), json::array({17, 20})})},
+                   {"b:s:a", json::array({json::array({5, 12}), json::array({20, 25})})},
+                   {"b:r:b", json::array({json::array({12, 17}), json::array({25, 30})})}};
+  j["dgld"]["etype_counts"] = json::array({8, 12, 10});
+  auto r = parse(j);
+  REQUIRE(r.is_ok());
+  const GraphTypeInfo& t = r->types;
+  CHECK(*t.resolve_etype("b:s:a") == 1);  // canonical
+  CHECK(*t.resolve_etype("s") == 1);      // a relation only one edge type has
+  CHECK(*t.resolve_etype("b:r:b") == 2);
+  auto ambiguous = t.resolve_etype("r");
+  REQUIRE_FALSE(ambiguous.is_ok());
+  CHECK(ambiguous.status().code() == StatusCode::invalid_argument);
+  CHECK(ambiguous.status().message() ==
+        "edge type 'r' is ambiguous: a:r:b, b:r:b have that relation; name one by its canonical (src, rel, dst)");
+  auto unknown = t.resolve_etype("x");
+  REQUIRE_FALSE(unknown.is_ok());
+  CHECK(unknown.status().message() == "'x' is not an edge type of the graph (known: a:r:b, b:s:a, b:r:b)");
+  auto wrong_canonical = t.resolve_etype("a:s:b");  // both node types exist, that triple does not
+  REQUIRE_FALSE(wrong_canonical.is_ok());
+  CHECK_THAT(wrong_canonical.status().message(), Catch::StartsWith("'a:s:b' is not an edge type"));
+
+  CHECK(*t.resolve_ntype("b") == 1);
+  auto no_type = t.resolve_ntype("journal");
+  REQUIRE_FALSE(no_type.is_ok());
+  CHECK(no_type.status().message() == "'journal' is not a node type of the graph (known: a, b)");
+  // A homogeneous config has no types at all: every name is unknown.
+  auto homo = parse(valid_config());
+  REQUIRE(homo.is_ok());
+  CHECK_THAT(homo->types.resolve_etype("_E").status().message(), Catch::Contains("(known: none)"));
+}

@@ -234,5 +234,33 @@ TEST_CASE("range partition book maps ids to owners and local ids") {
   CHECK_FALSE(RangePartitionBook::from_config(c).is_ok());
 }
 
+TEST_CASE("typed id space gives each type's ranges and the per-type ids a partition owns") {
+  // Two types over three partitions (partition 1 holds no node of type 1).
+  TypedIdSpace space({{{0, 4}, {10, 12}, {20, 21}}, {{4, 10}, {12, 12}, {21, 30}}});
+  REQUIRE(space.num_types() == 2);
+  CHECK(space.ranges(1) == std::vector<IdRange>{{4, 10}, {12, 12}, {21, 30}});
+  CHECK(space.count(0) == 7);
+  CHECK(space.count(1) == 15);
+  CHECK(space.type_wise_range(0, 0) == IdRange{0, 4});
+  CHECK(space.type_wise_range(0, 1) == IdRange{4, 6});
+  CHECK(space.type_wise_range(0, 2) == IdRange{6, 7});
+  CHECK(space.type_wise_range(1, 1) == IdRange{6, 6});  // empty
+  CHECK(space.type_wise_range(1, 2) == IdRange{6, 15});
+  // Every per-type id of a partition's range maps into that partition's homogeneous range, and back.
+  for (int t = 0; t < 2; ++t) {
+    for (int p = 0; p < 3; ++p) {
+      const IdRange r = space.type_wise_range(t, p);
+      for (int64_t id = r.start; id < r.end; ++id) {
+        const int64_t h = space.to_homogeneous(t, id);
+        CHECK(h >= space.range(t, p).start);
+        CHECK(h < space.range(t, p).end);
+        int type = -1;
+        CHECK(space.to_type_wise(h, p, &type) == id);
+        CHECK(type == t);
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace dgld
