@@ -4,7 +4,7 @@
 // the Python package (which read it when the matching flag is absent). DGL's
 // own names (DGL_*) keep DGL's meaning, so DGL's launch scripts and users'
 // scripts that read them work unchanged; DGLD_* are dgld's additions.
-// python/dgld/_client.py reads the same names.
+// python/dgld/distributed/dist_context.py reads the same names.
 
 namespace dgld::job_env {
 

@@ -16,14 +16,11 @@ import torch  # noqa: F401 - loads libtorch before the extension
 from . import _errors
 from ._errors import DGLError
 from . import _C
-
-ETYPE = "_TYPE"
-NTYPE = "_TYPE"
+from .base import ALL, EID, ETYPE, NID, NTYPE
 
 from . import function  # noqa: E402
-from .graph import ALL, EID, NID, DGLBlock, DGLGraph, DGLHeteroGraph  # noqa: E402
-from .convert import create_block, graph, to_block  # noqa: E402
-from .heterograph import heterograph  # noqa: E402
+from .heterograph import DGLBlock, DGLGraph, DGLHeteroGraph  # noqa: E402
+from .convert import create_block, graph, heterograph, to_block  # noqa: E402
 from .transforms import (add_self_loop, compact_graphs, edge_subgraph, in_subgraph, node_subgraph,  # noqa: E402
                          remove_edges, remove_self_loop, reverse)
 from . import ops  # noqa: E402
@@ -32,6 +29,7 @@ from . import dataloading  # noqa: E402
 from . import nn  # noqa: E402
 from . import data  # noqa: E402
 
-__all__ = ["DGLError", "NID", "EID", "ALL", "DGLGraph", "DGLBlock", "DGLHeteroGraph", "graph", "heterograph", "create_block",
-           "to_block", "add_self_loop", "remove_self_loop", "reverse", "remove_edges", "edge_subgraph", "node_subgraph",
-           "in_subgraph", "compact_graphs", "function", "ops", "distributed", "dataloading", "nn", "data"]
+__all__ = ["DGLError", "NID", "EID", "NTYPE", "ETYPE", "ALL", "DGLGraph", "DGLBlock", "DGLHeteroGraph", "graph",
+           "heterograph", "create_block", "to_block", "add_self_loop", "remove_self_loop", "reverse", "remove_edges",
+           "edge_subgraph", "node_subgraph", "in_subgraph", "compact_graphs", "function", "ops", "distributed",
+           "dataloading", "nn", "data"]

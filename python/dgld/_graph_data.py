@@ -1,11 +1,11 @@
 """Graph data as DGL's constructors take it: edge pairs or sparse formats,
-node counts, idtype and device, checked; shared by convert.py and
-heterograph.py."""
+node counts, idtype and device, checked; shared by convert.py and the
+graph classes."""
 
 import torch
 
 from ._errors import DGLError
-from ._ids import as_id_tensor
+from .base import as_ids
 
 
 def _idtype_of(idtype):
@@ -19,22 +19,6 @@ def _idtype_of(idtype):
 def _check_device(device):
     if device is not None and torch.device(device).type != "cpu":
         raise DGLError(f"dgld keeps graphs on the CPU, not on {device}")
-
-
-class CpuGraph:
-    """What every dgld graph says about devices: it lives on the CPU, and
-    to('cpu') / cpu() are the graph itself."""
-
-    @property
-    def device(self):
-        return torch.device("cpu")
-
-    def to(self, device, **kwargs):
-        _check_device(device)
-        return self
-
-    def cpu(self):
-        return self
 
 
 def _count(ids, given, what):
@@ -56,19 +40,19 @@ def _uv(data, what):
         if kind == "coo":
             return _uv(arrays, what)
         if kind in ("csr", "csc"):
-            indptr = as_id_tensor(arrays[0], f"{what} indptr")
-            indices = as_id_tensor(arrays[1], f"{what} indices")
+            indptr = as_ids(arrays[0], f"{what} indptr")
+            indices = as_ids(arrays[1], f"{what} indices")
             rows = torch.repeat_interleave(torch.arange(indptr.numel() - 1), indptr[1:] - indptr[:-1])
             if len(arrays) > 2 and arrays[2] is not None and len(arrays[2]):
-                eids = as_id_tensor(arrays[2], f"{what} eids")
+                eids = as_ids(arrays[2], f"{what} eids")
                 order = torch.argsort(eids)
                 rows, indices = rows[order], indices[order]
             return (rows, indices) if kind == "csr" else (indices, rows)
         raise DGLError(f"{what}: unknown sparse format {kind!r} (dgld takes 'coo', 'csr' and 'csc')")
     if not isinstance(data, (tuple, list)) or len(data) != 2:
         raise DGLError(f"{what} takes the edges as a pair (src ids, dst ids), got {type(data).__name__}")
-    src = as_id_tensor(data[0], f"{what} src")
-    dst = as_id_tensor(data[1], f"{what} dst")
+    src = as_ids(data[0], f"{what} src")
+    dst = as_ids(data[1], f"{what} dst")
     if src.numel() != dst.numel():
         raise DGLError(f"{what}: {src.numel()} src ids but {dst.numel()} dst ids")
     if (src.numel() and int(src.min()) < 0) or (dst.numel() and int(dst.min()) < 0):

@@ -5,10 +5,8 @@ the scriptable helpers built on them that dgld.nn's layers and dgld.ops share.""
 import torch
 from torch import Tensor
 
-from . import _C  # noqa: F401 - registers torch.ops.dgld
 from ._errors import DGLError
-
-Block = torch.classes.dgld.Block
+from .base import Block
 
 
 def _call(op, *args):

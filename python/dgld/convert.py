@@ -1,16 +1,17 @@
-"""Making graphs: dgld.graph, dgld.create_block, dgld.to_block (DGL's
-dgl.graph, dgl.create_block, dgl.to_block), and the wrapping of the
-loaders' native blocks (torch.classes.dgld.Block) as DGLBlock objects."""
+"""Making graphs: dgld.graph, dgld.heterograph, dgld.create_block,
+dgld.to_block (DGL's dgl.graph, dgl.heterograph, dgl.create_block,
+dgl.to_block), and the wrapping of the loaders' native blocks
+(torch.classes.dgld.Block) as DGLBlock objects."""
 
 import torch
 
 from ._errors import DGLError
 from ._graph_data import _check_device, _count, _idtype_of, _uv
-from ._ids import as_id_tensor
-from .graph import EID, NID, DGLBlock, DGLGraph
-from .heterograph import typed_block
+from .base import EID, NID, as_ids
+from .graph import HomoBlock, HomoGraph
+from .typed_graph import block_relations, heterograph_relations, typed_graph
 
-__all__ = ["graph", "create_block", "to_block", "block_from_native", "pair_graph"]
+__all__ = ["graph", "heterograph", "create_block", "to_block", "block_from_native", "pair_graph"]
 
 
 def graph(data, num_nodes=None, idtype=None, device=None, row_sorted=False, col_sorted=False, **kwargs):
@@ -22,18 +23,28 @@ def graph(data, num_nodes=None, idtype=None, device=None, row_sorted=False, col_
     _check_device(device)
     src, dst = _uv(data, "dgld.graph")
     n = _count(torch.cat([src, dst]), num_nodes, "num_nodes")
-    return DGLGraph._from_coo(src, dst, n, n, _idtype_of(idtype))
+    return HomoGraph._from_coo(src, dst, n, n, _idtype_of(idtype))
+
+
+def heterograph(data_dict, num_nodes_dict=None, idtype=None, device=None):
+    """A typed graph (DGL's dgl.heterograph): data_dict maps each canonical
+    edge type (src_type, edge_type, dst_type) to its edges (src ids, dst
+    ids); num_nodes_dict gives per-type counts (default: the largest id + 1)."""
+    _check_device(device)
+    rels, counts = heterograph_relations(data_dict, num_nodes_dict, "dgld.heterograph")
+    return typed_graph(rels, counts, counts, False, _idtype_of(idtype))
 
 
 def create_block(data, num_src_nodes=None, num_dst_nodes=None, idtype=None, device=None, **kwargs):
     """A block from its edges (DGL's dgl.create_block): src ids index the
     block's source nodes, dst ids its destination nodes. A dict of several
     edge types (or with per-type counts) makes a typed block
-    (heterograph.py)."""
+    (typed_graph.py)."""
     if isinstance(data, dict):
         if len(data) != 1 or isinstance(num_src_nodes, dict) or isinstance(num_dst_nodes, dict):
             _check_device(device)
-            return typed_block(data, num_src_nodes, num_dst_nodes, idtype)
+            rels, ns, nd = block_relations(data, num_src_nodes, num_dst_nodes, "dgld.create_block")
+            return typed_graph(rels, ns, nd, True, _idtype_of(idtype))
         data = next(iter(data.values()))
     if isinstance(num_src_nodes, dict) or isinstance(num_dst_nodes, dict):
         raise DGLError("dgld.create_block takes node counts as integers (one node type)")
@@ -41,7 +52,7 @@ def create_block(data, num_src_nodes=None, num_dst_nodes=None, idtype=None, devi
     src, dst = _uv(data, "dgld.create_block")
     ns = _count(src, num_src_nodes, "num_src_nodes")
     nd = _count(dst, num_dst_nodes, "num_dst_nodes")
-    return DGLBlock._from_coo(src, dst, ns, nd, _idtype_of(idtype))
+    return HomoBlock._from_coo(src, dst, ns, nd, _idtype_of(idtype))
 
 
 def _ordered_unique(x):
@@ -93,18 +104,18 @@ def to_block(g, dst_nodes=None, include_dst_in_src=True, src_nodes=None):
         if len(dst_nodes) != 1:
             raise DGLError("to_block: the graph has one node type; pass its dst nodes")
         dst_nodes = next(iter(dst_nodes.values()))
-    if g.is_block:
-        raise DGLError("to_block takes a graph (e.g. a frontier), not a block")
+    if not isinstance(g, HomoGraph) or g.is_block:
+        raise DGLError("to_block takes a homogeneous graph (e.g. a frontier), not a block or a typed graph")
     src, dst = g._coo()
     n = g.num_nodes()
     if dst_nodes is None:
         dst_nodes = torch.unique(dst)
     else:
-        dst_nodes = as_id_tensor(dst_nodes, "to_block dst_nodes", n)
+        dst_nodes = as_ids(dst_nodes, "to_block dst_nodes", n)
     local_dst = _positions(dst, dst_nodes, "to_block", "dst_nodes",
                            "Argument `dst_nodes` must contain all the edge destination nodes.")
     if src_nodes is not None:
-        src_nodes = as_id_tensor(src_nodes, "to_block src_nodes", n)
+        src_nodes = as_ids(src_nodes, "to_block src_nodes", n)
         if include_dst_in_src and not torch.equal(src_nodes[:dst_nodes.numel()], dst_nodes):
             raise DGLError("to_block: src_nodes must start with dst_nodes when include_dst_in_src is True")
         local_src = _positions(src, src_nodes, "to_block", "src_nodes",
@@ -114,7 +125,7 @@ def to_block(g, dst_nodes=None, include_dst_in_src=True, src_nodes=None):
         local_src = inverse[dst_nodes.numel():]
     else:
         src_nodes, local_src = _ordered_unique(src)
-    block = DGLBlock._from_coo(local_src, local_dst, src_nodes.numel(), dst_nodes.numel(), g.idtype)
+    block = HomoBlock._from_coo(local_src, local_dst, src_nodes.numel(), dst_nodes.numel(), g.idtype)
     # g's node and edge data come along, then the ids into g (DGL's order).
     for k, v in g.ndata.items():
         block.srcdata[k] = v[src_nodes]
@@ -131,7 +142,7 @@ def block_from_native(native):
     """A loader's torch.classes.dgld.Block as a DGLBlock over the same CSR,
     its frames holding what the loader attached (ids under dgl.NID /
     dgl.EID, the fetched features and labels)."""
-    block = DGLBlock._from_native(native)
+    block = HomoBlock._from_native(native)
     for frame, data in ((block._srcframe, native.srcdata), (block._dstframe, native.dstdata),
                         (block._eframe, native.edata)):
         for k, v in data.items():
@@ -143,6 +154,6 @@ def block_from_native(native):
 def pair_graph(src, dst, node_ids):
     """The positive or negative pair graph of an edge batch: edges between
     rows of the batch's seed nodes, ndata[dgl.NID] their global ids."""
-    g = DGLGraph._from_coo(src, dst, node_ids.numel(), node_ids.numel())
+    g = HomoGraph._from_coo(src, dst, node_ids.numel(), node_ids.numel())
     g.ndata[NID] = node_ids
     return g

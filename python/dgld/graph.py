@@ -1,4 +1,6 @@
-"""DGLGraph and DGLBlock: DGL's graph objects on dgld (dgl.DGLGraph).
+"""Homogeneous graphs and blocks (HomoGraph, HomoBlock): what dgld.graph,
+dgld.create_block, dgld.to_block and the loaders make; both are
+dgld.DGLGraph instances, HomoBlock a dgld.DGLBlock (heterograph.py).
 
 A graph is a set of source nodes, destination nodes and edges between them,
 with frames of named tensors for each (srcdata, dstdata, edata). A plain
@@ -23,32 +25,17 @@ import contextlib
 
 import torch
 
-from . import _C  # noqa: F401 - registers torch.classes.dgld.Block and torch.ops.dgld
 from . import message_passing as _mp
 from ._errors import DGLError
-from ._ids import as_id_tensor
-from ._graph_data import CpuGraph
+from .base import ALL, Block, as_ids
 from .frame import Frame, SpaceView
+from .heterograph import DGLBlock, DGLGraph
 
-NID = "_ID"
-EID = "_ID"
-ALL = "__ALL__"
-
-_Block = torch.classes.dgld.Block
+__all__ = ["HomoGraph", "HomoBlock"]
 
 
-class DGLGraph(CpuGraph):
-    """DGL's graph object (see the module doc). Made by dgld.graph(),
-    dgld.create_block(), dgld.to_block() and dgld's loaders; not by calling
-    the class."""
-
-    is_block = False
-
-    def __init__(self, *args, **kwargs):
-        """DGLGraph() is an empty graph; make others with dgld.graph()."""
-        if args or kwargs:
-            raise DGLError("make graphs with dgld.graph((src, dst), num_nodes=...) or dgld.create_block(...)")
-        self._init_structure(torch.empty(0, dtype=torch.int64), torch.empty(0, dtype=torch.int64), 0, 0)
+class HomoGraph(DGLGraph):
+    """A graph of one node type and one edge type (see the module doc)."""
 
     # ------------------------------------------------------------ construction
 
@@ -102,7 +89,7 @@ class DGLGraph(CpuGraph):
             if dst.numel():
                 torch.cumsum(torch.bincount(sorted_dst, minlength=n), 0, out=indptr[1:])
             indices = src if order is None else src[order]
-            native = _Block(indptr, indices.contiguous(), self._num_src)
+            native = Block(indptr, indices.contiguous(), self._num_src)
             if order is not None:
                 native.set_edge_order(order)
             self._native = native
@@ -254,19 +241,19 @@ class DGLGraph(CpuGraph):
     @property
     def nodes(self):
         """g.nodes() and g.nodes[ids].data; on a block its source nodes'."""
-        return SpaceView(self, lambda: self._srcframe, lambda k: as_id_tensor(k, "g.nodes[...]", self._num_src),
+        return SpaceView(self, lambda: self._srcframe, lambda k: as_ids(k, "g.nodes[...]", self._num_src),
                          lambda: self.ntypes, lambda ntype=None: self._node_ids(self._num_src))
 
     @property
     def srcnodes(self):
         return SpaceView(self, lambda: self._srcframe,
-                         lambda k: as_id_tensor(k, "g.srcnodes[...]", self._num_src), lambda: self.srctypes,
+                         lambda k: as_ids(k, "g.srcnodes[...]", self._num_src), lambda: self.srctypes,
                          lambda ntype=None: self._node_ids(self._num_src))
 
     @property
     def dstnodes(self):
         return SpaceView(self, lambda: self._dstframe,
-                         lambda k: as_id_tensor(k, "g.dstnodes[...]", self._num_dst), lambda: self.dsttypes,
+                         lambda k: as_ids(k, "g.dstnodes[...]", self._num_dst), lambda: self.dsttypes,
                          lambda ntype=None: self._node_ids(self._num_dst))
 
     @property
@@ -279,7 +266,7 @@ class DGLGraph(CpuGraph):
     def _edge_ids_of(self, key, what):
         if isinstance(key, tuple) and len(key) == 2 and not isinstance(key[0], str):
             return self.edge_ids(key[0], key[1])
-        return as_id_tensor(key, what, self.num_edges())
+        return as_ids(key, what, self.num_edges())
 
     def all_edges(self, form="uv", order="eid", etype=None):
         self._check_etype(etype)
@@ -319,26 +306,26 @@ class DGLGraph(CpuGraph):
         if isinstance(ids, str) and ids == ALL:
             return self._ids_out(values)
         scalar = isinstance(ids, int) or (isinstance(ids, torch.Tensor) and ids.dim() == 0)
-        picked = values[as_id_tensor(ids, what, bound)]
+        picked = values[as_ids(ids, what, bound)]
         return int(picked[0]) if scalar else self._ids_out(picked)
 
     def in_edges(self, v, form="uv", etype=None):
         self._check_etype(etype)
-        v = as_id_tensor(v, "in_edges", self._num_dst)
+        v = as_ids(v, "in_edges", self._num_dst)
         src, dst = self._coo()
         eid = torch.nonzero(torch.isin(dst, v), as_tuple=False).reshape(-1)
         return self._edge_form(src[eid], dst[eid], eid, form)
 
     def out_edges(self, u, form="uv", etype=None):
         self._check_etype(etype)
-        u = as_id_tensor(u, "out_edges", self._num_src)
+        u = as_ids(u, "out_edges", self._num_src)
         src, dst = self._coo()
         eid = torch.nonzero(torch.isin(src, u), as_tuple=False).reshape(-1)
         return self._edge_form(src[eid], dst[eid], eid, form)
 
     def find_edges(self, eid, etype=None):
         self._check_etype(etype)
-        eid = as_id_tensor(eid, "find_edges", self.num_edges())
+        eid = as_ids(eid, "find_edges", self.num_edges())
         src, dst = self._coo()
         return self._ids_out(src[eid]), self._ids_out(dst[eid])
 
@@ -351,8 +338,8 @@ class DGLGraph(CpuGraph):
     def has_edges_between(self, u, v, etype=None):
         self._check_etype(etype)
         scalar = isinstance(u, int) and isinstance(v, int)
-        u = as_id_tensor(u, "has_edges_between", self._num_src)
-        v = as_id_tensor(v, "has_edges_between", self._num_dst)
+        u = as_ids(u, "has_edges_between", self._num_src)
+        v = as_ids(v, "has_edges_between", self._num_dst)
         src, dst = self._coo()
         width = max(1, self._num_dst)
         found = torch.isin(u * width + v, src * width + dst)
@@ -367,8 +354,8 @@ class DGLGraph(CpuGraph):
         left out."""
         self._check_etype(etype)
         scalar = isinstance(u, int) and isinstance(v, int)
-        u = as_id_tensor(u, "edge_ids", self._num_src)
-        v = as_id_tensor(v, "edge_ids", self._num_dst)
+        u = as_ids(u, "edge_ids", self._num_src)
+        v = as_ids(v, "edge_ids", self._num_dst)
         src, dst = self._coo()
         width = max(1, self._num_dst)
         want = u * width + v
@@ -417,12 +404,9 @@ class DGLGraph(CpuGraph):
         return f"Graph(num_nodes={self._num_src}, num_edges={self.num_edges()})"
 
 
-class DGLBlock(DGLGraph):
-    """DGL's block: a graph whose source and destination nodes are separate
-    sets, the first num_dst_nodes source nodes being the destination nodes
-    (DGL's message-flow graph)."""
+class HomoBlock(HomoGraph, DGLBlock):
+    """A homogeneous block: separate source and destination node sets, the
+    first num_dst_nodes source nodes being the destination nodes (DGL's
+    message-flow graph)."""
 
     is_block = True
-
-
-DGLHeteroGraph = DGLGraph

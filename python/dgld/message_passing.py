@@ -20,9 +20,7 @@ import torch
 from . import _kernels
 from . import function as fn
 from ._errors import DGLError
-from ._ids import as_id_tensor
-
-ALL = "__ALL__"
+from .base import ALL, as_ids
 
 
 # ---------------------------------------------------------------- batches for UDFs
@@ -282,7 +280,7 @@ def _edge_ids(g, edges, what):
         return None
     if isinstance(edges, tuple) and len(edges) == 2:
         return g.edge_ids(edges[0], edges[1])
-    return as_id_tensor(edges, what, g.num_edges())
+    return as_ids(edges, what, g.num_edges())
 
 
 # ---------------------------------------------------------------- the graph methods
@@ -308,7 +306,7 @@ def send_and_recv(g, edges, mfunc, rfunc, afunc=None):
 
 def pull(g, v, mfunc, rfunc, afunc=None):
     """Nodes `v` receive along all their in-edges (zeros for those without)."""
-    v = torch.unique(as_id_tensor(v, "pull", g.num_dst_nodes()))
+    v = torch.unique(as_ids(v, "pull", g.num_dst_nodes()))
     eids = g.in_edges(v, form="eid").to(torch.int64)
     sub = _edge_subgraph(g, eids)
     for k, val in _reduced(sub, mfunc, rfunc).items():
@@ -335,5 +333,5 @@ def apply_edges(g, func, edges=ALL):
 def apply_nodes(g, func, v=ALL):
     if isinstance(func, fn.BuiltinFunction):
         raise DGLError(f"apply_nodes takes a callable, not the built-in {func!r}")
-    nodes = None if isinstance(v, str) and v == ALL else as_id_tensor(v, "apply_nodes", g.num_dst_nodes())
+    nodes = None if isinstance(v, str) and v == ALL else as_ids(v, "apply_nodes", g.num_dst_nodes())
     _apply_to_nodes(g, func, g._dstframe, nodes)

@@ -6,17 +6,17 @@ objects. Each returns a new graph; the input is left as it was."""
 import torch
 
 from ._errors import DGLError
-from ._ids import as_id_tensor
+from .base import EID, NID, as_ids
 from .convert import _ordered_unique
-from .graph import EID, NID, DGLGraph
+from .graph import HomoGraph
 
 __all__ = ["add_self_loop", "remove_self_loop", "reverse", "remove_edges", "edge_subgraph", "node_subgraph",
            "in_subgraph", "compact_graphs"]
 
 
 def _plain(g, what):
-    if not isinstance(g, DGLGraph):
-        raise DGLError(f"{what} takes a dgld graph, got {type(g).__name__}")
+    if not isinstance(g, HomoGraph):
+        raise DGLError(f"{what} takes a homogeneous dgld graph, got {type(g).__name__}")
     if g.is_block:
         raise DGLError(f"{what} takes a graph, not a block")
 
@@ -25,7 +25,7 @@ def _with_edges(g, src, dst, keep, num_nodes=None, node_rows=None, extra_edges=0
     """A graph over (src, dst); edge frame rows `keep` of g's (then
     `extra_edges` rows of zeros); node frame rows node_rows (all when None)."""
     n = g.num_nodes() if num_nodes is None else num_nodes
-    out = DGLGraph._from_coo(src, dst, n, n, g.idtype)
+    out = HomoGraph._from_coo(src, dst, n, n, g.idtype)
     for k, v in g.ndata.items():
         out.ndata[k] = v if node_rows is None else v[node_rows]
     for k, v in g.edata.items():
@@ -75,7 +75,7 @@ def reverse(g, copy_ndata=True, copy_edata=False, **kwargs):
 def remove_edges(g, eids, etype=None, store_ids=False):
     """g without edges `eids` (the others keep their order and data)."""
     _plain(g, "remove_edges")
-    eids = as_id_tensor(eids, "remove_edges", g.num_edges())
+    eids = as_ids(eids, "remove_edges", g.num_edges())
     keep_mask = torch.ones(g.num_edges(), dtype=torch.bool)
     keep_mask[eids] = False
     keep = torch.nonzero(keep_mask, as_tuple=False).reshape(-1)
@@ -90,7 +90,7 @@ def edge_subgraph(g, edges, relabel_nodes=True, store_ids=True, **kwargs):
     """The graph of edges `edges`: with relabel_nodes only their end nodes
     (ndata[dgl.NID] their ids in g, in increasing order), else all of g's."""
     _plain(g, "edge_subgraph")
-    eids = as_id_tensor(edges, "edge_subgraph", g.num_edges())
+    eids = as_ids(edges, "edge_subgraph", g.num_edges())
     src, dst = g._coo()
     s, d = src[eids], dst[eids]
     if relabel_nodes:
@@ -109,7 +109,7 @@ def node_subgraph(g, nodes, relabel_nodes=True, store_ids=True, **kwargs):
     """The graph induced by `nodes`: the edges between them, nodes numbered
     in the order given (ndata[dgl.NID] their ids in g)."""
     _plain(g, "node_subgraph")
-    nodes = as_id_tensor(nodes, "node_subgraph", g.num_nodes())
+    nodes = as_ids(nodes, "node_subgraph", g.num_nodes())
     index = torch.full((g.num_nodes(),), -1, dtype=torch.int64)
     index[nodes] = torch.arange(nodes.numel(), dtype=torch.int64)
     src, dst = g._coo()
@@ -134,7 +134,7 @@ def compact_graphs(graphs, always_preserve=None, copy_ndata=True, copy_edata=Tru
     edge touches removed, all renumbered alike: always_preserve first, then
     the other nodes in order of first appearance over the graphs' edges
     (src then dst of each graph in turn); ndata[dgl.NID] holds the old ids."""
-    single = isinstance(graphs, DGLGraph)
+    single = isinstance(graphs, HomoGraph)
     graphs = [graphs] if single else list(graphs)
     if not graphs:
         return []
@@ -145,7 +145,7 @@ def compact_graphs(graphs, always_preserve=None, copy_ndata=True, copy_edata=Tru
             raise DGLError(f"compact_graphs: the graphs must share one node set, got {n} and {g.num_nodes()} nodes")
     parts = []
     if always_preserve is not None:
-        parts.append(as_id_tensor(always_preserve, "compact_graphs always_preserve", n))
+        parts.append(as_ids(always_preserve, "compact_graphs always_preserve", n))
     for g in graphs:
         src, dst = g._coo()
         parts += [src, dst]

@@ -1,5 +1,6 @@
 #pragma once
-// What the sources of dgld._C (python/src/) share: a dgld Status as a C++
+// What the sources of dgld._C (python/src/) share, and dgld._test_hooks
+// (helpers.cpp only): a dgld Status as a C++
 // exception that module.cpp's translator turns into dgld.DGLError's family
 // (python/dgld/_errors.py), the conversions between torch tensors and dgld's
 // ids and dtypes, and each source's registration function.
@@ -48,6 +49,9 @@ T unwrap(Result<T>&& r) {
 
 // The class of dgld._errors that a status code raises.
 const char* error_class(StatusCode code);
+// Makes a module's StatusError arrive in Python as that class (each extension
+// module registers it in its init).
+void register_status_translator();
 
 // ------------------------------------------------------------------ tensors
 
@@ -60,7 +64,7 @@ std::span<const int64_t> span_of(const torch::Tensor& ids);
 torch::Tensor tensor_of(std::vector<int64_t>&& v);
 // A copy of a partition file's tensor (its mapping is read-only).
 torch::Tensor copy_of(const TensorView& t);
-// A block as torch.classes.dgld.Block.
+// A block as torch.classes.dgld.Block (loaders.cpp: _C only, it needs common/ops).
 py::object to_python(const ops::BlockGraphPtr& g);
 
 // Every partition's held-out edges of the config's link split (the files
@@ -73,7 +77,7 @@ Result<std::vector<std::pair<int64_t, int64_t>>> held_out_pairs(const PartitionC
 void bind_client(py::module_& m);       // client.cpp: ClientOptions, Client
 void bind_dist_tensor(py::module_& m);  // dist_tensor.cpp: DistTensor
 void bind_loaders(py::module_& m);      // loaders.cpp: make_block, DataLoader, EdgeDataLoader
-void bind_test_hooks(py::module_& m);   // test_hooks.cpp: what the tests compare against
 void bind_partition(py::module_& m);    // partition.cpp: partition_graph, load_partition
+void bind_partition_book(py::module_& m);  // partition_book.cpp: PartitionBook
 
 }  // namespace dgld::python

@@ -5,6 +5,7 @@
 #include "client/dist_graph.h"
 #include "client/split.h"
 #include "common/net/auth.h"
+#include "python/src/partition_book.h"
 
 namespace dgld::python {
 
@@ -151,23 +152,6 @@ torch::Tensor Client::split(const torch::Tensor& mask_in, bool edges, bool force
   return tensor_of(std::move(ids));
 }
 
-namespace {
-
-// Each machine's [start, end) homogeneous ids of node (edge) type t.
-std::vector<std::pair<int64_t, int64_t>> type_ranges(Client& c, int t, bool edges) {
-  const auto& types = c.cluster().config().types;
-  const auto& map = edges ? types.etype_map : types.ntype_map;
-  if (t < 0 || t >= static_cast<int>(map.size())) {
-    throw StatusError(invalid_argument(std::string(edges ? "edge" : "node") + " type id " + std::to_string(t) +
-                                       " is out of range [0, " + std::to_string(map.size()) + ")"));
-  }
-  std::vector<std::pair<int64_t, int64_t>> r;
-  for (const auto& x : map[static_cast<size_t>(t)]) r.emplace_back(x.start, x.end);
-  return r;
-}
-
-}  // namespace
-
 void bind_client(py::module_& m) {
   py::class_<ClientOptions>(m, "ClientOptions")
       .def(py::init<>())
@@ -197,75 +181,11 @@ void bind_client(py::module_& m) {
       .def_property_readonly("num_edges", [](Client& c) { return c.cluster().partition_book().num_edges(); })
       .def_property_readonly("ntype", [](Client& c) { return c.cluster().config().ntype; })
       .def_property_readonly("etype", [](Client& c) { return c.cluster().config().etype; })
-      // Heterogeneous graphs (docs/heterogeneous.md): empty lists for a homogeneous one.
-      .def_property_readonly("ntypes", [](Client& c) { return c.cluster().config().types.ntypes; })
-      .def_property_readonly("canonical_etypes", [](Client& c) { return c.cluster().config().types.etypes; })
-      .def_property_readonly("ntype_counts", [](Client& c) { return c.cluster().config().types.ntype_count; })
-      .def_property_readonly("etype_counts", [](Client& c) { return c.cluster().config().types.etype_count; })
-      .def_property_readonly("target_ntype", [](Client& c) { return c.cluster().config().types.target_ntype; })
-      // Per-type <-> homogeneous ids of nodes (edges with edges=True).
-      .def(
-          "to_homogeneous",
-          [](Client& c, int type, const torch::Tensor& ids, bool edges) {
-            const auto& book = c.cluster().partition_book();
-            const TypedIdSpace& space = edges ? book.etypes() : book.ntypes();
-            const auto& names = edges ? c.cluster().config().types.etypes : c.cluster().config().types.ntypes;
-            auto in = ids.to(torch::kInt64).contiguous();
-            auto out = torch::empty_like(in);
-            const int64_t* src = in.data_ptr<int64_t>();
-            int64_t* dst = out.data_ptr<int64_t>();
-            const bool known = type >= 0 && type < space.num_types();
-            for (int64_t i = 0; i < in.numel(); ++i) {
-              dst[i] = space.to_homogeneous(type, src[i]);
-              if (dst[i] < 0) {
-                throw StatusError(invalid_argument(
-                    std::string(edges ? "edge" : "node") + " id " + std::to_string(src[i]) + " of type " +
-                    (known && type < static_cast<int>(names.size()) ? "'" + names[type] + "'" : std::to_string(type)) +
-                    " is out of range [0, " + std::to_string(known ? space.count(type) : 0) + ")"));
-              }
-            }
-            return out;
-          },
-          py::arg("type"), py::arg("ids"), py::arg("edges") = false)
-      .def(
-          "to_type_wise",
-          [](Client& c, const torch::Tensor& ids, bool edges) {
-            const auto& book = c.cluster().partition_book();
-            auto in = ids.to(torch::kInt64).contiguous();
-            auto types = torch::empty_like(in), out = torch::empty_like(in);
-            const int64_t* src = in.data_ptr<int64_t>();
-            for (int64_t i = 0; i < in.numel(); ++i) {
-              int t = -1;
-              out.data_ptr<int64_t>()[i] = edges ? book.edge_to_type_wise(src[i], &t) : book.to_type_wise(src[i], &t);
-              if (t < 0) {
-                throw StatusError(invalid_argument(std::string(edges ? "edge" : "node") + " id " +
-                                                   std::to_string(src[i]) + " is out of range"));
-              }
-              types.data_ptr<int64_t>()[i] = t;
-            }
-            return py::make_tuple(types, out);
-          },
-          py::arg("ids"), py::arg("edges") = false)
-      .def("node_ranges",
+      // The job's partition book (partition_book.h), as this machine's partition sees it.
+      .def("partition_book",
            [](Client& c) {
-             std::vector<std::pair<int64_t, int64_t>> r;
-             for (const auto& x : c.cluster().partition_book().node_ranges()) r.emplace_back(x.start, x.end);
-             return r;
-           })
-      // Heterogeneous graphs: the homogeneous ids of node (edge) type t on each machine.
-      .def("ntype_ranges", [](Client& c, int t) { return type_ranges(c, t, false); })
-      .def("etype_ranges", [](Client& c, int t) { return type_ranges(c, t, true); })
-      .def("edge_ranges",
-           [](Client& c) {
-             std::vector<std::pair<int64_t, int64_t>> r;
-             for (const auto& x : c.cluster().partition_book().edge_ranges()) r.emplace_back(x.start, x.end);
-             return r;
-           })
-      .def("machines",
-           [](Client& c) {
-             std::vector<std::pair<std::string, int>> r;
-             for (const auto& x : c.cluster().machines()) r.emplace_back(x.host, x.base_port);
-             return r;
+             client::Cluster& cl = c.cluster();
+             return PartitionBook(cl.config(), cl.partition_book(), cl.machine_id());
            })
       .def("tensors", &Client::tensors)
       .def("barrier", &Client::barrier, py::arg("name") = "", py::arg("timeout_s") = 600.0)

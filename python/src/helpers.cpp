@@ -1,13 +1,26 @@
-// The helpers every source of dgld._C uses (binding.h): the error class of a
-// status code, tensor <-> dgld conversions.
+// The helpers every source of dgld._C and dgld._test_hooks uses (binding.h):
+// the error class of a status code, tensor <-> dgld conversions, held-out
+// link-split edges. Nothing here uses common/ops (see test_hooks.cpp).
 #include "python/src/binding.h"
 
 #include <cstring>
 #include <memory>
 
+#include "common/partition/link_split.h"
 #include "common/partition/partition.h"
 
 namespace dgld::python {
+
+void register_status_translator() {
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const StatusError& e) {
+      py::object cls = py::module_::import("dgld._errors").attr(error_class(e.code));
+      PyErr_SetString(cls.ptr(), e.message.c_str());
+    }
+  });
+}
 
 const char* error_class(StatusCode code) {
   switch (code) {
@@ -82,6 +95,15 @@ torch::Tensor copy_of(const TensorView& t) {
   return out;
 }
 
-py::object to_python(const ops::BlockGraphPtr& g) { return torch::jit::toPyObject(c10::IValue(g)); }
+Result<std::vector<std::pair<int64_t, int64_t>>> held_out_pairs(const PartitionConfig& config) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (int p = 0; p < config.num_parts; ++p) {
+    DGLD_ASSIGN_OR_RETURN(LinkSplitPart part, read_link_split(config, p));
+    for (const LinkEdges* e : {&part.valid, &part.test}) {
+      for (size_t i = 0; i < e->src.size(); ++i) out.emplace_back(e->src[i], e->dst[i]);
+    }
+  }
+  return out;
+}
 
 }  // namespace dgld::python

@@ -8,6 +8,7 @@
 #include "common/buffer_pool.h"
 #include "client/link_loader.h"
 #include "common/partition/link_split.h"
+#include "common/sampling/multi_layer_sampler.h"
 #include "python/src/client.h"
 
 namespace dgld::python {
@@ -265,16 +266,34 @@ class EdgeDataLoader {
 
 }  // namespace
 
-Result<std::vector<std::pair<int64_t, int64_t>>> held_out_pairs(const PartitionConfig& config) {
-  std::vector<std::pair<int64_t, int64_t>> out;
-  for (int p = 0; p < config.num_parts; ++p) {
-    DGLD_ASSIGN_OR_RETURN(LinkSplitPart part, read_link_split(config, p));
-    for (const LinkEdges* e : {&part.valid, &part.test}) {
-      for (size_t i = 0; i < e->src.size(); ++i) out.emplace_back(e->src[i], e->dst[i]);
-    }
+py::object to_python(const ops::BlockGraphPtr& g) { return torch::jit::toPyObject(c10::IValue(g)); }
+
+namespace {
+
+// The blocks C++'s multi-layer sampler makes for `seeds` with `rng_seed`
+// over the job's servers, without the data loader: what the tests compare
+// the loader's blocks against. A test hook that stays in _C, not in
+// dgld._test_hooks: it needs this process's job connection (the Client's
+// cluster, made by _C's copy of the client library) and returns
+// torch.classes.dgld.Block objects, whose class a second extension module
+// could only get by linking common/ops again, which registers the "dgld"
+// TORCH_LIBRARY a second time (an error when the module loads).
+py::list sample_blocks(std::shared_ptr<Client> c, const torch::Tensor& seeds_in, std::vector<int64_t> fanouts,
+                       uint64_t rng_seed) {
+  const auto seeds = as_ids(seeds_in, "sample_blocks");
+  client::DistNeighborSource source(c->cluster());
+  MultiLayerNeighborSampler sampler(std::move(fanouts));
+  MiniBatch mb;
+  {
+    py::gil_scoped_release release;
+    mb = unwrap(sampler.sample(source, span_of(seeds), rng_seed));
   }
+  py::list out;
+  for (const Block& b : mb.blocks) out.append(to_python(unwrap(ops::block_graph_from(b, true))));
   return out;
 }
+
+}  // namespace
 
 void bind_loaders(py::module_& m) {
   // DGL's NeighborSampler arguments, checked once (common/sampling/sampling_spec.h).
@@ -318,6 +337,7 @@ void bind_loaders(py::module_& m) {
   m.def("make_block", &make_block, py::arg("indptr"), py::arg("indices"), py::arg("num_src"),
         py::arg("src_ids") = std::nullopt, py::arg("dst_ids") = std::nullopt);
   m.def("_batch_rng_seed", &client::batch_rng_seed);
+  m.def("_sample_blocks", &sample_blocks);
 }
 
 }  // namespace dgld::python

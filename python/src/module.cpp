@@ -4,6 +4,8 @@
 //   DistTensor  pull / push rows by global id (client::DistTensor)
 //   DataLoader  mini-batches made by C++ threads or sampler-workers
 //               (client::DistDataLoader), blocks as torch.classes.dgld.Block
+//   PartitionBook  which partition owns which id, type <-> homogeneous ids
+//               (common/partition's RangePartitionBook)
 // Tensors cross without copies where the memory allows; every call that may
 // wait (a pull, a barrier, the next batch) releases the GIL, and waits that
 // can be long check for Ctrl-C every 100 ms. A dgld error becomes an
@@ -11,7 +13,8 @@
 // library's message.
 //
 // Sources: binding.h (errors, tensor conversions), client.cpp, dist_tensor.cpp,
-// loaders.cpp, test_hooks.cpp, partition.cpp; this file makes the module of them.
+// loaders.cpp, partition.cpp, partition_book.cpp; this file makes the module
+// of them. The tests' hooks are a module of their own (test_hooks.cpp).
 #include "common/logging.h"
 #include "common/memory.h"
 #include "python/src/binding.h"
@@ -23,19 +26,12 @@ PYBIND11_MODULE(_C, m) {
   // A training script's tensors, as the daemons' buffers, stay in the heap
   // (common/memory.h): set when dgld is imported, before its first batch.
   dgld::tune_allocator_for_large_buffers();
-  py::register_exception_translator([](std::exception_ptr p) {
-    try {
-      if (p) std::rethrow_exception(p);
-    } catch (const StatusError& e) {
-      py::object cls = py::module_::import("dgld._errors").attr(error_class(e.code));
-      PyErr_SetString(cls.ptr(), e.message.c_str());
-    }
-  });
+  register_status_translator();
   bind_client(m);
   bind_dist_tensor(m);
   bind_loaders(m);
-  bind_test_hooks(m);
   bind_partition(m);
+  bind_partition_book(m);
   m.def("set_log_level", [](const std::string& level) {
     dgld::LogOptions lo;
     lo.level = level;

@@ -1,10 +1,10 @@
 // dgld._C's partition functions, the C++ half of dgld.distributed's
-// partition_graph and load_partition (python/dgld/partition.py):
+// partition_graph and load_partition (python/dgld/distributed/partition.py;
+// load_partition_book is partition_book.cpp's PartitionBook):
 //   _partition_graph   runs dgl-partition's partitioner (partitioner.h) over
 //                      an in-memory graph (memory_input.h), GIL released
 //   _partition_orig_ids  the new -> original node and edge id maps of a
 //                      partitioned graph (node/orig_id, edge/orig_id)
-//   _read_part_config  the config as load_part_config validates it
 //   _read_partition    one partition's local graph and tensors (copies)
 #include <cstring>
 #include <string>
@@ -155,38 +155,6 @@ py::tuple partition_orig_ids(const std::string& part_config) {
   return py::make_tuple(tensor_of(std::move(nids)), tensor_of(std::move(eids)));
 }
 
-py::dict read_part_config(const std::string& part_config) {
-  const auto c = unwrap(load_part_config(part_config));
-  auto ranges = [](const std::vector<IdRange>& m) {
-    std::vector<std::pair<int64_t, int64_t>> r;
-    for (const auto& x : m) r.emplace_back(x.start, x.end);
-    return r;
-  };
-  py::dict out;
-  out["graph_name"] = c.graph_name;
-  out["num_parts"] = c.num_parts;
-  out["num_nodes"] = c.num_nodes;
-  out["num_edges"] = c.num_edges;
-  out["halo_hops"] = c.halo_hops;
-  out["part_method"] = c.part_method;
-  out["ntype"] = c.ntype;
-  out["etype"] = c.etype;
-  out["node_map"] = ranges(c.node_map);
-  out["edge_map"] = ranges(c.edge_map);
-  out["num_trainers_per_machine"] = c.num_trainers_per_machine;
-  // Heterogeneous graphs: types by id and each type's ranges per partition
-  // (empty for a homogeneous graph).
-  const GraphTypeInfo& t = c.types;
-  out["ntypes"] = t.ntypes;
-  out["canonical_etypes"] = t.etypes;
-  py::dict nmap, emap;
-  for (int i = 0; i < t.num_ntypes(); ++i) nmap[py::str(t.ntypes[i])] = ranges(t.ntype_map[i]);
-  for (int i = 0; i < t.num_etypes(); ++i) emap[py::str(t.etypes[i])] = ranges(t.etype_map[i]);
-  out["ntype_map"] = nmap;
-  out["etype_map"] = emap;
-  return out;
-}
-
 py::dict read_partition(const std::string& part_config, int part_id, bool load_graph, bool load_feats) {
   const auto c = homogeneous_config(part_config, "load_partition");
   auto part = [&] {
@@ -224,7 +192,6 @@ void bind_partition(py::module_& m) {
         py::arg("part_method"), py::arg("balance_train"), py::arg("balance_edges"),
         py::arg("num_trainers_per_machine"), py::arg("seed"), py::arg("overwrite"));
   m.def("_partition_orig_ids", &partition_orig_ids, py::arg("part_config"));
-  m.def("_read_part_config", &read_part_config, py::arg("part_config"));
   m.def("_read_partition", &read_partition, py::arg("part_config"), py::arg("part_id"), py::arg("load_graph"),
         py::arg("load_feats"));
 }

@@ -1,13 +1,16 @@
-// dgld._C's test hooks: what the tests compare the library's answers
-// against (a partition's own tensor rows, held-out edges, blocks sampled
-// without the loader).
-#include <functional>
-#include <map>
+// dgld._test_hooks: what the Python tests compare the library's answers
+// against (a partition's own tensor rows, the held-out edges of a link
+// split). Built into the build tree's package beside _C, never installed.
+//
+// A module of its own, so _C carries no test code. It links common/ and
+// common/partition only: linking common/ops would register the "dgld"
+// TORCH_LIBRARY (common/ops/torch_library.cpp) a second time in a process
+// that imports both, which fails. _C's _sample_blocks stays in _C for that
+// reason (loaders.cpp).
 #include <numeric>
 
 #include "common/partition/partition.h"
-#include "common/sampling/multi_layer_sampler.h"
-#include "python/src/client.h"
+#include "python/src/binding.h"
 
 namespace dgld::python {
 namespace {
@@ -36,29 +39,13 @@ std::vector<std::pair<int64_t, int64_t>> link_split_pairs(const std::string& par
   return unwrap(held_out_pairs(unwrap(load_part_config(part_config))));
 }
 
-// The blocks C++'s multi-layer sampler makes for `seeds` with `rng_seed`
-// over the job's servers, without the data loader.
-py::list sample_blocks(std::shared_ptr<Client> c, const torch::Tensor& seeds_in, std::vector<int64_t> fanouts,
-                       uint64_t rng_seed) {
-  const auto seeds = as_ids(seeds_in, "sample_blocks");
-  client::DistNeighborSource source(c->cluster());
-  MultiLayerNeighborSampler sampler(std::move(fanouts));
-  MiniBatch mb;
-  {
-    py::gil_scoped_release release;
-    mb = unwrap(sampler.sample(source, span_of(seeds), rng_seed));
-  }
-  py::list out;
-  for (const Block& b : mb.blocks) out.append(to_python(unwrap(ops::block_graph_from(b, true))));
-  return out;
-}
-
 }  // namespace
-
-void bind_test_hooks(py::module_& m) {
-  m.def("_partition_node_tensor", &partition_node_tensor);
-  m.def("_sample_blocks", &sample_blocks);
-  m.def("_link_split_pairs", &link_split_pairs);
-}
-
 }  // namespace dgld::python
+
+PYBIND11_MODULE(_test_hooks, m) {
+  using namespace dgld::python;
+  m.doc() = "what dgld's Python tests compare against (not installed)";
+  register_status_translator();
+  m.def("partition_node_tensor", &partition_node_tensor, py::arg("part_config"), py::arg("part_id"), py::arg("name"));
+  m.def("link_split_pairs", &link_split_pairs, py::arg("part_config"));
+}

@@ -1,8 +1,9 @@
 """DGL 0.5-2.4's distributed API on dgld: initialize() with every version's
 signature, the num_workers / dgl-launch --num-samplers rule,
 dgl.distributed.optim, DistDataLoader running a Python collate_fn (a
-guide-style sampler class holding the DistGraph) in sampler processes, and
-dgld's import graph having no circle."""
+guide-style sampler class holding the DistGraph) in sampler processes,
+DGL's module layout (and dgld's old module names), and dgld's import graph
+having no circle."""
 
 import ast
 import json
@@ -22,7 +23,7 @@ from conftest import BUILD, Job, binary, free_port_block
 
 import dgld
 import dgld.distributed as dist
-from dgld import _client
+from dgld.distributed import dist_context as _client
 
 MAX_QUEUE = 20 * 1024 * 1024 * 1024  # DGL's MAX_QUEUE_SIZE
 
@@ -230,7 +231,7 @@ def main(mode, ip, part):
         pids |= {b[3] for b in batches}
     # A block comes back whole: a DGLBlock when dgld has to_block.
     block = next(iter(loader))[4]
-    out(block=type(block).__name__, block_edges=None if block is None else block.num_edges())
+    out(block=isinstance(block, dgl.DGLBlock), block_edges=None if block is None else block.num_edges())
     # An epoch left early, then a full one: nothing of the first leaks in.
     it = iter(loader)
     next(it)
@@ -324,7 +325,7 @@ def test_dist_data_loader_runs_collate_fn_in_two_sampler_processes(loader_job):
         assert len(e["pids"]) == 2 and p.pid not in e["pids"]  # both processes, not the trainer
     extra = {k: v for x in r for k, v in x.items()}
     if hasattr(dgld, "to_block"):
-        assert extra["block"] == "DGLBlock" and extra["block_edges"] > 0
+        assert extra["block"] is True and extra["block_edges"] > 0
     assert extra["after_break"] == 9
     assert extra["error_type"] == "ValueError", output
     assert "no batch with node 910" in extra["error"] and "sampler process" in extra["error"]
@@ -449,10 +450,39 @@ def _imports(name, path, modules):
     return {m for m in out if m in known and m != name}
 
 
+# DGL's python/dgl/distributed and dataloading, module for module.
+DGL_LAYOUT = {"dgld.base", "dgld.heterograph", "dgld.convert", "dgld.distributed", "dgld.distributed.dist_context",
+              "dgld.distributed.dist_graph", "dgld.distributed.dist_tensor", "dgld.distributed.graph_partition_book",
+              "dgld.distributed.graph_services", "dgld.distributed.partition", "dgld.distributed.dist_dataloader",
+              "dgld.distributed.nn.pytorch.sparse_emb", "dgld.distributed.optim", "dgld.dataloading",
+              "dgld.dataloading.neighbor_sampler", "dgld.dataloading.negative_sampler"}
+
+
+def test_dgl_module_layout_and_the_old_names():
+    import dgld.distributed.optim.pytorch.sparse_optim as sparse_optim
+    from dgld.distributed import dist_context, dist_dataloader, dist_graph, graph_partition_book, graph_services
+    from dgld.distributed.nn.pytorch import sparse_emb
+    assert dist.DistGraph is dist_graph.DistGraph and dist.node_split is dist_graph.node_split
+    assert dist.initialize is dist_context.initialize and dist.sample_neighbors is graph_services.sample_neighbors
+    assert dist.GraphPartitionBook is graph_partition_book.GraphPartitionBook
+    assert issubclass(dist.NodePartitionPolicy, dist.PartitionPolicy)
+    assert dist.DistEmbedding is sparse_emb.DistEmbedding and dist.SparseAdam is sparse_optim.SparseAdam
+    assert dist.DistDataLoader is dist_dataloader.DistDataLoader
+    assert dgld.dataloading.negative_sampler.Uniform(2).k == 2
+    from dgld.dataloading import DistNodeDataLoader  # noqa: F401 - DGL's re-export
+    with pytest.raises(AttributeError):
+        dgld.dataloading.NoSuchLoader  # noqa: B018
+    # dgld._client is dist_context under its old name: one module, one state.
+    from dgld import _client as old
+    assert old is dist_context and sys.modules["dgld._client"] is dist_context
+    # Pickled handles name the new modules.
+    assert dist_graph._reopen.__module__ == "dgld.distributed.dist_graph"
+
+
 def test_no_module_of_dgld_imports_one_that_imports_it_back():
     root = Path(dgld.__file__).parent
     modules = _package_modules(root)
-    assert {"dgld.distributed", "dgld.dataloading", "dgld.embedding", "dgld._client", "dgld.dist_tensor"} <= set(modules)
+    assert DGL_LAYOUT | {"dgld._client"} <= set(modules), sorted(DGL_LAYOUT - set(modules))
     graph = {m: _imports(m, p, modules) for m, p in modules.items()}
     # Cycles by depth-first search over the import graph.
     state, stack, cycles = {}, [], []

@@ -8,11 +8,15 @@ import subprocess
 import sys
 import tempfile
 
+import pytest
+import torch
+
 from conftest import Job, run_result
 
 SCRIPT = r"""
 import json, torch
 import dgld, dgld.distributed as dist
+from dgld import _test_hooks
 
 dist.initialize({ip!r})
 g = dist.DistGraph('g', part_config={part!r})
@@ -34,7 +38,7 @@ rows = feat[ids]
 out["rows"] = list(rows.shape)
 out["rows_equal"] = True
 for p in range(2):
-    gids, part_rows = dgld._C._partition_node_tensor({part!r}, p, "paper/features")
+    gids, part_rows = _test_hooks.partition_node_tensor({part!r}, p, "paper/features")
     _, tw = g.to_type_wise_ids(gids)
     out["rows_equal"] &= bool(torch.equal(rows[tw], part_rows))
 labels = g.nodes["paper"].data["labels"][ids]
@@ -113,6 +117,24 @@ def test_distgraph_types_and_per_type_data():
     assert gpb.partid2eids(1, cw).tolist() == list(range(e0 - s0, e0 - s0 + e1 - s1))
     assert gpb.map_to_homo_eid(gpb.partid2eids(1, cw), cw).tolist() == list(range(s1, e1))
     assert gpb.canonical_etypes == [tuple(t.split(":")) for t in sorted(cfg["etypes"], key=cfg["etypes"].get)]
+    # The book is the C++ one: DGL's three names of an edge type, per-type
+    # ownership, and its errors.
+    assert gpb.etype_id("writes") == gpb.etype_id(cw) == gpb.etype_id("author:writes:paper") == cfg["etypes"][
+        "author:writes:paper"]
+    papers = torch.arange(1200)
+    owners = gpb.nid2partid(papers, "paper")
+    assert torch.equal(owners, gpb.nid2partid(gpb.map_to_homo_nid(papers, "paper")))
+    assert torch.equal(papers[owners == 1], gpb.partid2nids(1, "paper"))
+    assert torch.equal(gpb.nid2localnid(gpb.partid2nids(1, "paper"), 1, "paper"),
+                       torch.arange(int((owners == 1).sum())))
+    with pytest.raises(ValueError, match="'journal' is not a node type of the graph"):
+        gpb.ntype_id("journal")
+    with pytest.raises(ValueError, match="'nope' is not an edge type of the graph"):
+        gpb.partid2eids(0, "nope")
+    with pytest.raises(ValueError, match="node id 1200 of type 'paper' is out of range"):
+        gpb.map_to_homo_nid([1200], "paper")
+    with pytest.raises(ValueError, match="partition 2 does not exist"):
+        gpb.partid2nids(2)
     assert res["ntypes"] == ["paper", "author", "venue", "topic"]
     assert "writes" in res["etypes"] and "rev-writes" in res["etypes"]
     assert ["author", "writes", "paper"] in res["canonical"]

@@ -242,3 +242,28 @@ def dense_of(g, etype, ns, nd):
     a = torch.zeros(nd, ns, dtype=torch.float64)
     a.index_put_((v, u), torch.ones(u.numel(), dtype=torch.float64), accumulate=True)
     return a
+
+
+def test_every_graph_is_a_dglgraph_and_every_block_a_dglblock():
+    """As in DGL: dgld.DGLGraph is dgld.DGLHeteroGraph, the class of
+    homogeneous graphs, heterographs and blocks alike; blocks, typed ones
+    too, are DGLBlocks; a heterograph's relation graphs are graphs."""
+    assert dgld.DGLGraph is dgld.DGLHeteroGraph and issubclass(dgld.DGLBlock, dgld.DGLGraph)
+    homo = dgld.graph(([0, 1], [1, 2]))
+    block = dgld.create_block(([0, 1], [0, 0]), num_src_nodes=2, num_dst_nodes=1)
+    frontier_block = dgld.to_block(homo, torch.tensor([1, 2]))
+    hetero = dgld.heterograph(EDGES, num_nodes_dict={"author": 2, "paper": 5, "venue": 1})
+    typed = typed_block()
+    for g in (homo, block, frontier_block, hetero, typed, hetero[WRITES], hetero[CITES], typed[WRITES]):
+        assert isinstance(g, dgld.DGLGraph), type(g)
+        assert isinstance(g, dgld.DGLBlock) == g.is_block, type(g)
+    assert not isinstance(homo, dgld.DGLBlock) and not isinstance(hetero, dgld.DGLBlock)
+    assert isinstance(block, dgld.DGLBlock) and isinstance(typed, dgld.DGLBlock)
+    assert not isinstance(hetero[WRITES], dgld.DGLBlock) and isinstance(typed[WRITES], dgld.DGLBlock)
+    with pytest.raises(DGLError, match="make graphs with dgld.graph"):
+        dgld.DGLGraph()
+    # What needs one node and one edge type says so for a typed graph.
+    with pytest.raises(DGLError, match="homogeneous"):
+        dgld.reverse(hetero)
+    with pytest.raises(DGLError, match="homogeneous"):
+        dgld.to_block(hetero)

@@ -9,11 +9,9 @@ from typing import List, Tuple
 import torch
 from torch import Tensor
 
-from .. import _C  # noqa: F401 - registers torch.classes.dgld.Block and torch.ops.dgld
 from .._errors import DGLError, InvalidArgument
-from ..graph import DGLGraph
-
-Block = torch.classes.dgld.Block
+from ..base import Block
+from ..graph import HomoGraph
 
 def zero_in_degree_message() -> str:
     return ("There are 0-in-degree nodes in the graph, output for those nodes will be invalid. This is "
@@ -27,7 +25,7 @@ def native_block(graph):
     """The torch.classes.dgld.Block a layer's kernels run on: a DGLGraph's
     or DGLBlock's CSR (made once per graph), or the Block itself. Eager
     mode only: a scripted layer takes Blocks."""
-    if isinstance(graph, DGLGraph):
+    if isinstance(graph, HomoGraph):
         return graph._csr()
     return graph
 

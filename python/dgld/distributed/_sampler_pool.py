@@ -34,8 +34,8 @@ from multiprocessing.connection import wait as _wait_any
 
 import torch
 
-from . import _client
-from ._errors import Closed, DGLError, InvalidArgument, Timeout
+from .._errors import Closed, DGLError, InvalidArgument, Timeout
+from . import dist_context
 
 _START_GRACE_S = 60.0  # importing torch and dgld in a fresh interpreter, on top of connect_timeout_s
 _PICKLE = pickle.HIGHEST_PROTOCOL
@@ -47,11 +47,11 @@ def get_pool():
     initialize()'s num_workers."""
     global _pool
     if _pool is None:
-        n = _client.num_sampler_workers()
+        n = dist_context.num_sampler_workers()
         if n <= 0:
             raise DGLError("no sampler processes: initialize(num_workers=0)")
-        _pool = SamplerPool(n, _client.sampler_spec())
-        _client.on_exit(stop_pool)
+        _pool = SamplerPool(n, dist_context.sampler_spec())
+        dist_context.on_exit(stop_pool)
     return _pool
 
 
@@ -429,7 +429,7 @@ def _worker_main(index, spec, seed, tasks, results):
     try:
         torch.set_num_threads(spec["options"]["num_worker_threads"])
         torch.manual_seed(seed)
-        _client.join_as_sampler(spec)
+        dist_context.join_as_sampler(spec)
     except BaseException:  # noqa: BLE001 - reported to the trainer
         send(("start-error", _exc_info()))
         return
@@ -457,4 +457,4 @@ def _worker_main(index, spec, seed, tasks, results):
     finally:
         outbox.put(None)
         sender.join(10.0)
-        _client.exit_client()
+        dist_context.exit_client()

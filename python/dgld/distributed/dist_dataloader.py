@@ -1,12 +1,25 @@
-"""dgld.dataloading: DGL's NeighborSampler and DistNodeDataLoader.
+"""DGL's distributed loaders (dgl.distributed.dist_dataloader): the generic
+DistDataLoader, and DistNodeDataLoader / DistEdgeDataLoader over a
+NeighborSampler (dgld.dataloading re-exports them, as DGL's
+dgl.dataloading does).
 
-The loader's batches are made in C++: by the trainer's own threads (two by
-default, at a lower priority than the training step), or by sampler-worker
-processes, while Python trains on the previous batch. Each batch is
-(input_nodes, seeds, blocks), blocks being torch.classes.dgld.Block objects
-(DGL's block API: num_src_nodes(), num_dst_nodes(), edges(), srcdata[NID],
-...; dgld.nn's layers take them, also in TorchScript).
+DistDataLoader(dataset, batch_size, shuffle, collate_fn, drop_last,
+queue_size) gives batches of dataset items passed through collate_fn (the
+form DGL's distributed guide uses: collate_fn=sampler.sample_blocks). With
+initialize(num_workers=N), N > 0 (dgl-launch --num-samplers N), the
+collate_fn runs in the trainer's N sampler processes (_sampler_pool.py),
+queue_size batches ahead (default 4 N), and the batches come back in order;
+with 0 it runs in this process when the batch is asked for. Each iter() is
+an epoch: the items are shuffled (torch's generator) when shuffle is set.
+As in DGL, collate_fn gets a list of items, tensor and numpy scalars turned
+into Python numbers.
 
+DistNodeDataLoader's and DistEdgeDataLoader's batches are made in C++: by
+the trainer's own threads (two by default, at a lower priority than the
+training step), or by sampler-worker processes, while Python trains on the
+previous batch. Each node batch is (input_nodes, seeds, blocks), blocks
+being dgld.DGLBlock objects over the loader's torch.classes.dgld.Block
+(DGL's block API; dgld.nn's layers take them, also in TorchScript).
 Features and labels come with the batch (prefetch_node_feats /
 prefetch_labels of the sampler, by default 'features' and 'labels' when the
 graph has them): they are in blocks[0].srcdata and blocks[-1].dstdata, and a
@@ -15,83 +28,110 @@ input_nodes tensor gets the fetched rows without another request, so DGL's
 examples run unchanged and fast.
 """
 
+import numpy as np
 import torch
 
-from . import _C
-from ._client import _interrupted
-from ._errors import InvalidArgument
-from .convert import block_from_native, pair_graph
-from .graph import DGLGraph
-from .dist_dataloader import DistDataLoader
-from .dist_tensor import DistTensor, _as_ids
+from .. import _C
+from .._errors import InvalidArgument
+from ..base import as_ids
+from ..convert import block_from_native, pair_graph
+from ..dataloading.base import EdgePredictionSampler, as_edge_prediction_sampler
+from ..dataloading.neighbor_sampler import NeighborSampler
+from . import _sampler_pool
+from . import dist_context
+from .dist_tensor import DistTensor
 from .typed_batches import etype_fanouts, typed_batch, typed_seeds
 
-__all__ = ["NeighborSampler", "MultiLayerNeighborSampler", "MultiLayerFullNeighborSampler", "DistNodeDataLoader",
-           "DistDataLoader", "as_edge_prediction_sampler", "EdgePredictionSampler", "DistEdgeDataLoader",
-           "negative_sampler", "NodeDataLoader", "EdgeDataLoader", "DataLoader"]
+__all__ = ["DistDataLoader", "DistNodeDataLoader", "DistEdgeDataLoader"]
 
 
-class NeighborSampler:
-    """DGL's NeighborSampler: fanouts[i] neighbours per node for block i
-    (input layer first; -1: all), uniformly or, with prob='w', in
-    proportion to the float32 edge tensor g.edata['w'] (zero: never). The
-    arguments become one _C.SamplingSpec, checked there, that travels as it
-    is to the sampler-workers and graph-servers."""
+def _scalar(item):
+    if isinstance(item, torch.Tensor) and item.dim() == 0:
+        return item.item()
+    if isinstance(item, np.generic):
+        return item.item()
+    if isinstance(item, tuple):
+        return tuple(_scalar(x) for x in item)
+    return item
 
-    def __init__(self, fanouts, edge_dir="in", prob=None, mask=None, replace=False, prefetch_node_feats=None,
-                 prefetch_labels=None, prefetch_edge_feats=None, output_device=None, fused=True, return_eids=False):
-        # fused (DGL 1.x) and return_eids (DGL 0.6-0.7: blocks carry edata[dgl.EID] always) change nothing here.
-        # A layer's fanout may be DGL's dict {etype: fanout} (typed graphs, typed_batches.py): the
-        # spec then takes the largest per layer, and the loader gives it one fanout per edge type.
-        self.layer_fanouts = list(fanouts) if isinstance(fanouts, (list, tuple)) else fanouts
+
+def _identity(items):
+    return items
+
+
+class DistDataLoader:
+    """See the module doc. dgld addition: batch_timeout_s, how long the
+    trainer waits for one batch from a sampler process (default 120)."""
+
+    def __init__(self, dataset, batch_size, shuffle=False, collate_fn=None, drop_last=False, queue_size=None,
+                 batch_timeout_s=120.0):
+        self.dataset = dataset
+        self.batch_size = int(batch_size)
+        if self.batch_size < 1:
+            raise InvalidArgument("batch_size must be >= 1")
+        self.shuffle = shuffle
+        self.collate_fn = collate_fn or _identity
+        self.drop_last = drop_last
+        self.batch_timeout_s = float(batch_timeout_s)
+        self.num_workers = dist_context.num_sampler_workers() if collate_fn is not None else 0
+        self.queue_size = 4 * max(1, self.num_workers) if queue_size is None else int(queue_size)
+        if self.queue_size < 1:
+            raise InvalidArgument(f"queue_size must be >= 1, got {queue_size}")
+        self._epoch = 0
+        self._pool = None
+        if self.num_workers:
+            self._pool = _sampler_pool.get_pool()
+            self._loader_id = self._pool.register(collate_fn)
+
+    def __len__(self):
+        n = len(self.dataset)
+        return n // self.batch_size if self.drop_last else (n + self.batch_size - 1) // self.batch_size
+
+    def _items(self, order, b):
+        idx = order[b * self.batch_size:(b + 1) * self.batch_size]
+        data = self.dataset
+        if isinstance(data, torch.Tensor) and data.dim() == 1:
+            return data[idx].tolist()
+        if isinstance(data, np.ndarray) and data.ndim == 1:
+            return data[idx.numpy()].tolist()
+        return [_scalar(data[i]) for i in idx.tolist()]
+
+    def __iter__(self):
+        n = len(self.dataset)
+        order = torch.randperm(n) if self.shuffle else torch.arange(n)
+        epoch = self._epoch
+        self._epoch += 1
+        if self._pool is None:
+            return (self.collate_fn(self._items(order, b)) for b in range(len(self)))
+        return self._from_workers(order, epoch)
+
+    def _from_workers(self, order, epoch):
+        pool, total, lid = self._pool, len(self), self._loader_id
+        sent = 0
         try:
-            fanouts = [_layer_fanout(f) for f in fanouts]
-        except (TypeError, ValueError):
-            raise InvalidArgument(f"fanouts must be a list of integers >= -1 (or of dicts {{etype: fanout}}), "
-                                  f"got {fanouts!r}") from None
-        if edge_dir != "in":
-            raise InvalidArgument("the distributed loader samples in-neighbours only (edge_dir='in')")
-        if mask is not None:
-            raise InvalidArgument("NeighborSampler(mask=...) is not supported by dgld yet (prob= is)")
-        if prob is not None and not isinstance(prob, str):
-            raise InvalidArgument(f"prob must name an edge tensor (g.edata[prob]), got {type(prob).__name__}")
-        if prefetch_edge_feats:
-            raise InvalidArgument("prefetch_edge_feats is not supported by dgld yet")
-        for name, v in (("prefetch_node_feats", prefetch_node_feats), ("prefetch_labels", prefetch_labels)):
-            if v is not None and len(v) > 1:
-                raise InvalidArgument(f"{name}: dgld fetches one tensor with the batch, got {v}")
-        self.spec = _C.SamplingSpec(fanouts, replace=bool(replace), prob=prob or "")
-        self.fanouts = list(self.spec.fanouts)
-        self.replace = self.spec.replace
-        self.prob = prob
-        self.prefetch_node_feats = prefetch_node_feats
-        self.prefetch_labels = prefetch_labels
+            for b in range(total):
+                while sent < total and sent < b + self.queue_size:
+                    key = (lid, epoch, sent)
+                    pool.submit(key, self._items(order, sent), _sampler_pool.key_description(key))
+                    sent += 1
+                yield pool.get((lid, epoch, b), self.batch_timeout_s)
+        except KeyboardInterrupt:
+            dist_context._interrupted()
+            pool.interrupt()
+            raise
+        finally:
+            pool.abandon(lid, epoch)
 
-    def __getstate__(self):  # a sampler in a collate_fn travels to sampler processes
-        return {k: v for k, v in self.__dict__.items() if k != "spec"}
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        self.spec = _C.SamplingSpec(self.fanouts, replace=self.replace, prob=self.prob or "")
+    def __del__(self):
+        pool = getattr(self, "_pool", None)
+        if pool is not None:
+            try:
+                pool.unregister(self._loader_id)
+            except Exception:  # noqa: BLE001 - at interpreter exit the pool may be half gone
+                pass
 
 
-def _layer_fanout(f):
-    """One layer's fanout for the spec: an int, or a dict's largest (-1 if any is -1)."""
-    if isinstance(f, dict):
-        values = [int(v) for v in f.values()]
-        if not values:
-            raise ValueError("empty fanout dict")
-        return -1 if -1 in values else max(values)
-    return int(f)
-
-
-MultiLayerNeighborSampler = NeighborSampler
-
-
-class MultiLayerFullNeighborSampler(NeighborSampler):
-    def __init__(self, num_layers, **kwargs):
-        super().__init__([-1] * int(num_layers), **kwargs)
-
+# ---------------------------------------------------------------- loaders over a NeighborSampler
 
 def _default_tensor(g, names, want_dtype, want_dim):
     """The tensor to fetch with each batch: the one named, or the graph's
@@ -139,7 +179,7 @@ def _raw_batches(loader):
         try:
             b = loader.next()
         except KeyboardInterrupt:
-            _interrupted()
+            dist_context._interrupted()
             raise
         if b is None:
             return
@@ -162,7 +202,7 @@ class _EpochLoader:
         if isinstance(ids, DistTensor):
             raise InvalidArgument(f"pass {unit} ids (e.g. {unit}_split's result), not a DistTensor")
         self._g = g
-        self._ids = _as_ids(ids, count)
+        self._ids = as_ids(ids, None, count, check_range=False)  # the servers name an id out of range
         self._epoch = 0
         self.timings = {"sample_s": 0.0, "fetch_s": 0.0, "wait_s": 0.0}
 
@@ -239,52 +279,6 @@ class DistNodeDataLoader(_EpochLoader):
             yield input_nodes, seeds, [block_from_native(b) for b in blocks]
 
 
-class _NegativeSamplers:
-    """dgld.dataloading.negative_sampler: DGL's Uniform(k), and LocalUniform(k)
-    (negatives among the nodes of the machine that makes the batch, as
-    GraphStorm's localuniform)."""
-
-    class Uniform:
-        kind = "uniform"
-
-        def __init__(self, k):
-            self.k = int(k)
-            if self.k < 1:
-                raise InvalidArgument(f"a negative sampler draws k >= 1 negatives per edge, got {k}")
-
-    class LocalUniform(Uniform):
-        kind = "local-uniform"
-
-
-negative_sampler = _NegativeSamplers
-
-
-class EdgePredictionSampler:
-    """What as_edge_prediction_sampler returns: a node sampler for the ends
-    of each batch's edges, which edges to exclude, and the negatives."""
-
-    def __init__(self, sampler, exclude=None, reverse_eids=None, reverse_etypes=None, negative_sampler=None,
-                 prefetch_labels=None):
-        if exclude not in (None, "self", "reverse_id"):
-            raise InvalidArgument(f"exclude={exclude!r}: dgld supports None, 'self' and 'reverse_id' (both remove "
-                                  "the batch's edges and their reverse edges from its blocks, by endpoints)")
-        if reverse_etypes is not None:
-            raise InvalidArgument("reverse_etypes: the graph has one edge type")
-        if negative_sampler is not None and not isinstance(negative_sampler, _NegativeSamplers.Uniform):
-            raise InvalidArgument("negative_sampler must be dgld.dataloading.negative_sampler.Uniform(k) or "
-                                  "LocalUniform(k)")
-        self.sampler = sampler
-        self.exclude = exclude
-        self.negative_sampler = negative_sampler
-
-
-def as_edge_prediction_sampler(sampler, exclude=None, reverse_eids=None, reverse_etypes=None, negative_sampler=None,
-                               prefetch_labels=None):
-    """DGL's as_edge_prediction_sampler over a NeighborSampler. reverse_eids
-    is accepted and not needed: dgld finds reverse edges by their endpoints."""
-    return EdgePredictionSampler(sampler, exclude, reverse_eids, reverse_etypes, negative_sampler, prefetch_labels)
-
-
 class DistEdgeDataLoader(_EpochLoader):
     """Mini-batches of `eids` (this trainer's training edges, e.g.
     edge_split(g.edata['train_mask'], ...)), as DGL's DistEdgeDataLoader
@@ -336,30 +330,3 @@ class DistEdgeDataLoader(_EpochLoader):
                 yield input_nodes, pair, blocks
             else:
                 yield input_nodes, pair, pair_graph(neg_u, neg_v, seeds), blocks
-
-
-def _distributed_only(g, name):
-    if isinstance(g, DGLGraph):
-        raise InvalidArgument(f"{name}: dgld's loaders sample a DistGraph (dgld.distributed.DistGraph); sampling "
-                              "an in-memory DGLGraph is not supported")
-
-
-def NodeDataLoader(g, nids, graph_sampler, device=None, **kwargs):
-    """DGL 0.6-0.7's NodeDataLoader, which on a DistGraph is DistNodeDataLoader."""
-    _distributed_only(g, "NodeDataLoader")
-    return DistNodeDataLoader(g, nids, graph_sampler, device=device, **kwargs)
-
-
-def EdgeDataLoader(g, eids, graph_sampler, device=None, **kwargs):
-    """DGL 0.6-0.8's EdgeDataLoader, which on a DistGraph is DistEdgeDataLoader."""
-    _distributed_only(g, "EdgeDataLoader")
-    return DistEdgeDataLoader(g, eids, graph_sampler, device=device, **kwargs)
-
-
-def DataLoader(graph, indices, graph_sampler, device=None, **kwargs):
-    """DGL 0.8+'s DataLoader on a DistGraph: DistEdgeDataLoader for an
-    edge-prediction sampler, DistNodeDataLoader otherwise."""
-    _distributed_only(graph, "DataLoader")
-    if isinstance(graph_sampler, EdgePredictionSampler):
-        return DistEdgeDataLoader(graph, indices, graph_sampler, device=device, **kwargs)
-    return DistNodeDataLoader(graph, indices, graph_sampler, device=device, **kwargs)

@@ -1,16 +1,15 @@
-"""DistEmbedding and its sparse optimisers (DGL's dgl.distributed.DistEmbedding,
-SparseAdagrad, SparseAdam): a learnable per-node embedding whose rows and
-optimiser state live in DistTensors on the servers.
+"""The sparse optimisers of DistEmbedding (DGL's
+dgl.distributed.optim.SparseAdagrad and SparseAdam): each row's optimiser
+state lives in DistTensors on the servers beside the embedding's rows.
 
-emb(ids) pulls the rows as a tensor that records its gradient (when
-autograd is recording); step() sends every gradient row of the lookups made
-since the last step to the trainer that owns it (torch.distributed
-all_to_all over the job's gloo group; a machine's rows are split evenly
-among its trainers), which averages the gradients of a row that came
-several times (from several trainers, or several times in one batch), as
-DGL's optimisers do, and updates the rows in place (weights and state are
-read and written in its own machine's shared memory). A barrier ends the
-step, so the next lookup sees every update.
+step() sends every gradient row of the lookups made since the last step to
+the trainer that owns it (torch.distributed all_to_all over the job's gloo
+group; a machine's rows are split evenly among its trainers), which
+averages the gradients of a row that came several times (from several
+trainers, or several times in one batch), as DGL's optimisers do, and
+updates the rows in place (weights and state are read and written in its
+own machine's shared memory). A barrier ends the step, so the next lookup
+sees every update.
 
 zero_grad() keeps the lookups and their gradients, as DGL's does (there it
 only asks the next step() to drop the lookups, which dgld's step() always
@@ -19,49 +18,15 @@ does): DGL's scripts call it between the forward pass and backward()
 that batch must still be updated by step(). A lookup whose rows got no
 gradient is left out of the step."""
 
-import itertools
-
 import torch
 import torch.distributed as tdist
 
-from ._client import _client
-from ._errors import InvalidArgument
-from .dist_tensor import DistTensor, _as_ids
+from ...._errors import InvalidArgument
+from ...dist_context import partition_book
+from ...dist_tensor import DistTensor
+from ...nn.pytorch.sparse_emb import DistEmbedding
 
-_names = itertools.count()
-
-
-def _zeros(shape, dtype):
-    return torch.zeros(shape, dtype=dtype)
-
-
-class DistEmbedding:
-    def __init__(self, num_embeddings, embedding_dim, name=None, init_func=None, part_policy=None):
-        self._client = _client()
-        if name is None:
-            name = f"dist-embedding-{next(_names)}"
-        self._name = name
-        self.num_embeddings = int(num_embeddings)
-        self.embedding_dim = int(embedding_dim)
-        self.weight = DistTensor((self.num_embeddings, self.embedding_dim), torch.float32, name,
-                                 init_func=init_func or _zeros, part_policy=part_policy, persistent=True)
-        self._trace = []
-        self._optimizer = None
-
-    @property
-    def name(self):
-        return self._name
-
-    def __call__(self, idx, device=torch.device("cpu")):
-        ids = _as_ids(idx, self.num_embeddings)
-        rows = self.weight[ids]
-        if torch.is_grad_enabled():
-            rows.requires_grad_(True)
-            self._trace.append((ids, rows))
-        return rows.to(device)
-
-    def reset_trace(self):
-        self._trace = []
+__all__ = ["SparseAdagrad", "SparseAdam"]
 
 
 class _SparseOptimizer:
@@ -93,10 +58,11 @@ class _SparseOptimizer:
     def _owners(self, client, ids, ntype):
         """The trainer rank that updates each row (ids of node type ntype's
         rows when ntype >= 0)."""
+        book = partition_book()
         if ntype >= 0:
-            ids = client.to_homogeneous(ntype, ids)
+            ids = book.map_to_homo_nid(ids, book.ntypes[ntype])
         per_machine = max(1, client.num_trainers // max(1, client.num_machines))
-        ranges = client.node_ranges()
+        ranges = book.node_ranges()
         ends = torch.tensor([e for _, e in ranges], dtype=torch.int64)
         starts = torch.tensor([s for s, _ in ranges], dtype=torch.int64)
         machine = torch.searchsorted(ends, ids, right=True)

@@ -22,10 +22,12 @@ import os
 
 import torch
 
-from . import _C
-from ._errors import AlreadyExists, InvalidArgument, NotFound
-from .graph import EID, NID, DGLGraph
-from .partition_book import GraphPartitionBook
+from .. import _C
+from .._errors import AlreadyExists, InvalidArgument, NotFound
+from ..base import EID, NID
+from ..graph import HomoGraph
+from ..heterograph import DGLGraph
+from .graph_partition_book import GraphPartitionBook
 
 __all__ = ["partition_graph", "load_partition", "load_partition_book", "load_partition_feats"]
 
@@ -199,8 +201,9 @@ def partition_graph(g, graph_name, num_parts, out_path, num_hops=1, part_method=
     inner nodes' CSR)."""
     if not isinstance(g, DGLGraph) or g.is_block:
         _fail(f"g must be a dgld graph (dgld.graph(...)), got {type(g).__name__}")
-    if len(g.ntypes) != 1 or len(g.canonical_etypes) != 1:
-        _fail("heterogeneous graphs are not supported yet (dgld's DGLGraph has one node and one edge type)")
+    if not isinstance(g, HomoGraph):
+        _fail("heterogeneous graphs are not supported yet (partition_graph takes one node and one edge type; "
+              "dgl-partition takes typed graphs)")
     if not isinstance(graph_name, str) or not graph_name or "/" in graph_name:
         _fail(f"graph_name must be a non-empty file name, got {graph_name!r}")
     num_parts = _int_arg("num_parts", num_parts, 1)
@@ -246,18 +249,11 @@ def _config(part_config):
 
 def load_partition_book(part_config, part_id):
     """(GraphPartitionBook, graph_name, ntypes, etypes) of a partitioned
-    graph, from its config alone (DGL's load_partition_book)."""
-    c = _C._read_part_config(_config(part_config))
-    if not 0 <= part_id < c["num_parts"]:
-        raise InvalidArgument(f"load_partition: partition {part_id} does not exist (num_parts={c['num_parts']})")
-    if c["ntypes"]:  # a heterogeneous graph: per-type ranges, types by id (canonical edge types)
-        cets = [tuple(e.split(":")) for e in c["canonical_etypes"]]
-        gpb = GraphPartitionBook(c["node_map"], c["edge_map"], part_id, ntype_ranges=c["ntype_map"],
-                                 etype_ranges={t: c["etype_map"][":".join(t)] for t in cets})
-        return (gpb, c["graph_name"], {t: i for i, t in enumerate(c["ntypes"])},
-                {t: i for i, t in enumerate(cets)})
-    gpb = GraphPartitionBook(c["node_map"], c["edge_map"], part_id)
-    return gpb, c["graph_name"], {c["ntype"]: 0}, {tuple(c["etype"].split(":")): 0}
+    graph, from its config alone (DGL's load_partition_book): ntypes
+    {name: id}, etypes {canonical triple: id}."""
+    gpb = GraphPartitionBook.load(_config(part_config), part_id)  # an error for a partition that does not exist
+    return (gpb, gpb.graph_name, {t: i for i, t in enumerate(gpb.ntypes)},
+            {t: i for i, t in enumerate(gpb.canonical_etypes)})
 
 
 def load_partition_feats(part_config, part_id, load_nodes=True, load_edges=True):
@@ -283,7 +279,7 @@ def load_partition(part_config, part_id, load_feats=True, use_graphbolt=False):
     indptr = d["indptr"]
     n = indptr.numel() - 1
     dst = torch.repeat_interleave(torch.arange(n, dtype=torch.int64), indptr[1:] - indptr[:-1])
-    g = DGLGraph._from_coo(d["indices"], dst, n, n)
+    g = HomoGraph._from_coo(d["indices"], dst, n, n)
     g.ndata[NID] = d["global_id"]
     g.ndata["inner_node"] = d["inner_node"]
     g.ndata["part_id"] = d["owner"].to(torch.int64)

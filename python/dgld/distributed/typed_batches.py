@@ -2,7 +2,7 @@
 DistNodeDataLoader on a typed DistGraph): a NeighborSampler's fanouts as
 one fanout per edge type and layer, typed seeds as the homogeneous ids the
 C++ loader samples, and each batch's homogeneous blocks as DGL's typed
-blocks (heterograph.py's DGLTypedGraph).
+blocks (typed_graph.py's TypedBlock).
 
 A batch is (input_nodes, seeds, blocks) with input_nodes and seeds as
 {ntype: per-type ids} over every node type (empty tensors for types the
@@ -15,9 +15,9 @@ blocks[-1].dstdata[label] ({seed type: labels})."""
 
 import torch
 
-from ._errors import InvalidArgument
-from .graph import EID, NID
-from .heterograph import DGLTypedGraph
+from .._errors import InvalidArgument
+from ..base import EID, NID
+from ..typed_graph import typed_graph
 
 __all__ = ["etype_fanouts", "typed_seeds", "typed_batch"]
 
@@ -106,7 +106,7 @@ def _typed_block(g, native):
         rels[cet] = (s_rank[u[m]], d_rank[v[m]])
         if eids is not None and eids.numel() == etypes.numel():
             rel_eids[cet] = eids[m]
-    block = DGLTypedGraph(rels, {t: int(s_count[i]) for i, t in enumerate(ntypes)},
+    block = typed_graph(rels, {t: int(s_count[i]) for i, t in enumerate(ntypes)},
                           {t: int(d_count[i]) for i, t in enumerate(ntypes)}, True)
     block.srcdata[NID] = _split_by_type(s_type, s_id, ntypes)
     block.dstdata[NID] = _split_by_type(d_type, d_id, ntypes)

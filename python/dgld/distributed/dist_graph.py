@@ -1,49 +1,27 @@
-"""dgld.distributed: DGL's dgl.distributed over dgld's graph-servers.
-
-initialize() joins the job, DistGraph is the partitioned graph, DistTensor a
-tensor whose rows live on the servers, node_split / edge_split pick this
-trainer's ids with DGL's rules. Every call that waits (a pull, a barrier, the
-next batch) runs in C++ without the GIL and has a deadline; an error is a
-dgld.DGLError carrying the library's message.
-
-Processes started by dgl-launch find everything in their environment
-(DGL_IP_CONFIG, DGL_CONF_PATH, DGLD_MACHINE_ID, DGLD_TRAINER_RANK, ...); a
-script started by hand passes ip_config to initialize() and part_config to
-DistGraph(), and sets DGLD_MACHINE_ID when one host plays several machines.
-"""
+"""DistGraph (DGL's dgl.distributed.DistGraph): the partitioned graph of the
+job, its sizes and types, node and edge data as DistTensors, degrees and
+edges, the partition book and barriers; node_split / edge_split pick this
+trainer's ids with DGL's rules. Every call that waits runs in C++ without
+the GIL and has a deadline; an error is a dgld.DGLError carrying the
+library's message."""
 
 import itertools
 import os
-import sys
 import types
 from collections.abc import MutableMapping
 
 import numpy as np
 import torch
 
-from . import _C
-from . import dist_optim as optim
-from ._client import (_DEFAULT_TIMEOUT_S, _client, _connect, _interrupted, _state, exit_client,  # noqa: F401
-                      initialize, is_initialized, trainer_rank)
-from ._errors import InvalidArgument, NotFound
-from .dataloading import DistEdgeDataLoader, DistNodeDataLoader, NeighborSampler
-from .dist_dataloader import DistDataLoader
-from .graph import EID, DGLGraph
-from .dist_tensor import DistTensor, EdgePartitionPolicy, NodePartitionPolicy, _as_ids, _etype_index  # noqa: F401
-from .embedding import DistEmbedding, SparseAdagrad, SparseAdam
-from .partition import load_partition, load_partition_book, load_partition_feats, partition_graph
-from .partition_book import GraphPartitionBook
+from .. import _C
+from .._errors import InvalidArgument, NotFound
+from ..base import ALL, as_ids, is_all
+from .dist_context import _DEFAULT_TIMEOUT_S, _client, _connect, _state, trainer_rank
+from .dist_context import partition_book as _job_book  # node_split's argument is DGL's partition_book
+from .dist_tensor import DistTensor
+from .graph_partition_book import EdgePartitionPolicy, NodePartitionPolicy
 
-__all__ = [
-    "initialize", "exit_client", "is_initialized", "DistGraph", "DistTensor", "GraphPartitionBook",
-    "node_split", "edge_split", "sample_neighbors", "DistEmbedding", "SparseAdagrad", "SparseAdam",
-    "NodePartitionPolicy", "EdgePartitionPolicy", "NeighborSampler", "DistNodeDataLoader", "DistEdgeDataLoader",
-    "DistDataLoader", "optim", "partition_graph", "load_partition", "load_partition_book", "load_partition_feats",
-]
-
-# dgl.distributed.optim.SparseAdam (DGL 0.6+): `import dgld.distributed.optim`
-# finds the submodule here.
-sys.modules[__name__ + ".optim"] = optim
+__all__ = ["DistGraph", "node_split", "edge_split"]
 
 
 # ---------------------------------------------------------------- DistGraph
@@ -59,7 +37,7 @@ class _TypeViews:
 
     def __getitem__(self, key):
         if self._edges:
-            name = self._g._client.canonical_etypes[self._g._etype_id(key)]  # an unknown type is an error here
+            name = ":".join(self._g.canonical_etypes[self._g._etype_id(key)])  # an unknown type is an error here
         else:
             self._g._ntype_id(key)
             name = key
@@ -152,29 +130,22 @@ class DistGraph:
         if graph_name != self._client.graph_name:
             raise InvalidArgument(f"DistGraph({graph_name!r}): the job's graph is {self._client.graph_name!r}")
         self._name = graph_name
-        self._gpb = GraphPartitionBook.from_client(self._client)
+        self._gpb = _job_book()
         self.ndata = _DataView(self, edges=False)
         self.edata = _DataView(self, edges=True)
         self._barriers = itertools.count()
 
     def _ntype_id(self, ntype):
-        types = self._client.ntypes
-        if ntype not in types:
-            raise InvalidArgument(f"{ntype!r} is not a node type of {self._name!r} (known: {', '.join(types) or '_N'})")
-        return types.index(ntype)
+        return self._gpb.ntype_id(ntype)
 
     def _etype_id(self, etype):
-        return _etype_index(self._client, etype, who="", graph=repr(self._name))
+        return self._gpb.etype_id(etype)
 
     def get_ntype_id(self, ntype):
         """A node type's id (its index in g.ntypes); None: the only type's."""
         if ntype is None:
             if len(self.ntypes) != 1:
                 raise InvalidArgument(f"the graph has several node types ({', '.join(self.ntypes)}): name one")
-            return 0
-        if self.is_homogeneous():
-            if ntype != "_N":
-                raise InvalidArgument(f"{ntype!r} is not a node type of {self._name!r} (known: _N)")
             return 0
         return self._ntype_id(ntype)
 
@@ -188,14 +159,10 @@ class DistGraph:
         return self._etype_id(etype)
 
     def num_nodes(self, ntype=None):
-        if ntype is None or not self._client.ntypes:
-            return self._client.num_nodes
-        return self._client.ntype_counts[self._ntype_id(ntype)]
+        return self._gpb._num_nodes(None if self.is_homogeneous() else ntype)
 
     def num_edges(self, etype=None):
-        if etype is None or not self._client.canonical_etypes:
-            return self._client.num_edges
-        return self._client.etype_counts[self._etype_id(etype)]
+        return self._gpb._num_edges(None if self.is_homogeneous() else etype)
 
     number_of_nodes = num_nodes
     number_of_edges = num_edges
@@ -206,15 +173,15 @@ class DistGraph:
 
     @property
     def ntypes(self):
-        return list(self._client.ntypes) or ["_N"]
+        return self._gpb.ntypes
 
     @property
     def etypes(self):
-        return [c.split(":")[1] for c in self._client.canonical_etypes] or ["_E"]
+        return self._gpb.etypes
 
     @property
     def canonical_etypes(self):
-        return [tuple(c.split(":")) for c in self._client.canonical_etypes] or [("_N", "_E", "_N")]
+        return self._gpb.canonical_etypes
 
     @property
     def nodes(self):
@@ -235,20 +202,21 @@ class DistGraph:
     def to_homogeneous_ids(self, ntype, ids):
         """Per-type ids of `ntype` -> the graph's homogeneous node ids (what
         sampled blocks and g.ndata use)."""
-        return self._client.to_homogeneous(self._ntype_id(ntype), _as_ids(ids, self.num_nodes(ntype)))
+        self._ntype_id(ntype)  # an unknown type is an error, "_N" too on a typed graph
+        return self._gpb.map_to_homo_nid(ids, ntype)
 
     def to_type_wise_ids(self, ids):
         """Homogeneous node ids -> (type ids, per-type ids); ntypes[t] names type t."""
-        return self._client.to_type_wise(_as_ids(ids, self.num_nodes()))
+        return self._gpb.map_to_per_ntype(ids)
 
     def to_homogeneous_eids(self, etype, ids):
         """Per-type edge ids of `etype` -> the graph's homogeneous edge ids."""
-        return self._client.to_homogeneous(self._etype_id(etype), _as_ids(ids, self.num_edges(etype)), edges=True)
+        return self._gpb.map_to_homo_eid(ids, self.canonical_etypes[self._etype_id(etype)])
 
     def to_type_wise_eids(self, ids):
         """Homogeneous edge ids -> (edge type ids, per-type ids);
         canonical_etypes[t] names type t."""
-        return self._client.to_type_wise(_as_ids(ids, self.num_edges()), edges=True)
+        return self._gpb.map_to_per_etype(ids)
 
     @property
     def idtype(self):
@@ -259,7 +227,7 @@ class DistGraph:
         return torch.device("cpu")
 
     def is_homogeneous(self):
-        return not self._client.ntypes
+        return self._gpb.is_homogeneous()
 
     def get_partition_book(self):
         return self._gpb
@@ -280,17 +248,17 @@ class DistGraph:
         self._client.barrier(f"dgld.python.{next(self._barriers)}", _DEFAULT_TIMEOUT_S)
 
     def _ids(self, v, n):
-        if isinstance(v, str) and v == "__ALL__":
+        if is_all(v):
             return torch.arange(n, dtype=torch.int64), False
         scalar = isinstance(v, (int, np.integer))
-        return _as_ids(v, n), scalar
+        return as_ids(v, None, n, check_range=False), scalar  # the servers name an id out of range
 
-    def in_degrees(self, v="__ALL__"):
+    def in_degrees(self, v=ALL):
         ids, scalar = self._ids(v, self.num_nodes())
         d = self._client.degrees(ids, False)
         return int(d[0]) if scalar else d
 
-    def out_degrees(self, u="__ALL__"):
+    def out_degrees(self, u=ALL):
         ids, scalar = self._ids(u, self.num_nodes())
         d = self._client.degrees(ids, True)
         return int(d[0]) if scalar else d
@@ -303,7 +271,7 @@ class DistGraph:
         if etype is not None and not self.is_homogeneous():
             src, dst = self._client.find_edges(self.to_homogeneous_eids(etype, edges))
             return self.to_type_wise_ids(src)[1], self.to_type_wise_ids(dst)[1]
-        return self._client.find_edges(_as_ids(edges, self.num_edges()))
+        return self._client.find_edges(as_ids(edges, None, self.num_edges(), check_range=False))
 
     @property
     def local_partition(self):
@@ -352,22 +320,19 @@ def node_split(nodes, partition_book=None, ntype="_N", rank=None, force_even=Tru
     addition) default to this trainer's and the job's. On a heterogeneous
     graph, with ntype the mask covers that type's nodes and the result is
     that type's ids (DGL's per-type split)."""
-    client = _client()
-    typed = ntype != "_N" and bool(client.ntypes)
+    client, book = _client(), _job_book()
+    typed = ntype != "_N" and not book.is_homogeneous()
     if typed:
-        if ntype not in client.ntypes:
-            raise InvalidArgument(f"node_split: {ntype!r} is not a node type (known: {', '.join(client.ntypes)})")
-        t = client.ntypes.index(ntype)
-        per_type = _mask_tensor(nodes, client.ntype_counts[t], f"node_split of {ntype!r}")
-        mask = torch.zeros(client.num_nodes, dtype=torch.bool)
-        mask[client.to_homogeneous(t, torch.nonzero(per_type).reshape(-1))] = True
+        per_type = _mask_tensor(nodes, book._num_nodes(ntype), f"node_split of {ntype!r}")
+        mask = torch.zeros(book._num_nodes(), dtype=torch.bool)
+        mask[book.map_to_homo_nid(torch.nonzero(per_type).reshape(-1), ntype)] = True
     else:
-        mask = _mask_tensor(nodes, client.num_nodes, "node_split")
-    tids = None if node_trainer_ids is None else _mask_tensor(node_trainer_ids, client.num_nodes, "node_split")
+        mask = _mask_tensor(nodes, book._num_nodes(), "node_split")
+    tids = None if node_trainer_ids is None else _mask_tensor(node_trainer_ids, book._num_nodes(), "node_split")
     ids = client.split(mask, False, bool(force_even), -1 if rank is None else int(rank),
                        0 if num_trainers is None else int(num_trainers), tids)
     if typed:
-        ids = client.to_type_wise(ids)[1]
+        ids = book.map_to_per_ntype(ids)[1]
     return ids
 
 
@@ -379,34 +344,3 @@ def edge_split(edges, partition_book=None, etype="_E", rank=None, force_even=Tru
     tids = None if edge_trainer_ids is None else _mask_tensor(edge_trainer_ids, client.num_edges, "edge_split")
     return client.split(mask, True, bool(force_even), -1 if rank is None else int(rank),
                         0 if num_trainers is None else int(num_trainers), tids)
-
-
-# ---------------------------------------------------------------- sampling
-
-def sample_neighbors(g, nodes, fanout, edge_dir="in", prob=None, exclude_edges=None, replace=False,
-                     output_device=None, etype_sorted=True, _rng_seed=None):
-    """Samples `fanout` in-neighbours (edge_dir='out': out-neighbours) of
-    every seed in `nodes` (-1: all), as DGL's distributed sample_neighbors:
-    seeds grouped by owner, one request per machine, local seeds sampled in
-    process. `prob` names an edge tensor of weights. The random stream comes
-    from torch's global generator. Returns the frontier: a dgld.DGLGraph over
-    all of g's nodes holding the sampled edges (edata[dgl.EID]: their global
-    ids), as DGL's does."""
-    if edge_dir not in ("in", "out"):
-        raise InvalidArgument(f"edge_dir must be 'in' or 'out', got {edge_dir!r}")
-    if exclude_edges is not None:
-        raise InvalidArgument("sample_neighbors: exclude_edges is not supported by dgld yet")
-    client = g._client
-    seeds = _as_ids(nodes, g.num_nodes())
-    seed = _rng_seed if _rng_seed is not None else int(torch.randint(0, 2**62, (1,)).item())
-    prob_name = ""
-    if prob is not None:
-        prob_name = client.etype + "/" + prob if "/" not in prob else prob
-    src, dst, eid = client.sample_neighbors(seeds, int(fanout), bool(replace), edge_dir == "out", prob_name, seed)
-    # DGL's frontier: a graph over every node of g (global ids), the sampled
-    # edges' global ids in edata[dgl.EID]; dgld.to_block(frontier, seeds)
-    # makes it a block.
-    n = g.num_nodes()
-    frontier = DGLGraph._from_coo(src, dst, n, n)
-    frontier.edata[EID] = eid
-    return frontier
