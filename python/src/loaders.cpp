@@ -277,7 +277,7 @@ namespace {
 // cluster, made by _C's copy of the client library) and returns
 // torch.classes.dgld.Block objects, whose class a second extension module
 // could only get by linking common/ops again, which registers the "dgld"
-// TORCH_LIBRARY a second time (an error when the module loads).
+// TORCH_LIBRARY a second time: LibTorch aborts the process when it loads.
 py::list sample_blocks(std::shared_ptr<Client> c, const torch::Tensor& seeds_in, std::vector<int64_t> fanouts,
                        uint64_t rng_seed) {
   const auto seeds = as_ids(seeds_in, "sample_blocks");

@@ -3,10 +3,12 @@
 // split). Built into the build tree's package beside _C, never installed.
 //
 // A module of its own, so _C carries no test code. It links common/ and
-// common/partition only: linking common/ops would register the "dgld"
-// TORCH_LIBRARY (common/ops/torch_library.cpp) a second time in a process
-// that imports both, which fails. _C's _sample_blocks stays in _C for that
-// reason (loaders.cpp).
+// common/partition only: a second copy of common/ops would register the
+// "dgld" TORCH_LIBRARY (common/ops/torch_library.cpp) again in a process that
+// imports both, and LibTorch aborts the process on that ("Only a single
+// TORCH_LIBRARY can be used to register the namespace dgld", thrown from a
+// static initializer). _sample_blocks stays in _C for that reason
+// (loaders.cpp).
 #include <numeric>
 
 #include "common/partition/partition.h"

@@ -86,19 +86,17 @@ class DistTensor:
         if part_policy is None:
             part_policy = _policy_for_rows(book, shape[0])
         elif isinstance(part_policy, str):
-            kind, _, type_name = part_policy.partition(":")
             # "edge" and "edge:<anything>" (DGL 0.5's strings) are every edge, as before.
-            part_policy = PartitionPolicy("edge" if kind == "edge" else part_policy, book)
+            part_policy = PartitionPolicy("edge" if part_policy.split(":")[0] == "edge" else part_policy, book)
         edges = not part_policy.is_node
-        # A node (edge) type's tensor of a heterogeneous graph: its rows are that type's nodes (edges).
-        ntype, type_name = -1, None
+        # A node (edge) type's tensor of a heterogeneous graph: its rows are
+        # that type's nodes (edges). An unknown type is an error here.
+        type_name = None
         if not edges and part_policy.type_name != "_N" and not book.is_homogeneous():
-            ntype = book.ntype_id(part_policy.type_name)
             type_name, want = part_policy.type_name, book._num_nodes(part_policy.type_name)
             what = f"the nodes of type {type_name!r}"
         elif edges and part_policy.type_name != "_E" and not book.is_homogeneous():
-            ntype = book.etype_id(part_policy.type_name)
-            type_name = ":".join(book.canonical_etypes[ntype])
+            type_name = ":".join(book.to_canonical_etype(part_policy.type_name))
             want = book._num_edges(type_name)
             what = f"the edges of type {type_name!r}"
         else:
