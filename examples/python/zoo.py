@@ -97,7 +97,8 @@ def main(args):
     test = dgl.distributed.node_split(g.ndata["test_mask"], pb, force_even=True)
     n_classes = int(g.ndata["labels"][th.arange(g.num_nodes())].max()) + 1
     model = Net(args.model, g.ndata["features"].shape[1], args.num_hidden, n_classes, args.dropout, args.heads)
-    model = th.nn.parallel.DistributedDataParallel(model)
+    # GATv2Conv on a block leaves fc_dst unused (as DGL's does): DDP must be told.
+    model = th.nn.parallel.DistributedDataParallel(model, find_unused_parameters=args.model == "gatv2")
     optimizer = th.optim.Adam(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
     sampler = dgl.dataloading.NeighborSampler([int(f) for f in args.fan_out.split(",")])
     loader = dgl.dataloading.DistNodeDataLoader(g, train, sampler, batch_size=args.batch_size, shuffle=True)

@@ -163,10 +163,18 @@ def test_gatv2conv(share_weights):
                                       share_weights=share_weights))
     x = inputs()
     fs = layer.fc_src(x).view(-1, 2, 3)
-    fd = layer.fc_dst(x[:ND]).view(-1, 2, 3) if not share_weights else fs[:ND]
+    # On a block, as DGL's GATv2Conv: the destination rows of fc_src's output,
+    # with or without share_weights (fc_dst is left unused).
+    fd = fs[:ND]
     e = (F.leaky_relu(fs[src] + fd[dst], 0.2) * layer.attn).sum(-1)
     want = attention_ref(g, e, fs[src]) + layer.res_fc(x[:ND]).view(ND, 2, 3)
     assert torch.allclose(layer(g, x), want, atol=1e-10)
+    # On a whole graph fc_dst projects the destination nodes (unless shared).
+    whole = dgld.graph((src, dst), num_nodes=NS)
+    fd_all = fs if share_weights else layer.fc_dst(x).view(-1, 2, 3)
+    e_all = (F.leaky_relu(fs[src] + fd_all[dst], 0.2) * layer.attn).sum(-1)
+    want_all = attention_ref(whole, e_all, fs[src]) + layer.res_fc(x).view(NS, 2, 3)
+    assert torch.allclose(layer(whole, x), want_all, atol=1e-10)
     assert torch.autograd.gradcheck(lambda t: layer(g, t), (x,))
     scripted = torch.jit.script(layer)
     assert torch.allclose(scripted(g._csr(), x), want, atol=1e-10)
