@@ -1,6 +1,7 @@
 // trainer-host: trains a GNN with LibTorch (docs/architecture.md): DGL's
 // standalone mode (--standalone: one partition, one process, no servers) or a
 // trainer of a distributed job (data-parallel over the graph-servers).
+#include <csignal>
 #include <iostream>
 
 #include "common/file_util.h"
@@ -13,6 +14,10 @@
 using namespace dgld;
 
 int main(int argc, char** argv) {
+  // A peer that died is an error on its connection (Gloo's, a server's), not
+  // a SIGPIPE that ends this trainer without a word (exit 141, seen when the
+  // other trainer was killed mid-allreduce).
+  std::signal(SIGPIPE, SIG_IGN);
   reexec_with_passive_openmp(argv);
   tune_allocator_for_large_buffers();
   auto parsed = trainer::parse_trainer_host_options(argc, argv);

@@ -138,7 +138,7 @@ TEST_CASE("launch --local: a machine whose agent dies fails the job; what it lef
   INFO(p.log());
   REQUIRE(rc == std::optional<int>(1));
   CHECK(took < 10s);
-  CHECK_THAT(p.log(), Catch::Contains("(machine 1): lost the connection to its machine agent"));
+  CHECK_THAT(p.log(), Catch::Contains("(machine 1, ip_config.txt line 2): lost the connection to its machine agent"));
   CHECK_THAT(p.log(), Catch::Contains("cleaned up after its lost agent"));
   job.check_nothing_left();
 }
@@ -181,7 +181,7 @@ TEST_CASE("launch --local: bad input fails before anything starts, naming the ho
     fs::copy(job.src, job.ws, fs::copy_options::recursive);
     fs::remove(job.ws / "parts/part1/node_feat.dgld");
     extra = {"--no-copy"};
-    expect = "host 127.0.0.1:" + std::to_string(job.base + 10) + " (machine 1): partition 1 file " +
+    expect = "host 127.0.0.1:" + std::to_string(job.base + 10) + " (machine 1, ip_config.txt line 2): partition 1 file " +
              (job.ws / "parts/part1/node_feat.dgld").string() + " is missing";
   }
   SECTION("a trainer command that is not found") {
@@ -202,7 +202,7 @@ TEST_CASE("launch --local: bad input fails before anything starts, naming the ho
     REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
     REQUIRE(::listen(fd, 1) == 0);
     listener = fd;
-    expect = "(machine 1): port " + std::to_string(job.base + 10) + " on 127.0.0.1 is already in use";
+    expect = "(machine 1, ip_config.txt line 2): port " + std::to_string(job.base + 10) + " on 127.0.0.1 is already in use";
   }
   SECTION("a graph-server of another version") {
     const fs::path fake = job.dir.path() / "graph-server";

@@ -266,7 +266,8 @@ TEST_CASE("multi-host: bad input fails before anything starts, naming the host",
   SECTION("a host that refuses ssh") {
     write_ip_config(c.hosts.src(), {{c.hosts.address(0), 30050}, {c.hosts.address(2), 30050}});
     extra = {"--connect-timeout-s", "5"};
-    expect = "host " + c.hosts.address(2) + " (machine 1): cannot start the machine agent over ssh: ssh failed (exit 255)";
+    expect = "host " + c.hosts.address(2) +
+             " (machine 1, ip_config.txt line 2): cannot start the machine agent over ssh: ssh failed (exit 255)";
   }
   SECTION("a workspace that is not writable") {
     c.workspace = c.hosts.readonly_workspace();
@@ -276,7 +277,7 @@ TEST_CASE("multi-host: bad input fails before anything starts, naming the host",
     for (int h = 0; h < 2; ++h) fs::copy(c.hosts.src(), c.hosts.host_dir(h), fs::copy_options::recursive);
     fs::remove(c.hosts.host_dir(1) / "parts/part1/graph.dgld");
     extra = {"--no-copy"};
-    expect = "host " + c.hosts.address(1) + " (machine 1): partition 1 file " +
+    expect = "host " + c.hosts.address(1) + " (machine 1, ip_config.txt line 2): partition 1 file " +
              (c.hosts.workspace() / "parts/part1/graph.dgld").string() + " is missing";
   }
   SECTION("a trainer command that is not found") {
