@@ -362,7 +362,7 @@ DistDataLoader::Memory DistDataLoader::memory() const {
   return m;
 }
 
-void DistDataLoader::start_epoch(int epoch) {
+void DistDataLoader::start_epoch(int epoch, int64_t first_batch) {
   Impl& s = *impl_;
   auto order = std::make_shared<std::vector<int64_t>>(s.train_ids);
   if (s.o.shuffle && order->size() > 1) {
@@ -376,9 +376,10 @@ void DistDataLoader::start_epoch(int epoch) {
   s.ready.clear();
   s.ready_bytes = 0;
   s.todo.clear();
-  for (int64_t b = 0; b < s.num_batches(); ++b) s.todo.insert(b);
-  s.next_id = 0;
-  s.delivered = 0;
+  first_batch = std::clamp<int64_t>(first_batch, 0, s.num_batches());
+  for (int64_t b = first_batch; b < s.num_batches(); ++b) s.todo.insert(b);
+  s.next_id = first_batch;
+  s.delivered = first_batch;
   s.fatal.reset();
   s.cv.notify_all();
 }

@@ -89,8 +89,11 @@ class DistDataLoader {
 
   // ceil (or floor with drop_last) of seeds / batch_size.
   int64_t num_batches_per_epoch() const;
-  // Starts epoch `epoch`; what is left of the previous one is dropped.
-  void start_epoch(int epoch);
+  // Starts epoch `epoch` at batch `first_batch` (a run resumed mid-epoch:
+  // the epoch's order depends on (seed, epoch) only, so the batches before
+  // it are the ones already trained); what is left of the previous epoch is
+  // dropped.
+  void start_epoch(int epoch, int64_t first_batch = 0);
   // The next batch of the epoch, nullopt once all were yielded, or the error
   // that made a batch impossible (the trainer's own attempt failed too).
   Result<std::optional<Batch>> next();

@@ -142,14 +142,14 @@ int64_t DistEdgeDataLoader::num_batches_per_epoch() const { return impl_->num_ba
 int64_t DistEdgeDataLoader::num_edges() const { return static_cast<int64_t>(impl_->src.size()); }
 int DistEdgeDataLoader::feature_dim() const { return static_cast<int>(impl_->builder->feature_dim()); }
 
-void DistEdgeDataLoader::start_epoch(int epoch) {
+void DistEdgeDataLoader::start_epoch(int epoch, int64_t first_batch) {
   Impl& s = *impl_;
   s.prefetcher.reset();  // what is left of the previous epoch
   s.epoch = epoch;
   s.order = s.epoch_order(epoch);
   s.prefetcher = std::make_unique<OrderedPrefetcher<LinkBatch>>(
       s.num_batches(), [&s, epoch](int64_t id) { return s.make(epoch, s.order, id); }, s.o.threads, s.o.prefetch,
-      s.o.thread_nice);
+      s.o.thread_nice, std::clamp<int64_t>(first_batch, 0, s.num_batches()));
 }
 
 Result<std::optional<LinkBatch>> DistEdgeDataLoader::next() { return next(impl_->o.next_timeout); }

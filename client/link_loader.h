@@ -77,7 +77,8 @@ class DistEdgeDataLoader {
 
   int64_t num_batches_per_epoch() const;
   int64_t num_edges() const;
-  void start_epoch(int epoch);
+  // Starts epoch `epoch` at batch `first_batch` (as DistDataLoader's).
+  void start_epoch(int epoch, int64_t first_batch = 0);
   // The next batch of the epoch, nullopt after the last; waits at most
   // `timeout` (default: the options' next_timeout).
   Result<std::optional<LinkBatch>> next();

@@ -29,9 +29,10 @@ class OrderedPrefetcher {
  public:
   using Make = std::function<Result<T>(int64_t item)>;
 
-  // `nice` > 0 lowers the threads' priority (Linux: per thread).
-  OrderedPrefetcher(int64_t num_items, Make make, int threads, int depth, int nice = 0)
-      : n_(num_items), make_(std::move(make)), depth_(std::max(1, depth)) {
+  // Items first..num_items-1 in order. `nice` > 0 lowers the threads'
+  // priority (Linux: per thread).
+  OrderedPrefetcher(int64_t num_items, Make make, int threads, int depth, int nice = 0, int64_t first = 0)
+      : n_(num_items), make_(std::move(make)), depth_(std::max(1, depth)), next_in_(first), next_out_(first) {
     for (int t = 0; t < std::max(1, threads); ++t) {
       threads_.emplace_back([this, nice] {
         if (nice > 0) (void)setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), nice);
@@ -99,8 +100,8 @@ class OrderedPrefetcher {
   const int depth_;
   std::mutex mu_;
   std::condition_variable cv_;
-  bool stop_ = false;
   int64_t next_in_ = 0, next_out_ = 0;
+  bool stop_ = false;
   std::map<int64_t, Result<T>> done_;
   std::vector<std::thread> threads_;
 };

@@ -6,6 +6,8 @@
 // scripts that read them work unchanged; DGLD_* are dgld's additions.
 // python/dgld/distributed/dist_context.py reads the same names.
 
+#include <cstdlib>
+
 namespace dgld::job_env {
 
 inline constexpr const char* kIpConfig = "DGL_IP_CONFIG";      // ip_config.txt (path)
@@ -21,5 +23,12 @@ inline constexpr const char* kMachineId = "DGLD_MACHINE_ID";   // this process's
 inline constexpr const char* kTrainerRank = "DGLD_TRAINER_RANK";  // global trainer rank
 inline constexpr const char* kNumTrainers = "DGLD_NUM_TRAINERS";  // trainers in the job
 inline constexpr const char* kSecretFile = "DGLD_SECRET_FILE";    // the job's shared secret (mode 0600)
+// How many times dgl-launch --max-restarts started the job again (absent or 0:
+// the first start). Trainers with checkpoints resume from them when it is > 0.
+inline constexpr const char* kRestart = "DGLD_RESTART";
+inline int restart_count() {
+  const char* v = std::getenv(kRestart);
+  return v ? std::atoi(v) : 0;
+}
 
 }  // namespace dgld::job_env

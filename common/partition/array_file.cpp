@@ -4,7 +4,6 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <bit>
 #include <cstdint>
@@ -93,10 +92,6 @@ Result<DType> dtype_from_file_code(uint32_t code) {
     if (c == code) return dt;
   }
   return corruption("unknown dtype code " + std::to_string(code));
-}
-
-uint32_t crc32_update(uint32_t crc, const void* bytes, size_t size) {
-  return static_cast<uint32_t>(::crc32_z(crc, static_cast<const Bytef*>(bytes), size));
 }
 
 size_t ArraySpec::num_bytes() const {

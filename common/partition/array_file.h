@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/checksum.h"  // crc32_update, used with the headers
 #include "common/dtype.h"
 #include "common/status.h"
 
@@ -42,9 +43,6 @@ inline constexpr uint32_t kArrayFileVersion = 1;
 inline constexpr size_t kArrayAlignment = 64;
 inline constexpr size_t kMaxArrayName = 63;  // bytes, NUL-terminated in a 64-byte field
 inline constexpr size_t kMaxArrayDims = 4;
-
-// CRC-32 (ISO-HDLC, the zlib/gzip polynomial) of `bytes`, continuing from `crc`.
-uint32_t crc32_update(uint32_t crc, const void* bytes, size_t size);
 
 struct ArraySpec {
   std::string name;             // at most kMaxArrayName bytes, unique in the file

@@ -49,11 +49,11 @@ class DistBackend final : public TrainingBackend {
   int64_t feat_dim() const override { return feat_dim_; }
   int64_t num_classes() const override { return num_classes_; }
   int64_t steps_per_epoch() const override { return steps_per_epoch_; }
-  void start_epoch(int epoch) override {
+  void start_epoch(int epoch, int64_t first_step) override {
     if (link_loader_) {
-      link_loader_->start_epoch(epoch);
+      link_loader_->start_epoch(epoch, first_step);
     } else {
-      loader_->start_epoch(epoch);
+      loader_->start_epoch(epoch, first_step);
     }
   }
   Result<client::Batch> next_batch() override {

@@ -65,9 +65,9 @@ class LocalBackend final : public TrainingBackend {
   int64_t steps_per_epoch() const override {
     return (static_cast<int64_t>(order_.size()) + c_.batch_size - 1) / c_.batch_size;
   }
-  void start_epoch(int epoch) override {
+  void start_epoch(int epoch, int64_t first_step) override {
     epoch_ = epoch;
-    step_ = 0;
+    step_ = first_step;
     order_ = g_.train_ids;  // each epoch's order depends on (seed, epoch) only, so a resumed run repeats it
     StreamRng rng(c_.seed, 0x5eed0000ull + static_cast<uint64_t>(epoch));  // as DistDataLoader's
     seeded_shuffle(std::span<int64_t>(order_), rng);

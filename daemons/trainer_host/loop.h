@@ -16,7 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/logging.h"
-#include "daemons/trainer_host/checkpoint.h"
+#include "common/checkpoint_store.h"
 #include "daemons/trainer_host/training_loop.h"
 
 namespace dgld::trainer {
@@ -35,7 +35,9 @@ class Loop {
 
  private:
   Status setup();
-  Status train_epoch(int epoch, EpochMetrics& m);
+  // Trains epoch `epoch` from step first_step (a resumed run: partial_ holds
+  // the figures of the steps before it).
+  Status train_epoch(int epoch, int64_t first_step, EpochMetrics& m);
   std::vector<int64_t> layer_dims(int64_t in) const;
   Result<EvalMetrics> evaluate(int epoch);
   // The backend's layer-wise inference of the model in eval mode, no gradients.
@@ -51,9 +53,17 @@ class Loop {
   // Fills r_.memory from the backend and the process, and logs it.
   void report_memory();
   Status create_embedding();
-  nlohmann::json checkpoint_meta(int epoch) const;
-  Status save_checkpoint(int epoch);
-  Result<int> resume();
+  nlohmann::json checkpoint_meta() const;
+  // Every trainer writes position p, then (after a barrier) it is committed.
+  Status save_checkpoint(CheckpointPosition p);
+  // The position every trainer resumes from (the newest all hold intact),
+  // its state loaded; (0, 0) when there is none.
+  Result<CheckpointPosition> resume();
+  // Loads this trainer's state at position p (verified by the store).
+  Status load_checkpoint(CheckpointPosition p, const nlohmann::json& meta);
+  // The line dgl-launch follows a job's checkpoints by (progress_line), on
+  // stderr when the job was started by dgl-launch.
+  void announce_progress(const std::string& event, CheckpointPosition p) const;
   // Every node's output of the last layer (and --embeddings-layer) into
   // --output-dir (rank 0 writes; every trainer computes its share).
   Status write_outputs();
@@ -90,7 +100,14 @@ class Loop {
   std::optional<Best> best_;
   const GraphTypeInfo* types_ = nullptr;     // heterogeneous graphs only
   std::vector<torch::nn::Linear> type_proj_;  // by node type; null for a type without features
-  std::unique_ptr<CheckpointDir> ckpt_;
+  std::unique_ptr<CheckpointStore> ckpt_;
+  // The running sums of the epoch in progress: saved with a mid-epoch
+  // checkpoint, put back when a run resumes from one.
+  struct PartialEpoch {
+    double loss_sum = 0, correct_sum = 0, seeds_sum = 0, time_s = 0;
+    std::vector<double> step_losses;
+  };
+  PartialEpoch partial_;
   TrainResult r_;
   double previous_time_s_ = 0;  // total_time_s of the run a resume continues
 };

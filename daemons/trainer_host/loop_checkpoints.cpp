@@ -1,6 +1,8 @@
 // The training loop: checkpoints, resume, and --keep-best (loop.h).
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 
@@ -8,18 +10,17 @@
 
 #include "common/buffer_pool.h"
 #include "common/file_util.h"
+#include "common/job_env.h"
 #include "daemons/trainer_host/loop.h"
 #include "daemons/trainer_host/progress.h"
 
 namespace dgld::trainer {
 
-nlohmann::json Loop::checkpoint_meta(int epoch) const {
-  return {{"format", 2},  // 2: built-in models are dgld.models modules (their parameter names changed)
-          {"epoch", epoch},
+nlohmann::json Loop::checkpoint_meta() const {
+  return {{"format", 3},  // 3: positions (epoch, step) and checksums (common/checkpoint_store.h)
           {"graph_name", b_.graph_name()},
           {"num_nodes", b_.num_nodes()},
           {"num_trainers", b_.world_size()},
-          {"rank", b_.rank()},
           {"model", c_.model_file.empty() ? c_.model : model_->checkpoint_name()},
           {"in_dim", mc_.in_dim},
           {"num_hidden", mc_.num_hidden},
@@ -30,10 +31,12 @@ nlohmann::json Loop::checkpoint_meta(int epoch) const {
           {"learnable_features", learnable_features_name(c_.learnable_features)},
           {"embed_dim", embedding_ ? c_.embed_dim : 0},
           {"sparse_optimizer", embedding_ ? c_.sparse_optimizer : ""},
+          {"batch_size", c_.batch_size},
+          {"seed", c_.seed},
           {"metrics", nlohmann::json::parse(metrics_json(r_))}};
 }
 
-Status Loop::save_checkpoint(int epoch) {
+Status Loop::save_checkpoint(CheckpointPosition p) {
   const auto t0 = Clock::now();
   torch::serialize::OutputArchive archive;
   {
@@ -49,52 +52,94 @@ Status Loop::save_checkpoint(int epoch) {
     archive.write("rng", gen.get_state());
   }
   if (embedding_) DGLD_RETURN_IF_ERROR(embedding_->save(archive));
-  const auto state = ckpt_->state_path(epoch);
-  const auto tmp = state.string() + ".tmp";
+  const auto tmp = ckpt_->temp_payload_path(p);
   try {
-    archive.save_to(tmp);
+    archive.save_to(tmp.string());
   } catch (const c10::Error& e) {
-    return io_error(fmt::format("writing checkpoint {}: {}", tmp, first_line(e.what_without_backtrace())));
+    std::error_code ec;
+    std::filesystem::remove(tmp, ec);
+    return io_error(fmt::format("writing checkpoint {}: {}", tmp.string(), first_line(e.what_without_backtrace())));
   }
-  std::error_code ec;
-  std::filesystem::rename(tmp, state, ec);
-  if (ec) return io_error(fmt::format("renaming {} to {}: {}", tmp, state.string(), ec.message()));
-  DGLD_RETURN_IF_ERROR(write_file_atomic(ckpt_->meta_path(epoch), checkpoint_meta(epoch).dump(2) + "\n"));
-  if (b_.world_size() > 1) {  // phase two only once every trainer has its files
+  nlohmann::json meta = checkpoint_meta();
+  if (p.step > 0) {  // the epoch in progress: its figures so far
+    meta["partial_epoch"] = {{"loss_sum", partial_.loss_sum},   {"correct_sum", partial_.correct_sum},
+                             {"seeds_sum", partial_.seeds_sum}, {"time_s", partial_.time_s},
+                             {"step_losses", partial_.step_losses}};
+  }
+  DGLD_RETURN_IF_ERROR(ckpt_->seal(p, tmp, std::move(meta)));
+  if (b_.world_size() > 1) {  // committed only once every trainer holds it
     auto one = torch::ones({1}, torch::kInt64);
-    DGLD_RETURN_IF_ERROR(b_.allreduce(one, Reduce::sum, fmt::format("epoch {}: checkpoint barrier", epoch)));
+    DGLD_RETURN_IF_ERROR(b_.allreduce(one, Reduce::sum, fmt::format("checkpoint of {}: barrier", p.str())));
   }
-  DGLD_RETURN_IF_ERROR(ckpt_->commit(epoch));
-  log_->info("checkpoint of epoch {} written to {} ({:.2f} s)", epoch, ckpt_->dir().string(), seconds_since(t0));
+  ckpt_->prune(p);
+  log_->info("checkpoint of {} written to {} ({:.2f} s)", p.str(), ckpt_->dir().string(), seconds_since(t0));
+  if (b_.rank() == 0) announce_progress("checkpoint", p);
   return Status::ok();
 }
 
-Result<int> Loop::resume() {
-  DGLD_ASSIGN_OR_RETURN(int mine, ckpt_->latest());
-  auto t = torch::tensor({static_cast<int64_t>(mine)}, torch::kInt64);
-  DGLD_RETURN_IF_ERROR(b_.allreduce(t, Reduce::max, "agreeing on the checkpoint to resume from"));
-  const int epoch = static_cast<int>(t.item<int64_t>());
-  if (epoch < 0) {
+Result<CheckpointPosition> Loop::resume() {
+  std::vector<RefusedCheckpoint> refused;
+  const std::vector<CheckpointPosition> mine = ckpt_->valid(&refused);
+  for (const auto& r : refused) log_->warn("refused checkpoint {}: {}", r.path.string(), r.reason);
+  // Every trainer's newest intact positions, to find the newest all hold.
+  const int world = b_.world_size();
+  auto table = torch::zeros({world, kCheckpointExchange}, torch::kInt64);
+  for (size_t i = 0; i < mine.size() && i < static_cast<size_t>(kCheckpointExchange); ++i) {
+    table[b_.rank()][static_cast<int64_t>(i)] = mine[i].encode() + 1;  // 0: no position
+  }
+  DGLD_RETURN_IF_ERROR(b_.allreduce(table, Reduce::sum, "agreeing on the checkpoint to resume from"));
+  std::vector<std::vector<CheckpointPosition>> all(static_cast<size_t>(world));
+  bool any = false;
+  for (int r = 0; r < world; ++r) {
+    for (int i = 0; i < kCheckpointExchange; ++i) {
+      const int64_t v = table[r][i].item<int64_t>();
+      if (v > 0) all[static_cast<size_t>(r)].push_back(CheckpointPosition::decode(v - 1));
+    }
+    any = any || !all[static_cast<size_t>(r)].empty();
+  }
+  const auto agreed = agreed_position(all);
+  if (!agreed) {
+    if (any) {
+      std::string held;
+      for (int r = 0; r < world; ++r) {
+        const auto& v = all[static_cast<size_t>(r)];
+        held += fmt::format("{}rank {}: {}", held.empty() ? "" : "; ", r, v.empty() ? "none" : v.front().str());
+      }
+      return not_found(fmt::format("no checkpoint in {} is held intact by every trainer ({}): a trainer whose "
+                                   "machine was replaced needs --checkpoint-dir on storage every machine shares",
+                                   c_.checkpoint_dir, held));
+    }
     log_->warn("--resume: no checkpoint in {} yet; starting from epoch 0", c_.checkpoint_dir);
-    return 0;
+    return CheckpointPosition{};
   }
-  const auto meta_path = ckpt_->meta_path(epoch);
-  auto text = read_file(meta_path);
-  if (!text.is_ok()) {
-    return text.status().with_context(fmt::format("resuming from epoch {} (committed by another trainer; is {} "
-                                                  "this trainer's checkpoint directory?)",
-                                                  epoch, c_.checkpoint_dir));
+  if (!mine.empty() && mine.front() > *agreed) {
+    log_->warn("resuming from {}: the newer {} in {} is not held intact by every trainer", agreed->str(),
+               mine.front().str(), ckpt_->dir().string());
   }
-  nlohmann::json meta;
-  try {
-    meta = nlohmann::json::parse(*text);
-  } catch (const std::exception& e) {
-    return corruption(fmt::format("{}: {}", meta_path.string(), e.what()));
+  auto meta = ckpt_->verify(*agreed);
+  if (!meta.is_ok()) return meta.status();
+  DGLD_RETURN_IF_ERROR(load_checkpoint(*agreed, *meta));
+  if (embedding_ && world > 1) {
+    // Each trainer wrote its own shard of the embedding back; no trainer may
+    // read another's rows before that shard is in (a lookup in the first
+    // step raced the owner's load: resumed losses differed by 1e-3).
+    auto one = torch::ones({1}, torch::kInt64);
+    DGLD_RETURN_IF_ERROR(b_.allreduce(one, Reduce::sum, "resume: every trainer's embedding shard loaded"));
   }
-  const nlohmann::json want = checkpoint_meta(epoch);
+  r_.resumed_from_epoch = static_cast<int>(agreed->epoch) - 1;
+  r_.resumed_at_epoch = static_cast<int>(agreed->epoch);
+  r_.resumed_at_step = agreed->step;
+  log_->info("resumed from the checkpoint of {} in {}", agreed->str(), ckpt_->dir().string());
+  if (b_.rank() == 0) announce_progress("resumed", *agreed);
+  return *agreed;
+}
+
+Status Loop::load_checkpoint(CheckpointPosition p, const nlohmann::json& meta) {
+  const auto meta_path = ckpt_->meta_path(p);
+  const nlohmann::json want = checkpoint_meta();
   for (const char* key : {"format", "graph_name", "num_nodes", "num_trainers", "model", "feature",
                           "learnable_features", "embed_dim", "sparse_optimizer", "in_dim", "num_hidden",
-                          "num_classes", "num_layers", "num_heads"}) {
+                          "num_classes", "num_layers", "num_heads", "batch_size", "seed"}) {
     if (!meta.contains(key) || meta[key] != want[key]) {
       return invalid_argument(fmt::format("{}: the checkpoint has {} = {}, but this run has {} (a checkpoint of "
                                           "another graph, model or job; use another --checkpoint-dir)",
@@ -102,7 +147,7 @@ Result<int> Loop::resume() {
                                           want[key].dump()));
     }
   }
-  const auto state = ckpt_->state_path(epoch);
+  const auto state = ckpt_->payload_path(p);
   try {
     torch::serialize::InputArchive archive, model_ar, optim_ar;
     archive.load_from(state.string());
@@ -121,18 +166,24 @@ Result<int> Loop::resume() {
   } catch (const c10::Error& e) {
     return corruption(fmt::format("{}: {}", state.string(), first_line(e.what_without_backtrace())));
   }
-  if (embedding_ && b_.world_size() > 1) {
-    // Each trainer wrote its own shard of the embedding back; no trainer may
-    // read another's rows before that shard is in (a lookup in the first
-    // step raced the owner's load: resumed losses differed by 1e-3).
-    auto one = torch::ones({1}, torch::kInt64);
-    DGLD_RETURN_IF_ERROR(b_.allreduce(one, Reduce::sum, "resume: every trainer's embedding shard loaded"));
-  }
   DGLD_RETURN_IF_ERROR(history_from_metrics_json(meta["metrics"].dump(), r_).with_context(meta_path.string()));
   previous_time_s_ = meta["metrics"].value("total_time_s", 0.0);
-  r_.resumed_from_epoch = epoch;
-  log_->info("resumed from the checkpoint of epoch {} in {}", epoch, ckpt_->dir().string());
-  return epoch + 1;
+  partial_ = PartialEpoch{};
+  if (p.step > 0) {
+    const auto& pe = meta.value("partial_epoch", nlohmann::json::object());
+    partial_.loss_sum = pe.value("loss_sum", 0.0);
+    partial_.correct_sum = pe.value("correct_sum", 0.0);
+    partial_.seeds_sum = pe.value("seeds_sum", 0.0);
+    partial_.time_s = pe.value("time_s", 0.0);
+    partial_.step_losses = pe.value("step_losses", std::vector<double>{});
+  }
+  return Status::ok();
+}
+
+void Loop::announce_progress(const std::string& event, CheckpointPosition p) const {
+  if (std::getenv(job_env::kJobId) == nullptr) return;  // not started by dgl-launch
+  std::fprintf(stderr, "%s\n", progress_line(event, p).c_str());
+  std::fflush(stderr);
 }
 
 void Loop::remember_if_best(const EvalMetrics& e) {

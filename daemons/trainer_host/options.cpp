@@ -89,8 +89,15 @@ ParsedTrainerHostOptions parse_trainer_host_options(int argc, const char* const 
       ("sparse-optimizer", po::value(&t.sparse_optimizer)->default_value(t.sparse_optimizer),
        "optimiser of the embedding: adagrad (SparseAdagrad) | adam (SparseAdam)")
       ("sparse-lr", po::value(&t.sparse_lr)->default_value(t.sparse_lr), "learning rate of the embedding")
-      ("checkpoint-dir", po::value(&t.checkpoint_dir), "write a checkpoint after every epoch here")
-      ("resume", po::bool_switch(&t.resume), "continue from the last complete checkpoint in --checkpoint-dir")
+      ("checkpoint-dir", po::value(&t.checkpoint_dir), "write checkpoints here (one directory per trainer rank)")
+      ("checkpoint-every", po::value(&t.checkpoint_every)->default_value(t.checkpoint_every),
+       "with --checkpoint-dir: a checkpoint after every N-th epoch (and the last)")
+      ("checkpoint-every-steps", po::value(&t.checkpoint_every_steps)->default_value(t.checkpoint_every_steps),
+       "with --checkpoint-dir: also a checkpoint after every N-th step (0: none); a resumed run continues "
+       "from that step")
+      ("resume", po::bool_switch(&t.resume),
+       "continue from the newest checkpoint in --checkpoint-dir every trainer holds intact (also when dgl-launch "
+       "--max-restarts starts the job again: env DGLD_RESTART > 0)")
       ("no-progress", po::bool_switch(&no_progress), "no progress bar, even on a terminal");
   DistTrainOptions& d = o.dist;
   std::string sampler_endpoints;
@@ -148,6 +155,8 @@ ParsedTrainerHostOptions parse_trainer_host_options(int argc, const char* const 
       !flag_from_env(vm, "job-id", job_env::kJobId, d.job_id, env_error)) {
     return fail(env_error);
   }
+  // Started again by dgl-launch --max-restarts: continue from the checkpoints.
+  if (job_env::restart_count() > 0 && !t.checkpoint_dir.empty()) t.resume = true;
   auto lf = parse_learnable_features(learnable);
   if (!lf.is_ok()) return fail(lf.status().message());
   t.learnable_features = *lf;

@@ -115,6 +115,8 @@ Status validate_train_config(const TrainConfig& c) {
     }
   }
   if (c.resume && c.checkpoint_dir.empty()) return invalid_argument("--resume needs --checkpoint-dir");
+  if (c.checkpoint_every < 1) return invalid_argument("--checkpoint-every must be >= 1");
+  if (c.checkpoint_every_steps < 0) return invalid_argument("--checkpoint-every-steps must be >= 0");
   if (c.infer) {
     if (c.model_file.empty()) {
       return invalid_argument("--infer needs --model-file (a model written by --save-model or torch.jit.save)");
@@ -300,7 +302,10 @@ std::string metrics_json(const TrainResult& r) {
   j["config"] = config_json(r.config);
   j["num_classes"] = r.num_classes;
   j["num_parameters"] = r.num_parameters;
-  if (r.resumed_from_epoch >= 0) j["resumed_from_epoch"] = r.resumed_from_epoch;
+  if (r.resumed_at_epoch >= 0) {
+    j["resumed_from_epoch"] = r.resumed_from_epoch;
+    j["resumed_at"] = {{"epoch", r.resumed_at_epoch}, {"step", r.resumed_at_step}};
+  }
   j["epochs"] = json::array();
   for (const auto& e : r.epochs) {
     j["epochs"].push_back({{"epoch", e.epoch},         {"loss", e.loss},

@@ -55,9 +55,13 @@ struct TrainConfig {
   int64_t embed_dim = 64;
   std::string sparse_optimizer = "adagrad";  // adagrad | adam
   double sparse_lr = 0.05;
-  // Checkpoints: after every epoch into checkpoint_dir (empty: none); resume
-  // continues from the last complete one.
+  // Checkpoints (common/checkpoint_store.h) into checkpoint_dir (empty:
+  // none): after every checkpoint_every-th epoch and the last, and (when > 0)
+  // after every checkpoint_every_steps-th step of the run; resume continues
+  // from the newest one every trainer holds intact.
   std::string checkpoint_dir;
+  int checkpoint_every = 1;
+  int64_t checkpoint_every_steps = 0;
   bool resume = false;
   // A progress bar per epoch when stderr is a terminal; off: plain lines only.
   bool progress = true;
@@ -185,7 +189,9 @@ struct TrainResult {
   int rank = 0;
   int64_t num_classes = 0;
   int64_t num_parameters = 0;
-  int resumed_from_epoch = -1;  // the checkpoint's last epoch; -1: a fresh run
+  int resumed_from_epoch = -1;  // the last epoch complete in the checkpoint resumed from; -1: none
+  int resumed_at_epoch = -1;    // where the resumed run started: epoch and step; -1: a fresh run
+  int64_t resumed_at_step = 0;
   std::vector<EpochMetrics> epochs;
   std::vector<EvalMetrics> evals;
   double val_acc = 0, test_acc = 0;  // from the last evaluation (--keep-best: the best one)

@@ -19,8 +19,8 @@
 
 #include "common/buffer_pool.h"
 #include "common/file_util.h"
+#include "common/job_env.h"
 #include "common/logging.h"
-#include "daemons/trainer_host/checkpoint.h"
 #include "daemons/trainer_host/epoch_accounting.h"
 #include "daemons/trainer_host/progress.h"
 
@@ -194,7 +194,7 @@ Status Loop::setup() {
                                                     torch::optim::AdamOptions(c_.lr).weight_decay(c_.weight_decay));
   if (c_.learnable_features != LearnableFeatures::off && !types_) DGLD_RETURN_IF_ERROR(create_embedding());
   if (!c_.checkpoint_dir.empty()) {
-    ckpt_ = std::make_unique<CheckpointDir>(c_.checkpoint_dir, b_.rank());
+    ckpt_ = std::make_unique<CheckpointStore>(c_.checkpoint_dir, b_.rank());
     DGLD_RETURN_IF_ERROR(ckpt_->prepare());
   }
   r_.graph_name = b_.graph_name();
@@ -212,7 +212,7 @@ Status Loop::setup() {
   return Status::ok();
 }
 
-Status Loop::train_epoch(int epoch, EpochMetrics& m) {
+Status Loop::train_epoch(int epoch, int64_t first_step, EpochMetrics& m) {
   const auto t_epoch = Clock::now();
   const double process_cpu0 = process_cpu_seconds();
   auto& model = model_->impl();
@@ -220,12 +220,17 @@ Status Loop::train_epoch(int epoch, EpochMetrics& m) {
   auto& params = params_;
   const int64_t steps = b_.steps_per_epoch();
   const int world = b_.world_size();
-  b_.start_epoch(epoch);
+  b_.start_epoch(epoch, first_step);
   ProgressBar bar(c_.progress, epoch, steps, /*plain_lines=*/b_.rank() == 0);
-  double loss_sum = 0, correct_sum = 0, seeds_sum = 0;  // over every trainer
+  if (first_step == 0) partial_ = PartialEpoch{};  // else: the steps before first_step, from the checkpoint
+  double& loss_sum = partial_.loss_sum;  // over every trainer
+  double& correct_sum = partial_.correct_sum;
+  double& seeds_sum = partial_.seeds_sum;
+  m.step_losses = partial_.step_losses;
+  const double time_before = partial_.time_s;
   EpochAccounting acc(b_);
   acc.start();
-  for (int64_t step = 0; step < steps; ++step) {
+  for (int64_t step = first_step; step < steps; ++step) {
     const std::string where = fmt::format("epoch {} step {}", epoch, step);
     client::LinkBatch link_batch;
     if (link_) {
@@ -314,7 +319,7 @@ Status Loop::train_epoch(int epoch, EpochMetrics& m) {
     m.step_losses.push_back(step_loss);
     correct_sum += bucket[tail + 1].item<double>() * world;
     seeds_sum += bucket[tail + 2].item<double>() * world;
-    const double elapsed = seconds_since(t_epoch);
+    const double elapsed = time_before + seconds_since(t_epoch);
     bar.update(step + 1, loss_sum / static_cast<double>(step + 1), elapsed > 0 ? seeds_sum / elapsed : 0.0);
     if (c_.log_every > 0 && (step + 1) % c_.log_every == 0) {
       bar.clear();
@@ -322,11 +327,18 @@ Status Loop::train_epoch(int epoch, EpochMetrics& m) {
                  b_.part_id(), epoch, step, loss_value, batch_seeds > 0 ? batch_correct / batch_seeds : 0.0,
                  elapsed > 0 ? seeds_sum / elapsed : 0.0);
     }
+    const int64_t run_step = static_cast<int64_t>(epoch) * steps + step + 1;  // steps done since epoch 0
+    if (ckpt_ && c_.checkpoint_every_steps > 0 && step + 1 < steps && run_step % c_.checkpoint_every_steps == 0) {
+      bar.clear();
+      partial_.step_losses = m.step_losses;
+      partial_.time_s = elapsed;
+      DGLD_RETURN_IF_ERROR(save_checkpoint({epoch, step + 1}).with_context(where));
+    }
   }
   bar.clear();
   m.loss = steps > 0 ? loss_sum / static_cast<double>(steps) : 0.0;
   m.train_acc = seeds_sum > 0 ? correct_sum / seeds_sum : 0.0;
-  m.time_s = seconds_since(t_epoch);
+  m.time_s = time_before + seconds_since(t_epoch);
   m.process_cpu_s = process_cpu_seconds() - process_cpu0;
   m.peak_rss_bytes = read_process_memory().peak_rss;
   m.seeds_per_s = m.time_s > 0 ? seeds_sum / m.time_s : 0.0;
@@ -350,14 +362,17 @@ Result<TrainResult> Loop::run() {
     r_.total_time_s = seconds_since(t_start);
     return r_;
   }
-  int first_epoch = 0;
+  CheckpointPosition start;
   if (c_.resume) {
-    DGLD_ASSIGN_OR_RETURN(first_epoch, resume());
+    DGLD_ASSIGN_OR_RETURN(start, resume());
+  } else if (job_env::restart_count() > 0) {
+    log_->warn("dgl-launch started the job again (restart {}) but there is no --checkpoint-dir: training starts "
+               "over from epoch 0", job_env::restart_count());
   }
-  for (int epoch = first_epoch; epoch < c_.num_epochs; ++epoch) {
+  for (int epoch = static_cast<int>(start.epoch); epoch < c_.num_epochs; ++epoch) {
     EpochMetrics m;
     m.epoch = epoch;
-    DGLD_RETURN_IF_ERROR(train_epoch(epoch, m));
+    DGLD_RETURN_IF_ERROR(train_epoch(epoch, epoch == start.epoch ? start.step : 0, m));
     log_->info("Epoch {:05d} | Loss {:.4f} | Train Acc {:.4f} | Time {:.3f} s (sample {:.3f}, fetch {:.3f}, "
                "compute {:.3f}, allreduce {:.3f}, wait {:.3f}) | {:.0f} seeds/s | CPU {:.3f} s (sample {:.3f}, "
                "fetch {:.3f}, compute {:.3f}, allreduce {:.3f})",
@@ -394,7 +409,9 @@ Result<TrainResult> Loop::run() {
       if (c_.keep_best != "off") remember_if_best(e);
     }
     r_.total_time_s = previous_time_s_ + seconds_since(t_start);
-    if (ckpt_) DGLD_RETURN_IF_ERROR(save_checkpoint(epoch));
+    if (ckpt_ && (last || (epoch + 1) % c_.checkpoint_every == 0)) {
+      DGLD_RETURN_IF_ERROR(save_checkpoint({epoch + 1, 0}));
+    }
   }
   if (best_) restore_best();
   if (!c_.save_model.empty() && b_.rank() == 0) {  // every trainer holds the same weights

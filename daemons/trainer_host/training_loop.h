@@ -79,7 +79,9 @@ class TrainingBackend {
   virtual int64_t feat_dim() const = 0;         // width of the batches' feature rows (0: none fetched)
   virtual int64_t num_classes() const = 0;      // the same on every trainer
   virtual int64_t steps_per_epoch() const = 0;  // the same on every trainer
-  virtual void start_epoch(int epoch) = 0;
+  // Starts epoch `epoch` at step `first_step` (a run resumed mid-epoch):
+  // the epoch's batches depend on (seed, epoch, step) only.
+  virtual void start_epoch(int epoch, int64_t first_step) = 0;
   virtual Result<client::Batch> next_batch() = 0;
   // Collectives over every trainer, in place; no-ops for one trainer.
   virtual Status allreduce(torch::Tensor& t, Reduce op, const std::string& what) = 0;

@@ -11,31 +11,9 @@
 #include <fmt/format.h>
 
 #include "common/file_util.h"
-#include "common/partition/array_file.h"
 
 namespace dgld::launch {
 namespace fs = std::filesystem;
-
-Result<FileDigest> digest_file(const fs::path& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return io_error("cannot open " + path.string() + ": " + errno_string());
-  FileDigest d;
-  std::vector<char> buf(1 << 20);
-  for (;;) {
-    ssize_t n = ::read(fd, buf.data(), buf.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      Status st = io_error("cannot read " + path.string() + ": " + errno_string());
-      ::close(fd);
-      return st;
-    }
-    if (n == 0) break;
-    d.crc32 = crc32_update(d.crc32, buf.data(), static_cast<size_t>(n));
-    d.size += static_cast<uint64_t>(n);
-  }
-  ::close(fd);
-  return d;
-}
 
 Result<bool> copy_if_different(const fs::path& from, const fs::path& to) {
   std::error_code ec;

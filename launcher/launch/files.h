@@ -10,18 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "common/checksum.h"  // digest_file
 #include "common/status.h"
 
 namespace dgld::launch {
-
-struct FileDigest {
-  uint64_t size = 0;
-  uint32_t crc32 = 0;
-  bool operator==(const FileDigest&) const = default;
-};
-
-// Size and CRC-32 of a whole file.
-Result<FileDigest> digest_file(const std::filesystem::path& path);
 
 // Copies `from` to `to` (parents created, replaced by rename so a reader
 // never sees half a file) unless `to` already has the same size and CRC-32.

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "common/checkpoint_store.h"
 #include "launcher/launch/files.h"
 #include "tests/fault/fault_util.h"
 #include "tests/launch/launch_util.h"
@@ -22,10 +23,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// LATEST of a rank's checkpoint directory, -1 while there is none.
+// The last epoch a rank's newest intact checkpoint completes, -1 while there is none.
 int latest(const fs::path& dir, int rank) {
-  const std::string text = read_text(dir / ("rank-" + std::to_string(rank)) / "LATEST");
-  return text.empty() ? -1 : std::stoi(text);
+  const auto held = CheckpointStore(dir, rank).valid();
+  return held.empty() ? -1 : static_cast<int>(held.front().epoch) - 1;
 }
 
 }  // namespace
@@ -71,7 +72,7 @@ TEST_CASE("fault: a whole job killed with kill -9 resumes from its last checkpoi
     INFO("still running after kill -9:\n" << describe_pids(left));
     REQUIRE(left.empty());
     REQUIRE(p.wait(5s).has_value());
-    committed = std::max(latest(ckpt, 0), latest(ckpt, 1));
+    committed = std::min(latest(ckpt, 0), latest(ckpt, 1));  // the newest both hold
     WARN(fmt::format("killed {} processes of the job (launcher, agents, servers, trainers, sampler-workers) after "
                      "epoch {} was committed; all gone after {:.2f} s",
                      victims.size(), committed, seconds_since(t_kill)));
@@ -92,7 +93,7 @@ TEST_CASE("fault: a whole job killed with kill -9 resumes from its last checkpoi
   for (int rank : {0, 1}) {
     INFO("trainer " << rank);
     CHECK_THAT(read_text(job.logs() / fmt::format("trainer-{}.log", rank)),
-               Catch::Contains(fmt::format("resumed from the checkpoint of epoch {}", committed)));
+               Catch::Contains(fmt::format("resumed from the checkpoint of the end of epoch {}", committed)));
   }
   // No committed epoch was trained again; every later one was, once.
   for (int e = 0; e < kEpochs; ++e) {

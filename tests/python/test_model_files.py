@@ -311,7 +311,7 @@ def test_a_model_file_resumes_from_its_checkpoint_exactly(graph, tmp_path):
     standalone(graph, common + ["--num-epochs", "2", "--checkpoint-dir", str(tmp_path / "ckpt")])
     out = standalone(graph, common + ["--num-epochs", "4", "--checkpoint-dir", str(tmp_path / "ckpt"), "--resume",
                                       "--metrics-out", str(tmp_path / "resumed.json")])
-    assert "resumed from the checkpoint of epoch 1" in out
+    assert "resumed from the checkpoint of the end of epoch 1" in out
     straight = json.loads((tmp_path / "straight.json").read_text())
     resumed = json.loads((tmp_path / "resumed.json").read_text())
     assert resumed["resumed_from_epoch"] == 1

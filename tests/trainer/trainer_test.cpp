@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "common/checkpoint_store.h"
 #include "common/file_util.h"
 #include "common/logging.h"
 #include "common/part_config.h"
@@ -320,23 +321,25 @@ TEST_CASE("a run resumed from its checkpoint ends exactly as the uninterrupted r
   c.checkpoint_dir = (dir.path() / "whole").string();
   auto whole = train_standalone(sbm().config.string(), c);
   REQUIRE(whole.is_ok());
-  CHECK(fs::exists(dir.path() / "whole/rank-0/LATEST"));
-  // Only the last two epochs' files are kept.
-  CHECK(fs::exists(dir.path() / "whole/rank-0/epoch-3.pt"));
-  CHECK(fs::exists(dir.path() / "whole/rank-0/epoch-2.pt"));
-  CHECK_FALSE(fs::exists(dir.path() / "whole/rank-0/epoch-1.pt"));
+  // Only the last two positions' files are kept: the ends of epochs 3 and 2.
+  CheckpointStore store(dir.path() / "whole", 0);
+  CHECK(store.valid() == std::vector<CheckpointPosition>{{4, 0}, {3, 0}});
+  CHECK_FALSE(fs::exists(store.payload_path({2, 0})));
 
   // The same job stopped after 2 epochs, then resumed for the other 2.
   c.checkpoint_dir = (dir.path() / "split").string();
   c.num_epochs = 2;
   auto first = train_standalone(sbm().config.string(), c);
   REQUIRE(first.is_ok());
-  CHECK(read_file(dir.path() / "split/rank-0/LATEST").value() == "1\n");
+  CheckpointStore split(dir.path() / "split", 0);
+  CHECK(split.valid().front() == CheckpointPosition{2, 0});
   c.num_epochs = 4;
   c.resume = true;
   auto second = train_standalone(sbm().config.string(), c);
   REQUIRE(second.is_ok());
   CHECK(second->resumed_from_epoch == 1);
+  CHECK(second->resumed_at_epoch == 2);
+  CHECK(second->resumed_at_step == 0);
   REQUIRE(second->epochs.size() == 4);  // the history of the first part and the two new epochs
   for (size_t i = 0; i < 4; ++i) {
     INFO("epoch " << i);
@@ -357,7 +360,7 @@ TEST_CASE("a run resumed from its checkpoint ends exactly as the uninterrupted r
     auto r = train_standalone(sbm().config.string(), other);
     REQUIRE_FALSE(r.is_ok());
     INFO(r.status().message());
-    CHECK(r.status().message().find("epoch-3.json: the checkpoint has model = \"sage\", but this run has \"gcn\"") !=
+    CHECK(r.status().message().find("ckpt-4-0.json: the checkpoint has model = \"sage\", but this run has \"gcn\"") !=
           std::string::npos);
     other = c;
     other.num_hidden = 32;
@@ -365,11 +368,19 @@ TEST_CASE("a run resumed from its checkpoint ends exactly as the uninterrupted r
     REQUIRE_FALSE(r.is_ok());
     CHECK(r.status().message().find("num_hidden") != std::string::npos);
   }
-  SECTION("a damaged LATEST is an error naming it") {
-    std::ofstream(dir.path() / "split/rank-0/LATEST") << "three\n";
-    auto r = train_standalone(sbm().config.string(), c);
-    REQUIRE_FALSE(r.is_ok());
-    CHECK(r.status().message().find("LATEST: expected an epoch number, found 'three'") != std::string::npos);
+  SECTION("a corrupt newest checkpoint is refused with its path and reason; the one before is used") {
+    const fs::path newest = split.payload_path({4, 0});
+    const auto size = fs::file_size(newest);
+    fs::resize_file(newest, size / 2);
+    TrainConfig more = c;
+    more.num_epochs = 5;
+    auto r = train_standalone(sbm().config.string(), more);
+    REQUIRE(r.is_ok());
+    CHECK(r->resumed_at_epoch == 3);  // the end of epoch 2: epochs 3 and 4 trained again
+    REQUIRE(r->epochs.size() == 5);
+    CHECK(r->epochs[3].loss == whole->epochs[3].loss);
+    // The refusal is in the log; the file is replaced by the new run's.
+    CHECK(split.verify({4, 0}).is_ok());
   }
   SECTION("--resume with no checkpoint yet starts from epoch 0") {
     TrainConfig fresh = c;
@@ -378,8 +389,55 @@ TEST_CASE("a run resumed from its checkpoint ends exactly as the uninterrupted r
     auto r = train_standalone(sbm().config.string(), fresh);
     REQUIRE(r.is_ok());
     CHECK(r->resumed_from_epoch == -1);
+    CHECK(r->resumed_at_epoch == -1);
     CHECK(r->epochs.size() == 1);
   }
+}
+
+TEST_CASE("a run resumed from a mid-epoch checkpoint continues at that step and ends as the uninterrupted run",
+          "[sbm][checkpoint]") {
+  testing::TempDir dir("dgld-trainer-steps");
+  TrainConfig c = short_run(3, 9, 0.01, 0);
+  c.batch_size = 250;
+  c.checkpoint_dir = (dir.path() / "whole").string();
+  c.checkpoint_every_steps = 5;
+  auto whole = train_standalone(sbm().config.string(), c);
+  REQUIRE(whole.is_ok());
+  REQUIRE(whole->epochs[0].step_losses.size() >= 5);
+
+  // The same run cut short after epoch 1, its last position (the end of
+  // epoch 1) removed as a crash before it would leave it: what is left is
+  // the mid-epoch position before it.
+  c.checkpoint_dir = (dir.path() / "cut").string();
+  c.num_epochs = 2;
+  REQUIRE(train_standalone(sbm().config.string(), c).is_ok());
+  CheckpointStore cut(dir.path() / "cut", 0);
+  auto held = cut.valid();
+  REQUIRE(held.size() == 2);
+  REQUIRE(held[0] == CheckpointPosition{2, 0});
+  const CheckpointPosition mid = held[1];
+  REQUIRE(mid.epoch == 1);
+  REQUIRE(mid.step > 0);
+  fs::remove(cut.meta_path(held[0]));
+  fs::remove(cut.payload_path(held[0]));
+  c.num_epochs = 3;
+  c.resume = true;
+  auto resumed = train_standalone(sbm().config.string(), c);
+  REQUIRE(resumed.is_ok());
+  CHECK(resumed->resumed_at_epoch == 1);
+  CHECK(resumed->resumed_at_step == mid.step);
+  REQUIRE(resumed->epochs.size() == 3);
+  for (size_t e = 0; e < 3; ++e) {
+    INFO("epoch " << e);
+    REQUIRE(resumed->epochs[e].step_losses.size() == whole->epochs[e].step_losses.size());
+    for (size_t s = 0; s < whole->epochs[e].step_losses.size(); ++s) {
+      INFO("step " << s);
+      CHECK(resumed->epochs[e].step_losses[s] == whole->epochs[e].step_losses[s]);
+    }
+    CHECK(resumed->epochs[e].loss == Approx(whole->epochs[e].loss).epsilon(1e-12));
+    CHECK(resumed->epochs[e].train_acc == Approx(whole->epochs[e].train_acc).epsilon(1e-12));
+  }
+  CHECK(resumed->test_acc == whole->test_acc);
 }
 
 TEST_CASE("a NaN loss stops training and keeps the last checkpoint", "[sbm][checkpoint]") {
@@ -395,7 +453,7 @@ TEST_CASE("a NaN loss stops training and keeps the last checkpoint", "[sbm][chec
   INFO(r.status().message());
   CHECK(r.status().message().find("the loss became") != std::string::npos);
   CHECK(r.status().message().find("the last checkpoint is kept") != std::string::npos);
-  CHECK(read_file(dir.path() / "rank-0/LATEST").value() == "0\n");
+  CHECK(CheckpointStore(dir.path(), 0).valid().front() == CheckpointPosition{1, 0});  // the end of epoch 0
 }
 
 TEST_CASE("a learnable embedding trains with SparseAdagrad and SparseAdam", "[sbm][embedding]") {

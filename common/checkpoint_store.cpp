@@ -1,0 +1,196 @@
+#include "common/checkpoint_store.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <iterator>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "common/checksum.h"
+#include "common/file_util.h"
+
+namespace dgld {
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+constexpr const char* kProgressPrefix = "dgld-progress ";
+
+// The position of "ckpt-<E>-<S>.<ext>", nullopt for any other name.
+std::optional<CheckpointPosition> parse_name(const std::string& name, const std::string& ext) {
+  long long e = -1, s = -1;
+  int used = 0;
+  if (std::sscanf(name.c_str(), "ckpt-%lld-%lld.%n", &e, &s, &used) != 2 || used <= 0 || e < 0 || s < 0) return std::nullopt;
+  if (name.substr(static_cast<size_t>(used)) != ext) return std::nullopt;
+  CheckpointPosition p{e, s};
+  if (name != fmt::format("ckpt-{}-{}.{}", e, s, ext)) return std::nullopt;  // no leading zeros or signs
+  return p;
+}
+
+Status fsync_path(const fs::path& path, bool directory) {
+  const int fd = ::open(path.c_str(), (directory ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
+  if (fd < 0) return io_error("cannot open " + path.string() + " to flush it: " + errno_string());
+  const bool ok = ::fsync(fd) == 0;
+  const std::string err = ok ? "" : errno_string();
+  ::close(fd);
+  return ok ? Status::ok() : io_error("cannot flush " + path.string() + ": " + err);
+}
+
+}  // namespace
+
+std::string CheckpointPosition::str() const {
+  return step == 0 && epoch > 0 ? fmt::format("the end of epoch {}", epoch - 1)
+                                : fmt::format("epoch {} step {}", epoch, step);
+}
+
+CheckpointStore::CheckpointStore(fs::path root, int rank)
+    : dir_(std::move(root) / fmt::format("rank-{}", rank)), rank_(rank) {}
+
+Status CheckpointStore::prepare() const {
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  if (ec) return io_error(fmt::format("checkpoint directory {}: {}", dir_.string(), ec.message()));
+  if (::access(dir_.c_str(), W_OK) != 0) {
+    return io_error(fmt::format("checkpoint directory {} is not writable: {}", dir_.string(), errno_string()));
+  }
+  return Status::ok();
+}
+
+fs::path CheckpointStore::payload_path(CheckpointPosition p) const {
+  return dir_ / fmt::format("ckpt-{}-{}.pt", p.epoch, p.step);
+}
+fs::path CheckpointStore::meta_path(CheckpointPosition p) const {
+  return dir_ / fmt::format("ckpt-{}-{}.json", p.epoch, p.step);
+}
+fs::path CheckpointStore::temp_payload_path(CheckpointPosition p) const {
+  return dir_ / fmt::format("ckpt-{}-{}.pt.tmp.{}", p.epoch, p.step, ::getpid());
+}
+
+Status CheckpointStore::seal(CheckpointPosition p, const fs::path& written, json meta) const {
+  if (!meta.is_object()) return invalid_argument("checkpoint metadata must be a JSON object");
+  const fs::path payload = payload_path(p), meta_file = meta_path(p);
+  std::error_code ec;
+  fs::remove(meta_file, ec);  // an older seal of p: never paired with the new payload
+  DGLD_RETURN_IF_ERROR(fsync_path(written, false));
+  DGLD_ASSIGN_OR_RETURN(FileDigest d, digest_file(written));
+  fs::rename(written, payload, ec);
+  if (ec) return io_error(fmt::format("renaming {} to {}: {}", written.string(), payload.string(), ec.message()));
+  meta["position"] = {{"epoch", p.epoch}, {"step", p.step}};
+  meta["rank"] = rank_;
+  meta["payload"] = {{"file", payload.filename().string()}, {"bytes", d.size}, {"crc32", d.crc32}};
+  DGLD_RETURN_IF_ERROR(write_file_atomic(meta_file, meta.dump(2) + "\n"));
+  return fsync_path(dir_, true);
+}
+
+std::vector<CheckpointPosition> CheckpointStore::on_disk() const {
+  std::vector<CheckpointPosition> out;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir_, ec)) {
+    if (auto p = parse_name(entry.path().filename().string(), "json")) out.push_back(*p);
+  }
+  std::sort(out.rbegin(), out.rend());
+  return out;
+}
+
+Result<json> CheckpointStore::verify(CheckpointPosition p) const {
+  const fs::path meta_file = meta_path(p), payload = payload_path(p);
+  DGLD_ASSIGN_OR_RETURN(std::string text, read_file(meta_file));
+  json meta;
+  try {
+    meta = json::parse(text);
+  } catch (const std::exception& e) {
+    return corruption(fmt::format("{}: not valid JSON ({})", meta_file.string(), e.what()));
+  }
+  const json want_pos = {{"epoch", p.epoch}, {"step", p.step}};
+  if (!meta.is_object() || meta.value("position", json()) != want_pos || meta.value("rank", -1) != rank_) {
+    return corruption(fmt::format("{}: it does not describe rank {} at {}", meta_file.string(), rank_, p.str()));
+  }
+  const json info = meta.value("payload", json::object());
+  if (!info.contains("bytes") || !info.contains("crc32")) {
+    return corruption(fmt::format("{}: no payload size and CRC-32", meta_file.string()));
+  }
+  auto d = digest_file(payload);
+  if (!d.is_ok()) return corruption(fmt::format("{}: {}", payload.string(), d.status().message()));
+  const auto bytes = info["bytes"].get<uint64_t>();
+  const auto crc = info["crc32"].get<uint32_t>();
+  if (d->size != bytes) {
+    return corruption(fmt::format("{}: {} bytes, but {} records {} (truncated or overwritten)", payload.string(),
+                                  d->size, meta_file.filename().string(), bytes));
+  }
+  if (d->crc32 != crc) {
+    return corruption(fmt::format("{}: CRC-32 {:08x}, but {} records {:08x} (the file was altered)", payload.string(),
+                                  d->crc32, meta_file.filename().string(), crc));
+  }
+  return meta;
+}
+
+std::vector<CheckpointPosition> CheckpointStore::valid(std::vector<RefusedCheckpoint>* refused) const {
+  std::vector<CheckpointPosition> out;
+  for (const CheckpointPosition& p : on_disk()) {
+    auto meta = verify(p);
+    if (meta.is_ok()) {
+      out.push_back(p);
+    } else if (refused) {
+      refused->push_back({payload_path(p), meta.status().message()});
+    }
+  }
+  return out;
+}
+
+void CheckpointStore::prune(CheckpointPosition committed) const {
+  std::set<CheckpointPosition> keep = {committed};
+  for (const CheckpointPosition& p : on_disk()) {  // newest first
+    if (p < committed) {
+      keep.insert(p);
+      break;
+    }
+  }
+  std::error_code ec;
+  std::vector<fs::path> doomed;
+  for (const auto& entry : fs::directory_iterator(dir_, ec)) {
+    const std::string name = entry.path().filename().string();
+    std::optional<CheckpointPosition> p = parse_name(name, "json");
+    if (!p) p = parse_name(name, "pt");
+    const bool temp = name.rfind("ckpt-", 0) == 0 && name.find(".tmp.") != std::string::npos;
+    if (temp || (p && !keep.count(*p))) doomed.push_back(entry.path());
+  }
+  for (const auto& path : doomed) fs::remove(path, ec);
+}
+
+std::optional<CheckpointPosition> agreed_position(const std::vector<std::vector<CheckpointPosition>>& per_rank) {
+  if (per_rank.empty()) return std::nullopt;
+  std::set<CheckpointPosition> common(per_rank[0].begin(), per_rank[0].end());
+  for (size_t r = 1; r < per_rank.size(); ++r) {
+    std::set<CheckpointPosition> mine(per_rank[r].begin(), per_rank[r].end()), both;
+    std::set_intersection(common.begin(), common.end(), mine.begin(), mine.end(), std::inserter(both, both.end()));
+    common.swap(both);
+  }
+  if (common.empty()) return std::nullopt;
+  return *common.rbegin();
+}
+
+std::string progress_line(const std::string& event, CheckpointPosition p) {
+  return kProgressPrefix + json{{"event", event}, {"epoch", p.epoch}, {"step", p.step}}.dump();
+}
+
+std::optional<ProgressEvent> parse_progress_line(const std::string& line) {
+  const auto at = line.find(kProgressPrefix);
+  if (at == std::string::npos) return std::nullopt;
+  try {
+    const json j = json::parse(line.substr(at + std::string(kProgressPrefix).size()));
+    ProgressEvent e;
+    e.event = j.at("event").get<std::string>();
+    e.position = {j.at("epoch").get<int64_t>(), j.at("step").get<int64_t>()};
+    return e;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace dgld

@@ -1,0 +1,105 @@
+#pragma once
+// Checkpoints that can be trusted (docs/reliability.md), for every trainer:
+// trainer-host's and the Python package's (dgld.distributed.Checkpointer,
+// bound in dgld._C). Torch-free: the caller writes the payload (a torch
+// archive, torch.save) to a temporary path and hands it over to be sealed.
+//
+//   <root>/rank-<R>/ckpt-<E>-<S>.pt     the payload of rank R at position (E, S)
+//   <root>/rank-<R>/ckpt-<E>-<S>.json   the position, the payload's size and
+//                                       CRC-32, and the caller's fields
+//
+// Position (E, S): the next step to run is step S of epoch E; the end of
+// epoch E is (E + 1, 0). Sealing fsyncs the payload, records its size and
+// CRC-32, renames it into place, then writes the JSON (temporary name,
+// fsync, rename) and fsyncs the directory: a position whose JSON exists has a
+// complete payload, and one whose payload does not match its JSON is refused
+// with the path and the reason, never loaded.
+//
+// Across trainers a position counts when every rank holds it: each rank lists
+// the positions it holds intact (valid), the ranks exchange their lists, and
+// agreed_position picks the newest one all hold. After every rank sealed P
+// (a barrier), prune(P) keeps P and the position before it, so a newest
+// checkpoint found corrupt leaves an older complete one to resume from.
+
+#include <compare>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+
+namespace dgld {
+
+inline constexpr int kCheckpointExchange = 4;  // positions each rank offers when the ranks agree
+
+struct CheckpointPosition {
+  int64_t epoch = 0;
+  int64_t step = 0;  // the next step to run in `epoch`
+  auto operator<=>(const CheckpointPosition&) const = default;
+  // One number per position for a collective (epoch << 32 | step), and back.
+  int64_t encode() const { return (epoch << 32) | step; }
+  static CheckpointPosition decode(int64_t v) { return {v >> 32, v & 0xffffffffLL}; }
+  std::string str() const;  // "epoch E step S", or "the end of epoch E-1" when S is 0
+};
+
+struct RefusedCheckpoint {
+  std::filesystem::path path;
+  std::string reason;
+};
+
+class CheckpointStore {
+ public:
+  CheckpointStore(std::filesystem::path root, int rank);
+
+  // Creates the rank's directory; an error naming it when that fails or it is not writable.
+  Status prepare() const;
+  const std::filesystem::path& dir() const { return dir_; }
+  int rank() const { return rank_; }
+  std::filesystem::path payload_path(CheckpointPosition p) const;
+  std::filesystem::path meta_path(CheckpointPosition p) const;
+  // Where the caller writes the payload of `p` before seal() (in the same directory).
+  std::filesystem::path temp_payload_path(CheckpointPosition p) const;
+
+  // Makes `written` (the complete payload, at temp_payload_path) the
+  // checkpoint of `p` with `meta` (an object; "position", "rank" and
+  // "payload" are set here). Any earlier files of `p` are replaced.
+  Status seal(CheckpointPosition p, const std::filesystem::path& written, nlohmann::json meta) const;
+
+  // The positions this rank holds intact, newest first; every one found
+  // broken goes to `refused` (path and reason) when given.
+  std::vector<CheckpointPosition> valid(std::vector<RefusedCheckpoint>* refused = nullptr) const;
+  // The JSON of `p` after checking it and its payload; corruption naming the
+  // file and what is wrong otherwise.
+  Result<nlohmann::json> verify(CheckpointPosition p) const;
+
+  // After every rank sealed `committed`: removes this rank's positions other
+  // than `committed` and the newest one before it (later ones are leftovers
+  // of a run that stopped before committing them), and stray temporary files.
+  void prune(CheckpointPosition committed) const;
+
+ private:
+  std::vector<CheckpointPosition> on_disk() const;
+
+  std::filesystem::path dir_;
+  int rank_;
+};
+
+// The newest position every rank holds, from each rank's valid() list;
+// nullopt when there is none (or no rank at all).
+std::optional<CheckpointPosition> agreed_position(const std::vector<std::vector<CheckpointPosition>>& per_rank);
+
+// dgl-launch follows a job's checkpoints through one line a trainer writes to
+// stderr (docs/reliability.md): "dgld-progress {"event": ..., "epoch": E, "step": S}"
+// with event "checkpoint" (every rank holds the position) or "resumed".
+std::string progress_line(const std::string& event, CheckpointPosition p);
+struct ProgressEvent {
+  std::string event;
+  CheckpointPosition position;
+};
+std::optional<ProgressEvent> parse_progress_line(const std::string& line);
+
+}  // namespace dgld
