@@ -9,7 +9,11 @@ over shaped links (rate, one-way delay, loss). docs/cluster-emulator.md.
   cluster_emu.py counters [--name NAME]         every machine's eth0 counters (JSON)
   cluster_emu.py exec [--name NAME] WHO -- CMD  WHO: a machine index (its namespaces) or 'launcher'
   cluster_emu.py launch [--name NAME] -- ARGS   dgl-launch ARGS from the launcher namespace, with the ssh flags
+  cluster_emu.py kill [--name NAME] MACHINE     kill -9 every process of a machine, its sshd too (a lost machine)
   cluster_emu.py down [--name NAME | --all]
+
+Every machine sees one directory in common, `shared` in status (as an NFS
+mount would be): checkpoints a spare machine must read go there.
 
 Every packet stays on this machine: the machines' only interface is a TAP
 device of the switch, which runs in a namespace with nothing else in it.
@@ -198,13 +202,14 @@ def cmd_up(a):
     os.makedirs(os.path.join(d, "keys"), mode=0o700)
     st = {"name": name, "dir": d, "preset": a.preset, "rate_bps": rate, "delay_ms": delay_ms, "loss": loss,
           "mtu": a.mtu, "workspace": os.path.join(d, "workspace"), "src": os.path.join(d, "launcher"),
+          "shared": os.path.join(d, "shared"),
           "launcher": {"ns": ns_name(name, "l"), "address": f"{SUBNET}.2"},
           "switch": {"ns": ns_name(name, "sw"), "pid": None, "stats": os.path.join(d, "switch.json")},
           "machines": [{"ns": ns_name(name, f"h{i}"), "address": machine_address(i)} for i in range(a.machines)],
           "created": []}
     save_state(st)
     try:
-        for p in (st["workspace"], st["src"]):
+        for p in (st["workspace"], st["src"], st["shared"]):
             os.makedirs(p)
         keys = os.path.join(d, "keys")
         run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "dgld-emu-user", "-f", f"{keys}/id"], "ssh-keygen")
@@ -333,6 +338,7 @@ def cmd_status(a):
         "name": st["name"], "preset": st["preset"], "link": describe_link(st), "rate_bps": st["rate_bps"],
         "delay_ms": st["delay_ms"], "loss": st["loss"], "mtu": st["mtu"],
         "switch_running": pid_alive(st["switch"]["pid"]), "src": st["src"], "workspace": st["workspace"],
+        "shared": st.get("shared", os.path.join(st["dir"], "shared")),
         "launcher": {"ns": st["launcher"]["ns"], "address": st["launcher"]["address"]},
         "ssh_flags": ssh_flags(st),
         "machines": [{"index": i, "ns": m["ns"], "address": m["address"], "up": m["ns"] in live,
@@ -375,6 +381,20 @@ def exec_argv(st, who, cmd):
 def cmd_exec(a):
     st = load_state(a.name)
     os.execvp("nsenter" if a.who != "launcher" else IP, exec_argv(st, a.who, strip_dashes(a.cmd)))
+
+
+def cmd_kill(a):
+    st = load_state(a.name)
+    i = int(a.machine)
+    if not 0 <= i < len(st["machines"]):
+        raise EmuError(f"machine {a.machine}: the cluster has machines 0..{len(st['machines']) - 1}")
+    ns = st["machines"][i]["ns"]
+    n = len(ns_pids(ns))
+    left = kill_namespace_processes(ns)
+    if left:
+        raise EmuError(f"machine {i}: {len(left)} process(es) survived kill -9: {left}")
+    print(f"machine {i}: {n} process(es) killed, its sshd among them; its address still answers (connections are "
+          f"refused), as a machine whose services died")
 
 
 def cmd_launch(a):
@@ -515,6 +535,8 @@ def main():
     p = add("exec", help="run a command on a machine")
     p.add_argument("who")
     p.add_argument("cmd", nargs=argparse.REMAINDER)
+    p = add("kill", help="kill -9 every process of a machine, its sshd too")
+    p.add_argument("machine")
     p = add("launch", help="dgl-launch from the launcher namespace with the cluster's ssh flags")
     p.add_argument("--build")
     p.add_argument("cmd", nargs=argparse.REMAINDER)
@@ -534,6 +556,8 @@ def main():
             cmd_exec(a)
         elif a.action == "launch":
             cmd_launch(a)
+        elif a.action == "kill":
+            cmd_kill(a)
     except EmuError as e:
         print(f"cluster_emu: {e}", file=sys.stderr)
         sys.exit(1)

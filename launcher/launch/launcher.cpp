@@ -9,7 +9,7 @@ namespace driver {
 
 int Launcher::run() {
   StopSignals signals;  // first, before any thread: SIGINT/SIGTERM blocked everywhere
-  const auto t0 = Clock::now();
+  const auto t0 = job_start_ = Clock::now();
   if (Status st = prepare_local(); !st.is_ok()) {
     log()->error("failed before anything started: {}", st.message());
     return kExitNotStarted;
@@ -17,23 +17,34 @@ int Launcher::run() {
   signals.watch([this](const std::string& sig) {
     q_.push({Event::Kind::signal, -1, sig, {}});
   });
-  log()->info("job {}: {} machine(s), {} graph-server(s) and {} trainer(s) each{}; workspace {}, logs in {}/{}",
+  log()->info("job {}: {} machine(s), {} graph-server(s) and {} trainer(s) each{}; workspace {}, logs in {}/{}{}",
               plan_.job_id, plan_.machines.size(), o_.num_servers, o_.num_trainers,
               o_.num_samplers ? fmt::format(" ({} sampler-worker(s) per trainer)", o_.num_samplers) : "",
-              o_.workspace, o_.workspace, plan_.log_dir);
-  run_phases();
-  teardown();
+              o_.workspace, o_.workspace, plan_.log_dir,
+              o_.max_restarts ? fmt::format("; up to {} restart(s), {} spare machine(s)", o_.max_restarts,
+                                            ip_.spares.size())
+                              : "");
+  for (;;) {
+    run_phases();
+    const auto t_down = Clock::now();
+    teardown();
+    if (!failure_ || !signal_name_.empty()) break;
+    if (!prepare_restart(std::chrono::duration<double>(Clock::now() - t_down).count())) break;
+  }
   signals.unwatch();
+  report_restarts();
   const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
   if (signal_name_.size()) {
     log()->error("job {} interrupted by {} after {:.1f} s; every process stopped", plan_.job_id, signal_name_, secs);
     return 128 + (signal_name_ == "SIGINT" ? SIGINT : SIGTERM);
   }
+  const std::string after = restarts_.empty() ? "" : fmt::format(" after {} restart(s)", restarts_.size());
   if (failure_) {
-    log()->error("job {} failed{}: {}", plan_.job_id, started_any_ ? "" : " before anything started", *failure_);
-    return started_any_ ? kExitJobFailed : kExitNotStarted;
+    log()->error("job {} failed{}{}: {}", base_job_id_, started_any_job_ ? "" : " before anything started", after,
+                 *failure_);
+    return started_any_job_ ? kExitJobFailed : kExitNotStarted;
   }
-  log()->info("job {} finished in {:.1f} s: {} trainer(s) exited 0", plan_.job_id, secs, trainers_done_);
+  log()->info("job {} finished in {:.1f} s{}: {} trainer(s) exited 0", base_job_id_, secs, after, trainers_done_);
   return kExitOk;
 }
 
@@ -44,9 +55,13 @@ Status Launcher::prepare_local() {
   const fs::path exe = self_exe();
   if (o_.agent_bin.empty()) o_.agent_bin = exe.string();
   if (o_.graph_server_bin.empty()) o_.graph_server_bin = default_graph_server(exe);
-  DGLD_ASSIGN_OR_RETURN(auto machines, load_ip_config(local_path(o_.ip_config)));
-  DGLD_ASSIGN_OR_RETURN(auto config, load_part_config(local_path(o_.part_config)));
-  DGLD_ASSIGN_OR_RETURN(plan_, make_job_plan(o_, machines, config));
+  DGLD_ASSIGN_OR_RETURN(ip_text_, read_file(local_path(o_.ip_config)));
+  DGLD_ASSIGN_OR_RETURN(ip_, parse_ip_config_with_spares(ip_text_, local_path(o_.ip_config).string()));
+  DGLD_ASSIGN_OR_RETURN(config_, load_part_config(local_path(o_.part_config)));
+  machines_ = ip_.machines;
+  spares_left_ = ip_.spares;
+  base_job_id_ = o_.job_id.empty() ? make_job_id(config_.graph_name) : o_.job_id;
+  DGLD_RETURN_IF_ERROR(plan_attempt());
   if (!o_.no_auth) {
     if (o_.secret_file.empty()) {
       const net::AuthNonce key = net::random_nonce();
@@ -75,9 +90,6 @@ Status Launcher::prepare_local() {
       return not_found("ssh (the OpenSSH client) is not installed here; --local runs on this machine only");
     }
     local_rsync_ = !find_executable("rsync", path ? path : "", {}).empty();
-    std::string tmpl = (fs::temp_directory_path() / "dgl-launch-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) == nullptr) return io_error("cannot create a directory for ssh control sockets: " + errno_string());
-    control_dir_ = tmpl;
   }
   return Status::ok();
 }

@@ -47,7 +47,7 @@ AgentSpec Launcher::spec_for(const MachinePlan& m) const {
   s.workspace = o_.workspace;
   s.log_dir = plan_.log_dir;
   s.part_config = o_.part_config;
-  s.ip_config = o_.ip_config;
+  s.ip_config = attempt_ip_config_;
   s.grace_ms = o_.grace_ms;
   s.start_timeout_ms = o_.start_timeout_s * 1000;
   // A host's cores shared by every trainer it runs: --local, or several
@@ -80,8 +80,9 @@ void Launcher::start_agents() {
     log()->debug("machine {}: {}", m.machine, join(so.argv, " "));
     auto proc = Subprocess::spawn(so);
     if (!proc.is_ok()) {
-      fail(fmt::format("{}: cannot start {}: {}", a->where, o_.local ? "the machine agent" : "ssh",
-                       proc.status().message()));
+      fail(machine_failure(FailureCause::Kind::agent_start, m.machine,
+                           fmt::format("{}: cannot start {}: {}", a->where, o_.local ? "the machine agent" : "ssh",
+                                       proc.status().message())));
       agents_.push_back(std::move(a));
       agents_.back()->eof = agents_.back()->stopped = true;
       continue;
@@ -128,7 +129,8 @@ std::string Launcher::missing(bool AgentConn::*flag) const {
   return join(v, ", ");
 }
 
-bool Launcher::wait_for(const std::function<bool()>& done, Clock::time_point deadline, const std::function<std::string()>& on_timeout) {
+bool Launcher::wait_for(const std::function<bool()>& done, Clock::time_point deadline,
+                        const std::function<FailureCause()>& on_timeout) {
   for (;;) {
     if (failure_ || !signal_name_.empty()) return false;
     if (done()) return true;
@@ -143,7 +145,13 @@ bool Launcher::wait_for(const std::function<bool()>& done, Clock::time_point dea
 
 bool Launcher::wait_all(bool AgentConn::*flag, std::chrono::seconds timeout, const std::string& what) {
   return wait_for([&] { return all(flag); }, Clock::now() + timeout, [&] {
-    return fmt::format("no answer within {} s {} from {}", timeout.count(), what, missing(flag));
+    // A phase failure, of the one machine that did not answer when it is one.
+    int late = -1, count = 0;
+    for (const auto& a : agents_) {
+      if (!((*a).*flag)) late = a->machine, ++count;
+    }
+    return machine_failure(FailureCause::Kind::phase, count == 1 ? late : -1,
+                           fmt::format("no answer within {} s {} from {}", timeout.count(), what, missing(flag)));
   });
 }
 
@@ -174,7 +182,7 @@ void Launcher::handle(const Event& ev) {
       break;
     case Event::Kind::copied:
       a.copied = true;
-      if (!ev.status.is_ok()) fail(ev.status.message());
+      if (!ev.status.is_ok()) fail(machine_failure(FailureCause::Kind::phase, a.machine, ev.status.message()));
       break;
     case Event::Kind::signal:
       break;
@@ -206,9 +214,12 @@ void Launcher::on_eof(AgentConn& a) {
     for (const auto& l : a.err_tail) tail += "\n    | " + l;
   }
   if (!a.hello) {
-    fail(fmt::format("{}: cannot start the machine agent{}: {}{}", a.where, o_.local ? "" : " over ssh", how, tail));
+    fail(machine_failure(FailureCause::Kind::agent_start, a.machine,
+                         fmt::format("{}: cannot start the machine agent{}: {}{}", a.where, o_.local ? "" : " over ssh",
+                                     how, tail)));
   } else {
-    fail(fmt::format("{}: lost the connection to its machine agent: {}{}", a.where, how, tail));
+    fail(machine_failure(FailureCause::Kind::lost_agent, a.machine,
+                         fmt::format("{}: lost the connection to its machine agent: {}{}", a.where, how, tail)));
   }
 }
 
@@ -217,6 +228,10 @@ void Launcher::on_message(AgentConn& a, const json& j) {
   if (ev == "out") {
     const std::string role = j.value("role", ""), line = j.value("line", "");
     const int rank = j.value("rank", -1);
+    if (auto progress = parse_progress_line(line); progress && role == "trainer") {
+      on_progress(*progress);
+      return;
+    }
     std::string text = fmt::format("{}/{}/{}: {}\n", a.label, role, rank, line);
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
@@ -238,7 +253,7 @@ void Launcher::on_message(AgentConn& a, const json& j) {
   } else if (ev == "ready") {
     (j.value("group", "") == "servers" ? a.servers_ready : a.trainers_ready) = true;
   } else if (ev == "started") {
-    started_any_ = true;
+    started_any_ = started_any_job_ = true;
     auto& p = procs_[{j.value("role", ""), j.value("rank", -1)}];
     p.label = a.label;
     p.machine = a.machine;
@@ -255,7 +270,7 @@ void Launcher::on_message(AgentConn& a, const json& j) {
       a.fetch_done = true;
       log()->warn("host {} (machine {}): {}", a.label, a.machine, message);
     } else {
-      fail(fmt::format("{}: {}", a.where, message));
+      fail(machine_failure(FailureCause::Kind::phase, a.machine, fmt::format("{}: {}", a.where, message)));
     }
   } else if (ev == "stopped") {
     a.stopped = true;
@@ -283,15 +298,34 @@ void Launcher::on_exit(AgentConn& a, const std::string& role, int rank, int stat
     log()->info("{}/server/{} exited 0 (asked to shut down)", a.label, rank);
     return;
   }
-  fail(fmt::format("host {} (machine {}): {} {} (pid {}) {}; last lines of {}/{}/{}-{}.log:{}", a.label, a.machine,
-                   role, rank, p.pid, describe_exit(status), o_.workspace, plan_.log_dir, role, rank,
-                   tail_text(p.tail)));
+  FailureCause c = machine_failure(
+      FailureCause::Kind::process, a.machine,
+      fmt::format("host {} (machine {}): {} {} (pid {}) {}; last lines of {}/{}/{}-{}.log:{}", a.label, a.machine,
+                  role, rank, p.pid, describe_exit(status), o_.workspace, plan_.log_dir, role, rank,
+                  tail_text(p.tail)));
+  c.role = role;
+  c.rank = rank;
+  c.status = status;
+  fail(std::move(c));
 }
 
-void Launcher::fail(std::string message) {
+FailureCause Launcher::machine_failure(FailureCause::Kind kind, int machine, std::string message) const {
+  FailureCause c;
+  c.kind = kind;
+  c.machine = machine;
+  if (machine >= 0 && static_cast<size_t>(machine) < plan_.machines.size()) {
+    c.host = plan_.machines[static_cast<size_t>(machine)].label;
+  }
+  c.message = std::move(message);
+  return c;
+}
+
+void Launcher::fail(FailureCause cause) {
   if (failure_) return;
-  log()->error("stopping every process on every machine: {}", message);
-  failure_ = std::move(message);
+  log()->error("stopping every process on every machine: {}", cause.message);
+  failure_ = cause.message;
+  failed_at_ = Clock::now();
+  cause_ = std::move(cause);
 }
 
 }  // namespace dgld::launch::driver

@@ -128,8 +128,10 @@ bool Launcher::copy_files() {
       });
     }
   }
-  return wait_for([&] { return all(&AgentConn::copied); }, deadline + 5s,
-                  [&] { return "copying files did not finish in time for " + missing(&AgentConn::copied); });
+  return wait_for([&] { return all(&AgentConn::copied); }, deadline + 5s, [&] {
+    return machine_failure(FailureCause::Kind::phase, -1,
+                           "copying files did not finish in time for " + missing(&AgentConn::copied));
+  });
 }
 
 }  // namespace dgld::launch::driver

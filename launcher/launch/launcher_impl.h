@@ -6,6 +6,7 @@
 //   launcher_agents.cpp  ssh, the agents' messages and their end
 //   launcher_copy.cpp    copying each machine its files
 //   launcher_phases.cpp  the job's phases, metrics, teardown and clean-up
+//   launcher_restarts.cpp --max-restarts: the attempts, spares, the report
 
 #include "launcher/launch/launcher.h"
 #include "launcher/launch/plan.h"
@@ -28,14 +29,19 @@
 
 #include <fmt/format.h>
 
+#include "common/checkpoint_store.h"
 #include "common/cli.h"
 #include "common/file_util.h"
+#include "common/ip_config.h"
+#include "common/job_env.h"
+#include "common/part_config.h"
 #include "common/net/auth.h"
 #include "common/stop_signals.h"
 #include "dgld_version.h"
 #include "launcher/launch/agent.h"
 #include "launcher/launch/files.h"
 #include "launcher/launch/protocol.h"
+#include "launcher/launch/restarts.h"
 #include "launcher/launch/subprocess.h"
 
 namespace dgld::launch::driver {
@@ -195,7 +201,8 @@ class Launcher {
   std::string missing(bool AgentConn::*flag) const;
 
   // Acts on events until `done` holds; false on a failure, a signal or the deadline.
-  bool wait_for(const std::function<bool()>& done, Clock::time_point deadline, const std::function<std::string()>& on_timeout);
+  bool wait_for(const std::function<bool()>& done, Clock::time_point deadline,
+                const std::function<FailureCause()>& on_timeout);
 
   bool wait_all(bool AgentConn::*flag, std::chrono::seconds timeout, const std::string& what);
 
@@ -209,7 +216,16 @@ class Launcher {
 
   int total_trainers() const { return o_.num_trainers * static_cast<int>(plan_.machines.size()); }
 
-  void fail(std::string message);
+  // The attempt's first failure stops it; `cause` (with the message) decides
+  // whether the job starts again (restarts.h).
+  void fail(FailureCause cause);
+  void fail(std::string message) {
+    FailureCause c;
+    c.kind = FailureCause::Kind::other;
+    c.message = std::move(message);
+    fail(std::move(c));
+  }
+  FailureCause machine_failure(FailureCause::Kind kind, int machine, std::string message) const;
 
   // ------------------------------------------------------------ copying
   // rsync of `sources` into `dest` on machine m; `relative`: sources hold "/./" and keep their path below it (-R).
@@ -235,6 +251,26 @@ class Launcher {
   // connection kills what the job left there, by job id.
   void clean_up_after(const AgentConn& a);
 
+  // ------------------------------------------------------------ restarts
+  // plan_ for attempt_: its job id (<job>-r<k> after the first), the
+  // machines with spares in place (then an ip_config of its own in the
+  // attempt's log directory), DGLD_RESTART; and the ssh control directory.
+  Status plan_attempt();
+  // Per-attempt state back to its start, for the next attempt.
+  void reset_attempt();
+  // After a failed attempt (teardown took teardown_s): decides, replaces a
+  // lost machine by a spare, backs off; false: the job ends here.
+  bool prepare_restart(double teardown_s);
+  // ssh reaches `a` and runs dgl-launch there (always true with --local).
+  bool probe(const MachineAddress& a);
+  // Machine m's place to the next reachable spare; false when none is left.
+  bool replace_with_spare(int m, const std::string& why, RestartRecord& record);
+  // Waits `seconds`; false when a signal came first.
+  bool wait_backoff(double seconds);
+  // A trainer's "dgld-progress" line: checkpoints committed, runs resumed.
+  void on_progress(const ProgressEvent& e);
+  void report_restarts();
+
   LaunchOptions o_;
   JobPlan plan_;
   fs::path cwd_;
@@ -245,8 +281,28 @@ class Launcher {
   std::vector<std::unique_ptr<AgentConn>> agents_;
   std::map<std::pair<std::string, int>, ProcInfo> procs_;
   std::optional<std::string> failure_;
+  FailureCause cause_;
+  Clock::time_point failed_at_;
   std::string signal_name_;
   bool started_any_ = false, stopping_ = false;
+  // Across attempts (launcher_restarts.cpp).
+  IpConfig ip_;                            // as read: the machines and the spares
+  std::string ip_text_;                    // the ip_config, spares in place once one is used
+  bool replaced_any_ = false;
+  std::vector<MachineAddress> machines_;   // this attempt's machines
+  std::vector<MachineAddress> spares_left_;
+  PartitionConfig config_;
+  std::string base_job_id_;
+  std::string attempt_ip_config_;          // the ip_config this attempt's processes read
+  int attempt_ = 0;
+  bool started_any_job_ = false;           // some attempt started a process (the exit code)
+  Clock::time_point job_start_;
+  std::vector<RestartRecord> restarts_;
+  std::optional<FailureCause> previous_cause_;
+  std::map<int, int> start_failures_;      // machine -> attempts in a row its processes failed to start
+  std::optional<CheckpointPosition> newest_checkpoint_, checkpoint_at_attempt_start_;
+  std::optional<Clock::time_point> work_since_;  // the last point this attempt's training would restart from
+  std::optional<Clock::time_point> trainers_started_at_;
   int trainers_done_ = 0;
   std::atomic<bool> cancel_copies_{false};
   std::vector<std::thread> copiers_;

@@ -27,8 +27,13 @@ void Launcher::run_phases() {
               o_.external_servers ? " (external: left running at the end)" : "", total_trainers());
   send_all({{"op", "start"}, {"group", "trainers"}});
   if (!wait_all(&AgentConn::trainers_ready, 60s, "with trainers started")) return;
+  trainers_started_at_ = work_since_ = Clock::now();
+  if (!restarts_.empty() && restarts_.back().restart_s < 0) {  // until they resume from a checkpoint, if they do
+    restarts_.back().restart_s =
+        std::chrono::duration<double>(*trainers_started_at_ - job_start_).count() - restarts_.back().failed_at_s;
+  }
   if (!wait_for([&] { return trainers_done_ == total_trainers(); }, Clock::time_point::max(),
-                [] { return std::string("unreachable"); })) {
+                [] { return FailureCause{}; })) {
     return;
   }
   if (!plan_.metrics_out.empty()) fetch_metrics();
@@ -37,8 +42,10 @@ void Launcher::run_phases() {
 void Launcher::fetch_metrics() {
   AgentConn& a0 = *agents_[0];
   send(a0, {{"op", "fetch"}, {"path", plan_.metrics_out}});
-  if (!wait_for([&] { return a0.fetch_done; }, Clock::now() + 60s,
-                [&] { return "host " + a0.label + ": no answer within 60 s to fetching " + plan_.metrics_out; })) {
+  if (!wait_for([&] { return a0.fetch_done; }, Clock::now() + 60s, [&] {
+        return machine_failure(FailureCause::Kind::other, 0,
+                               "host " + a0.label + ": no answer within 60 s to fetching " + plan_.metrics_out);
+      })) {
     return;
   }
   if (!a0.fetched) return;  // already warned
@@ -112,6 +119,7 @@ void Launcher::teardown() {
   if (!control_dir_.empty()) {
     std::error_code ec;
     fs::remove_all(control_dir_, ec);
+    control_dir_.clear();
   }
 }
 

@@ -158,7 +158,12 @@ ParsedLaunchOptions parse_launch_options(int argc, const char* const argv[]) {
        "how long graph-servers may take to listen")
       ("copy-timeout-s", po::value(&o.copy_timeout_s)->default_value(o.copy_timeout_s), "deadline of the file copy")
       ("agent-timeout-s", po::value(&o.agent_timeout_s)->default_value(o.agent_timeout_s),
-       "a machine's agent stops its processes when it hears nothing from dgl-launch for this long");
+       "a machine's agent stops its processes when it hears nothing from dgl-launch for this long")
+      ("max-restarts", po::value(&o.max_restarts)->default_value(o.max_restarts),
+       "when a process or machine fails, stop everything and start the job again up to N times (trainers "
+       "resume from their checkpoints; a lost machine is replaced by a '# spare' of the ip_config)")
+      ("restart-backoff-s", po::value(&o.restart_backoff_s)->default_value(o.restart_backoff_s),
+       "the wait before the first restart, doubled for each next one (at most 60 s)");
   po::options_description agent("Internal");
   agent.add_options()
       ("machine-agent", po::bool_switch(&out.agent), "run as the agent of one machine (started by dgl-launch)")
@@ -217,6 +222,15 @@ Status validate_launch_options(const LaunchOptions& o) {
     if (kv.find('=') == std::string::npos) return invalid_argument("--ssh-option: '" + kv + "' is not KEY=VALUE");
   }
   if (!o.job_id.empty()) DGLD_RETURN_IF_ERROR(validate_job_id(o.job_id));
+  if (o.max_restarts < 0) return invalid_argument("--max-restarts must be >= 0");
+  if (o.restart_backoff_s < 0) return invalid_argument("--restart-backoff-s must be >= 0");
+  if (o.max_restarts > 0 && o.job_id.size() > 58) {
+    return invalid_argument("--job-id '" + o.job_id + "': at most 58 characters with --max-restarts (a restart adds "
+                            "-r<n>)");
+  }
+  if (o.max_restarts > 0 && o.external_servers) {
+    return invalid_argument("--max-restarts restarts the graph-servers too: it does not work with --external-servers");
+  }
   if (o.external_servers && o.job_id.empty()) {
     return invalid_argument("--external-servers needs --job-id: the one in the servers' environment files "
                             "(DGLD_JOB_ID), so the trainers find their shared memory");

@@ -46,6 +46,8 @@ struct LaunchOptions {
   int start_timeout_s = 120;     // servers listening
   int copy_timeout_s = 3600;
   int agent_timeout_s = 30;      // an agent that hears nothing (not even a ping) for this long stops the job there
+  int max_restarts = 0;          // a failed job is started again up to this often (docs/reliability.md)
+  double restart_backoff_s = 1;  // the wait before the first restart, doubled for each next one (at most 60 s)
   bool server_log_level_set = false;
   LogOptions log;
   std::vector<std::string> command;  // the trainer command (after "--")

@@ -71,6 +71,12 @@ std::vector<pid_t> job_processes(const std::string& job_id) {
   return out;
 }
 
+std::vector<std::string> attempt_ids(const std::string& job_id) {
+  std::vector<std::string> ids = {job_id};
+  for (int k = 1; k <= 8; ++k) ids.push_back(job_id + "-r" + std::to_string(k));
+  return ids;
+}
+
 std::vector<pid_t> wait_job_gone(const std::string& job_id, std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
@@ -152,7 +158,9 @@ LocalJob::LocalJob(int machines, const std::string& graph_spec)
 }
 
 LocalJob::~LocalJob() {
-  for (pid_t pid : job_processes(job_id)) ::kill(pid, SIGKILL);
+  for (const auto& id : attempt_ids(job_id)) {
+    for (pid_t pid : job_processes(id)) ::kill(pid, SIGKILL);
+  }
 }
 
 std::vector<std::string> LocalJob::args(const std::vector<std::string>& extra,
@@ -170,10 +178,12 @@ Process LocalJob::start(const std::vector<std::string>& extra, const std::vector
 }
 
 void LocalJob::check_nothing_left() const {
-  auto left = wait_job_gone(job_id, std::chrono::seconds(3));
-  INFO("processes of the job still running:\n" << describe_pids(left));
-  CHECK(left.empty());
-  CHECK(launch::job_shm_segments(job_id, -1).empty());
+  for (const auto& id : attempt_ids(job_id)) {
+    auto left = wait_job_gone(id, std::chrono::seconds(3));
+    INFO("processes of job " << id << " still running:\n" << describe_pids(left));
+    CHECK(left.empty());
+    CHECK(launch::job_shm_segments(id, -1).empty());
+  }
   // Nothing listens any more (a bind test would also fail on a port the
   // kernel happened to give some unrelated connection as its ephemeral port).
   for (int p : {base, base + 1, base + 10, base + 11, base + 900}) CHECK_FALSE(port_listened_on(p));

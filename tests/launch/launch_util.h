@@ -34,6 +34,9 @@ Process start_launch(const std::vector<std::string>& args, const std::filesystem
 // PIDs of every process that belongs to the job: DGLD_JOB_ID=<job> in its
 // environment, or the job id as an argument (the agents).
 std::vector<pid_t> job_processes(const std::string& job_id);
+// The job ids of a job's attempts under dgl-launch --max-restarts: the job's
+// own and <job>-r1 .. <job>-r8.
+std::vector<std::string> attempt_ids(const std::string& job_id);
 // Waits up to `timeout` until no process of the job remains; what remains.
 std::vector<pid_t> wait_job_gone(const std::string& job_id, std::chrono::milliseconds timeout);
 // "pid: command line" of each, for failure messages.

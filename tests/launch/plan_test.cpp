@@ -4,6 +4,7 @@
 
 #include "launcher/launch/plan.h"
 #include "launcher/launch/protocol.h"
+#include "launcher/launch/restarts.h"
 #include "launcher/launch/subprocess.h"
 
 using namespace dgld;
@@ -223,4 +224,80 @@ TEST_CASE("subprocess: exec failures name the program; groups are signalled; com
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
   CHECK(describe_exit(137) == "was killed by SIGKILL");
   CHECK(describe_exit(3) == "exited with code 3");
+}
+
+TEST_CASE("restarts: when the job starts again, and when it stops", "[restart]") {
+  FailureCause killed;
+  killed.kind = FailureCause::Kind::process;
+  killed.machine = 1;
+  killed.host = "10.0.0.2";
+  killed.role = "trainer";
+  killed.rank = 3;
+  killed.status = 128 + 9;
+  FailureCause lost;
+  lost.kind = FailureCause::Kind::lost_agent;
+  lost.machine = 2;
+  lost.host = "10.0.0.3";
+  FailureCause config;
+  config.kind = FailureCause::Kind::other;
+  config.message = "versions differ";
+
+  CHECK(decide_restart(0, 3, killed, std::nullopt, false, true).restart);
+  CHECK(decide_restart(1, 3, lost, killed, false, true).restart);  // another failure
+  auto same = decide_restart(1, 3, killed, killed, false, true);
+  CHECK_FALSE(same.restart);
+  CHECK_THAT(same.why_not, Catch::Contains("the same way twice in a row without a new checkpoint"));
+  CHECK(decide_restart(1, 3, killed, killed, true, true).restart);  // a checkpoint came in between
+  auto limit = decide_restart(3, 3, killed, std::nullopt, true, true);
+  CHECK_FALSE(limit.restart);
+  CHECK_THAT(limit.why_not, Catch::Contains("the limit of 3 restart(s)"));
+  CHECK(decide_restart(0, 0, killed, std::nullopt, true, true).why_not.empty());  // no --max-restarts: no word
+  CHECK_FALSE(decide_restart(0, 3, config, std::nullopt, false, true).restart);
+  FailureCause ssh = lost;
+  ssh.kind = FailureCause::Kind::agent_start;
+  CHECK(decide_restart(0, 3, ssh, std::nullopt, false, false).restart);  // a machine: a spare may help
+  CHECK_FALSE(decide_restart(0, 3, killed, std::nullopt, false, false).restart);
+  CHECK(lost.machine_suspect());
+  CHECK_FALSE(killed.machine_suspect());
+  FailureCause other_rank = killed;
+  other_rank.rank = 2;
+  CHECK(other_rank.key() != killed.key());
+
+  CHECK(backoff_seconds(1, 2) == 2);
+  CHECK(backoff_seconds(3, 2) == 8);
+  CHECK(backoff_seconds(10, 2) == 60);
+}
+
+TEST_CASE("restarts: the trainer command reads the job's own ip_config once a spare is in", "[restart]") {
+  const std::vector<std::string> cmd = {"python3", "train.py", "--ip_config", "ip_config.txt", "--x", "1",
+                                        "--ip-config=ip_config.txt"};
+  const auto out = with_ip_config(cmd, "dgld-logs/j-r1/ip_config.txt");
+  CHECK(out == std::vector<std::string>{"python3", "train.py", "--ip_config", "dgld-logs/j-r1/ip_config.txt", "--x",
+                                        "1", "--ip-config=dgld-logs/j-r1/ip_config.txt"});
+}
+
+TEST_CASE("restarts: the report says what failed, what it cost and where training resumed", "[restart]") {
+  RestartRecord r;
+  r.number = 1;
+  r.cause.kind = FailureCause::Kind::lost_agent;
+  r.cause.machine = 2;
+  r.cause.host = "10.214.0.12";
+  r.failed_at_s = 31.5;
+  r.teardown_s = 1.25;
+  r.backoff_s = 1;
+  r.replaced = "spare 10.214.0.13:30050 took the place of machine 2";
+  r.last_checkpoint = CheckpointPosition{3, 40};
+  r.lost_work_s = 2.5;
+  r.resumed_at = CheckpointPosition{3, 40};
+  r.restart_s = 9.75;
+  const std::string line = describe(r);
+  CHECK_THAT(line, Catch::Contains("restart 1 at +31.5 s after host 10.214.0.12 (machine 2): lost the connection"));
+  CHECK_THAT(line, Catch::Contains("spare 10.214.0.13:30050 took the place of machine 2"));
+  CHECK_THAT(line, Catch::Contains("trainers resumed at epoch 3 step 40 9.8 s after the failure"));
+  CHECK_THAT(line, Catch::Contains("2.5 s of training redone (since the checkpoint of epoch 3 step 40)"));
+  const auto j = restarts_json({r});
+  REQUIRE(j.size() == 1);
+  CHECK(j[0]["cause"]["kind"] == "lost_agent");
+  CHECK(j[0]["resumed_at"]["step"] == 40);
+  CHECK(j[0]["restart_s"] == 9.75);
 }
