@@ -472,11 +472,23 @@ else:
 '''
 
 
+def switch_counters(st):
+    """The switch's counters summed over its ports ({} before its first write)."""
+    try:
+        with open(st["switch"]["stats"]) as f:
+            ports = json.load(f)["ports"]
+    except (OSError, ValueError, KeyError):
+        return {}
+    keys = ("in_frames", "out_frames", "lost", "queue_drops", "write_errors")
+    return {k: sum(p.get(k, 0) for p in ports) for k in keys}
+
+
 def cmd_measure(a):
     st = load_state(a.name)
     if len(st["machines"]) < 2:
         raise EmuError("measure needs at least 2 machines")
     port = 5999
+    before = switch_counters(st)
     probe = os.path.join(st["dir"], "probe.py")
     with open(probe, "w") as f:
         f.write(PROBE)
@@ -497,6 +509,12 @@ def cmd_measure(a):
            "rate_bps": cli["bulk_bytes"] * 8 / cli["bulk_s"],
            "one_way_delay_ms": cli["rtt_median_ms"] / 2, "rtt_min_ms": cli["rtt_min_ms"],
            "loss": 1 - srv_out["udp_received"] / cli["udp_sent"], "udp_sent": cli["udp_sent"]}
+    time.sleep(1.1)  # the switch writes its counters every second
+    after = switch_counters(st)
+    # What the switch itself did meanwhile: frames it dropped because a
+    # downlink's queue was full, or could not write to a TAP device (a rate
+    # below the preset's, on a busy machine, shows up here).
+    res["switch"] = {k: after.get(k, 0) - before.get(k, 0) for k in after}
     if a.json:
         print(json.dumps(res, indent=1))
     else:

@@ -32,10 +32,10 @@ def ns_pids(ns):
 
 
 class Cluster:
-    def __init__(self, name, machines, preset):
+    def __init__(self, name, machines, preset, *extra):
         self.name = name
         emu("down", "--name", name)
-        emu("up", "--name", name, "--machines", str(machines), "--preset", preset, "--build", str(BUILD))
+        emu("up", "--name", name, "--machines", str(machines), "--preset", preset, "--build", str(BUILD), *extra)
         self.status = json.loads(emu("status", "--name", name, "--json"))
         self.src = Path(self.status["src"])
 
