@@ -167,9 +167,9 @@ class DataLoader {
 
   int64_t num_batches() const { return loader_->num_batches_per_epoch(); }
 
-  void start_epoch(int epoch) {
+  void start_epoch(int epoch, int64_t first_batch) {
     py::gil_scoped_release release;
-    loader_->start_epoch(epoch);
+    loader_->start_epoch(epoch, first_batch);
   }
 
   // None at the end of the epoch; else (input_nodes, seeds, blocks,
@@ -239,9 +239,9 @@ class EdgeDataLoader {
 
   int64_t num_batches() const { return loader_->num_batches_per_epoch(); }
 
-  void start_epoch(int epoch) {
+  void start_epoch(int epoch, int64_t first_batch) {
     py::gil_scoped_release release;
-    loader_->start_epoch(epoch);
+    loader_->start_epoch(epoch, first_batch);
   }
 
   // None at the end of the epoch; else the node batch's tuple followed by
@@ -325,14 +325,14 @@ void bind_loaders(py::module_& m) {
            py::arg("label"), py::arg("num_threads"), py::arg("samplers"), py::arg("batch_timeout_s"),
            py::arg("feature_cache_mb"))
       .def("num_batches", &DataLoader::num_batches)
-      .def("start_epoch", &DataLoader::start_epoch)
+      .def("start_epoch", &DataLoader::start_epoch, py::arg("epoch"), py::arg("first_batch") = 0)
       .def("next", &DataLoader::next);
 
   py::class_<EdgeDataLoader>(m, "EdgeDataLoader")
       .def(py::init<std::shared_ptr<Client>, const torch::Tensor&, SamplingSpec, int64_t, bool, uint64_t,
                     int, std::string, int, int, const std::string&, bool, bool, int64_t>())
       .def("num_batches", &EdgeDataLoader::num_batches)
-      .def("start_epoch", &EdgeDataLoader::start_epoch)
+      .def("start_epoch", &EdgeDataLoader::start_epoch, py::arg("epoch"), py::arg("first_batch") = 0)
       .def("next", &EdgeDataLoader::next);
   m.def("make_block", &make_block, py::arg("indptr"), py::arg("indices"), py::arg("num_src"),
         py::arg("src_ids") = std::nullopt, py::arg("dst_ids") = std::nullopt);

@@ -6,6 +6,8 @@
 //               (client::DistDataLoader), blocks as torch.classes.dgld.Block
 //   PartitionBook  which partition owns which id, type <-> homogeneous ids
 //               (common/partition's RangePartitionBook)
+//   CheckpointStore  checkpoints sealed and checked as trainer-host's
+//               (common/checkpoint_store.h)
 // Tensors cross without copies where the memory allows; every call that may
 // wait (a pull, a barrier, the next batch) releases the GIL, and waits that
 // can be long check for Ctrl-C every 100 ms. A dgld error becomes an
@@ -13,7 +15,7 @@
 // library's message.
 //
 // Sources: binding.h (errors, tensor conversions), client.cpp, dist_tensor.cpp,
-// loaders.cpp, partition.cpp, partition_book.cpp; this file makes the module
+// loaders.cpp, partition.cpp, partition_book.cpp, checkpoint.cpp; this file makes the module
 // of them. The tests' hooks are a module of their own (test_hooks.cpp).
 #include "common/logging.h"
 #include "common/memory.h"
@@ -32,6 +34,7 @@ PYBIND11_MODULE(_C, m) {
   bind_loaders(m);
   bind_partition(m);
   bind_partition_book(m);
+  bind_checkpoint(m);
   m.def("set_log_level", [](const std::string& level) {
     dgld::LogOptions lo;
     lo.level = level;

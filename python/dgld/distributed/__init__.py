@@ -10,6 +10,7 @@ for module as DGL lays it out:
     dist_dataloader.py       DistDataLoader, DistNodeDataLoader, DistEdgeDataLoader
     nn/pytorch/sparse_emb.py DistEmbedding
     optim/                   SparseAdagrad, SparseAdam (dgld.distributed.optim)
+    checkpoint.py            Checkpointer (dgld addition: save, restore, resume mid-epoch)
 
 Every call that waits (a pull, a barrier, the next batch) runs in C++
 without the GIL and has a deadline; an error is a dgld.DGLError carrying the
@@ -22,6 +23,7 @@ one host plays several machines.
 
 from ..dataloading.neighbor_sampler import NeighborSampler
 from . import optim
+from .checkpoint import Checkpointer
 from .dist_context import exit_client, initialize, is_initialized
 from .dist_dataloader import DistDataLoader, DistEdgeDataLoader, DistNodeDataLoader
 from .dist_graph import DistGraph, edge_split, node_split
@@ -36,5 +38,5 @@ __all__ = [
     "initialize", "exit_client", "is_initialized", "DistGraph", "DistTensor", "GraphPartitionBook",
     "PartitionPolicy", "NodePartitionPolicy", "EdgePartitionPolicy", "node_split", "edge_split", "sample_neighbors",
     "DistEmbedding", "SparseAdagrad", "SparseAdam", "NeighborSampler", "DistNodeDataLoader", "DistEdgeDataLoader",
-    "DistDataLoader", "optim", "partition_graph", "load_partition", "load_partition_book", "load_partition_feats",
+    "DistDataLoader", "optim", "Checkpointer", "partition_graph", "load_partition", "load_partition_book", "load_partition_feats",
 ]

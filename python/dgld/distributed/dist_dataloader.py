@@ -206,12 +206,35 @@ class _EpochLoader:
         self._epoch = 0
         self.timings = {"sample_s": 0.0, "fetch_s": 0.0, "wait_s": 0.0}
 
+    def _seeded(self, make):
+        """The C++ loader of `make(seed)`, the seed drawn from torch's
+        generator; kept so that a checkpoint can make it again with the seed
+        of the run it resumes."""
+        self._make = make
+        self._seed = int(torch.randint(0, 2**62, (1,)).item())
+        self._loader = make(self._seed)
+
+    @property
+    def seed(self):
+        """dgld addition: the seed of every epoch's order and every batch's
+        sampling (an epoch's batches depend on it, the epoch and the batch)."""
+        return self._seed
+
+    def _reseed(self, seed):
+        if int(seed) != self._seed:
+            self._seed = int(seed)
+            self._loader = self._make(self._seed)
+
     def __len__(self):
         return self._loader.num_batches()
 
     def __iter__(self):
-        self._loader.start_epoch(self._epoch)
-        self._epoch += 1
+        return self._iter_from(self._epoch, 0)
+
+    def _iter_from(self, epoch, first_batch):
+        """Epoch `epoch` from its batch first_batch on (a resumed run)."""
+        self._loader.start_epoch(int(epoch), int(first_batch))
+        self._epoch = int(epoch) + 1
         return self._batches()
 
     def _add_timings(self, timings):
@@ -247,11 +270,10 @@ class DistNodeDataLoader(_EpochLoader):
             self._feature = _default_tensor(g, graph_sampler.prefetch_node_feats, torch.float32, 2)
             self._label = label_spec = _default_tensor(g, graph_sampler.prefetch_labels, torch.int64, 1)
         self._sampler = graph_sampler
-        seed = int(torch.randint(0, 2**62, (1,)).item())
-        self._loader = _C.DataLoader(
+        self._seeded(lambda seed: _C.DataLoader(
             g._client, self._ids, spec, int(batch_size), bool(shuffle),
             bool(drop_last), seed, int(prefetch), self._feature, label_spec, int(num_threads),
-            list(samplers or []), float(batch_timeout_s), int(feature_cache_mb))
+            list(samplers or []), float(batch_timeout_s), int(feature_cache_mb)))
 
     def _typed_batches(self):
         g, name = self._g, self._feature
@@ -311,11 +333,10 @@ class DistEdgeDataLoader(_EpochLoader):
         node_sampler = graph_sampler.sampler
         self._feature = _default_tensor(g, node_sampler.prefetch_node_feats, torch.float32, 2)
         neg = graph_sampler.negative_sampler
-        seed = int(torch.randint(0, 2**62, (1,)).item())
-        self._loader = _C.EdgeDataLoader(
+        self._seeded(lambda seed: _C.EdgeDataLoader(
             g._client, self._ids, node_sampler.spec, int(batch_size), bool(shuffle), seed,
             int(prefetch), self._feature, int(num_threads), neg.k if neg else 0, neg.kind if neg else "uniform",
-            graph_sampler.exclude is not None, bool(exclude_positives), int(feature_cache_mb))
+            graph_sampler.exclude is not None, bool(exclude_positives), int(feature_cache_mb)))
 
     def _batches(self):
         feat = self._g.ndata[self._feature] if self._feature else None

@@ -29,6 +29,35 @@ from ...nn.pytorch.sparse_emb import DistEmbedding
 __all__ = ["SparseAdagrad", "SparseAdam"]
 
 
+def _owner_rule(client):
+    """(trainers per machine, each machine's [start, end) of homogeneous
+    node ids): a machine's rows are split evenly among its trainers, in order."""
+    per_machine = max(1, client.num_trainers // max(1, client.num_machines))
+    ranges = partition_book().node_ranges()
+    return per_machine, ranges
+
+
+def owned_ids(emb, rank):
+    """The ids of `emb`'s rows that trainer `rank` updates (and saves in a
+    checkpoint): the inverse of the owner rule, so that every row has one
+    owner."""
+    client = emb._client
+    per_machine, ranges = _owner_rule(client)
+    machine, k = divmod(int(rank), per_machine)
+    if machine >= len(ranges):
+        return torch.empty(0, dtype=torch.int64)
+    start, end = ranges[machine]
+    size = end - start
+    lo, hi = start + -(-k * size // per_machine), start + -(-(k + 1) * size // per_machine)
+    ids = torch.arange(lo, hi, dtype=torch.int64)
+    ntype = emb.weight._t.ntype
+    if ntype >= 0:
+        book = partition_book()
+        types, per_type = book.map_to_per_ntype(ids)
+        ids = per_type[types == ntype]
+    return ids
+
+
 class _SparseOptimizer:
     """Owner-computes sparse updates over DistTensors (see the module doc)."""
 
@@ -61,8 +90,7 @@ class _SparseOptimizer:
         book = partition_book()
         if ntype >= 0:
             ids = book.map_to_homo_nid(ids, book.ntypes[ntype])
-        per_machine = max(1, client.num_trainers // max(1, client.num_machines))
-        ranges = book.node_ranges()
+        per_machine, ranges = _owner_rule(client)
         ends = torch.tensor([e for _, e in ranges], dtype=torch.int64)
         starts = torch.tensor([s for s, _ in ranges], dtype=torch.int64)
         machine = torch.searchsorted(ends, ids, right=True)

@@ -1,0 +1,257 @@
+"""dgld addition: checkpoints of a DGL-style training script, and resuming
+from them (docs/reliability.md, "Checkpoints").
+
+    ckpt = dgld.distributed.Checkpointer(
+        args.checkpoint_dir, model=model, optimizer=optimizer,
+        embeddings=[emb], sparse_optimizers=[emb_optimizer],
+        loaders=[dataloader], every_steps=20)
+    start_epoch = ckpt.restore()[0]        # (0, 0) on a fresh start
+    for epoch in range(start_epoch, args.num_epochs):
+        for step, (input_nodes, seeds, blocks) in ckpt.batches(dataloader, epoch):
+            ...                            # one training step
+        ...                                # the epoch's evaluation
+
+The files, their sealing (temporary name, fsync, CRC-32, rename), which
+checkpoint counts (the newest every trainer holds intact), refusing a
+truncated or altered one with its path and reason, and pruning are
+common/checkpoint_store's, the same code as trainer-host's (dgld._C.
+CheckpointStore). A checkpoint holds, per trainer: the model's and the
+optimiser's state_dict, torch's and Python's random state, the seed of each
+loader's order and sampling, and the rows of each DistEmbedding that this
+trainer owns with their sparse optimiser state (the owner rule of the sparse
+optimisers: every row is saved by one trainer, once). Resuming at step S of
+an epoch runs that epoch's batches S, S+1, ... of the same order, so the
+epoch covers every training node once.
+
+Under dgl-launch --max-restarts, a restarted job (DGLD_RESTART > 0) resumes
+by itself from restore(); rank 0 tells dgl-launch of each checkpoint every
+trainer holds ("dgld-progress" lines on stderr), so a job that fails again
+without a new checkpoint is not restarted in a loop. The directory must be
+on storage every machine sees when a spare may take a machine's place.
+"""
+
+import json
+import logging
+import os
+import random
+import sys
+
+import torch
+import torch.distributed as tdist
+
+from .. import _C
+from .._errors import InvalidArgument, NotFound
+from .dist_context import _client
+from .dist_dataloader import _EpochLoader
+from .nn.pytorch.sparse_emb import DistEmbedding
+from .optim.pytorch.sparse_optim import _SparseOptimizer, owned_ids
+
+__all__ = ["Checkpointer"]
+
+_FORMAT = "dgld-python-checkpoint-1"
+_log = logging.getLogger("dgld.checkpoint")
+
+
+def _world():
+    if tdist.is_available() and tdist.is_initialized():
+        return tdist.get_rank(), tdist.get_world_size()
+    return 0, 1
+
+
+class Checkpointer:
+    """Saves and restores a training script's state under `directory`
+    (one subdirectory per trainer rank).
+
+    every_steps: save after every that many steps of an epoch (0: never
+    mid-epoch); every_epochs: save at the end of every that many epochs."""
+
+    def __init__(self, directory, model=None, optimizer=None, embeddings=(), sparse_optimizers=(), loaders=(),
+                 every_steps=0, every_epochs=1):
+        if int(every_steps) < 0 or int(every_epochs) < 0:
+            raise InvalidArgument(f"Checkpointer: every_steps ({every_steps}) and every_epochs ({every_epochs}) "
+                                  "must be >= 0")
+        self._client = _client()
+        self.rank, self.world = _world()
+        if self.world != self._client.num_trainers:
+            raise InvalidArgument(f"Checkpointer: the job has {self._client.num_trainers} trainers, but "
+                                  f"torch.distributed has {self.world} processes; call "
+                                  "torch.distributed.init_process_group before creating it")
+        self.model, self.optimizer = model, optimizer
+        self.embeddings = [embeddings] if isinstance(embeddings, DistEmbedding) else list(embeddings)
+        self.sparse_optimizers = ([sparse_optimizers] if isinstance(sparse_optimizers, _SparseOptimizer)
+                                  else list(sparse_optimizers))
+        self.loaders = [loaders] if isinstance(loaders, _EpochLoader) else list(loaders)
+        for e in self.embeddings:
+            if not isinstance(e, DistEmbedding):
+                raise InvalidArgument(f"Checkpointer: embeddings must be DistEmbeddings, got {type(e).__name__}")
+            if not e.weight.part_policy.is_node:
+                raise InvalidArgument(f"Checkpointer: DistEmbedding {e.name!r} is partitioned by edges; only "
+                                      "node embeddings (one row per node) are checkpointed")
+        for o in self.sparse_optimizers:
+            for p in o._params:
+                if p not in self.embeddings:
+                    raise InvalidArgument(f"Checkpointer: the sparse optimiser of {p.name!r} is given, but not the "
+                                          "DistEmbedding itself (add it to embeddings)")
+        self.every_steps, self.every_epochs = int(every_steps), int(every_epochs)
+        self.directory = str(directory)
+        self._store = _C.CheckpointStore(self.directory, self.rank)
+        self._store.prepare()
+        self._owned = {}  # embedding name -> the ids of its rows this rank saves and loads
+        self._resume_epoch, self._resume_step = 0, 0  # where restore() found the job
+
+    # ------------------------------------------------------------------ saving
+
+    def batches(self, loader, epoch):
+        """(step, batch) of `loader`'s epoch `epoch`, from the step restore()
+        returned when it is that epoch; saves after every `every_steps`
+        steps and at the end of the epoch (every `every_epochs` epochs). A
+        step is saved when the next batch is asked for, that is after the
+        training step of the batch before it."""
+        if not isinstance(loader, _EpochLoader):
+            raise InvalidArgument(f"Checkpointer.batches: expected a DistNodeDataLoader or DistEdgeDataLoader, got "
+                                  f"{type(loader).__name__}")
+        epoch = int(epoch)
+        first = self._resume_step if epoch == self._resume_epoch else 0
+        num = len(loader)
+        for step, batch in enumerate(loader._iter_from(epoch, first), start=first):
+            yield step, batch
+            if self.every_steps and (step + 1) % self.every_steps == 0 and step + 1 < num:
+                self.save(epoch, step + 1)
+        if self.every_epochs and (epoch + 1) % self.every_epochs == 0:
+            self.save(epoch + 1, 0)
+
+    def save(self, epoch, step=0):
+        """Saves the position (epoch, step): the next step to run is step
+        `step` of epoch `epoch` (the end of epoch E is (E + 1, 0)).
+        Collective: every trainer calls it with the same position."""
+        pos = (int(epoch), int(step))
+        tmp = self._store.temp_payload_path(pos)
+        try:
+            torch.save(self._payload(), tmp)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+            raise
+        self._store.seal(pos, tmp, json.dumps(self._meta()))
+        # Committed once every trainer holds it; then the older ones can go.
+        self._client.barrier(f"dgld.checkpoint.{pos[0]}.{pos[1]}", 600.0)
+        self._store.prune(pos)
+        _log.info("checkpoint of %s written to %s", _C.position_str(pos), self._store.dir)
+        self._announce("checkpoint", pos)
+
+    def _meta(self):
+        return {"format": _FORMAT, "num_trainers": self.world,
+                "embeddings": {e.name: [e.num_embeddings, e.embedding_dim] for e in self.embeddings},
+                "loaders": len(self.loaders)}
+
+    def _owned_ids(self, emb):
+        if emb.name not in self._owned:
+            self._owned[emb.name] = owned_ids(emb, self.rank) if self.world > 1 else \
+                torch.arange(emb.num_embeddings, dtype=torch.int64)
+        return self._owned[emb.name]
+
+    def _payload(self):
+        emb_state = {}
+        for e in self.embeddings:
+            ids = self._owned_ids(e)
+            rows = {"weight": e.weight[ids]}
+            for o in self.sparse_optimizers:
+                for p, state in zip(o._params, o._state):
+                    if p is e:
+                        for name, t in state.items():
+                            rows[f"{type(o).__name__}.{name}"] = t[ids]
+            emb_state[e.name] = {"ids": ids, "rows": rows}
+        return {
+            "model": self.model.state_dict() if self.model is not None else None,
+            "optimizer": self.optimizer.state_dict() if self.optimizer is not None else None,
+            "torch_rng": torch.get_rng_state(),
+            "python_rng": random.getstate(),
+            "loader_seeds": [ld.seed for ld in self.loaders],
+            "embeddings": emb_state,
+        }
+
+    def _announce(self, event, pos):
+        if self.rank == 0 and os.environ.get("DGLD_JOB_ID"):
+            print(_C.progress_line(event, pos), file=sys.stderr, flush=True)
+
+    # ---------------------------------------------------------------- resuming
+
+    def restore(self):
+        """Loads the newest checkpoint every trainer holds intact and returns
+        its (epoch, step); (0, 0) when there is none. A checkpoint found
+        truncated or altered is refused (logged with its path and reason)
+        and an older one used. Collective."""
+        held, refused = self._store.valid()
+        for path, reason in refused:
+            if reason.startswith(path + ": "):
+                reason = reason[len(path) + 2:]
+            _log.warning("refused checkpoint %s: %s", path, reason)
+        agreed = self._agree(held)
+        if agreed is None:
+            return (0, 0)
+        if held and tuple(held[0]) > agreed:
+            _log.warning("resuming from %s: the newer %s in %s is not held intact by every trainer",
+                         _C.position_str(agreed), _C.position_str(held[0]), self._store.dir)
+        meta = json.loads(self._store.verify(agreed))
+        self._check_meta(meta, self._store.meta_path(agreed))
+        path = self._store.payload_path(agreed)
+        payload = torch.load(path)
+        self._load(payload, path)
+        # No trainer reads another's rows before that trainer wrote them back.
+        self._client.barrier(f"dgld.checkpoint.restored.{agreed[0]}.{agreed[1]}", 600.0)
+        self._resume_epoch, self._resume_step = agreed
+        _log.info("resumed from the checkpoint of %s in %s", _C.position_str(agreed), self._store.dir)
+        self._announce("resumed", agreed)
+        return agreed
+
+    def _agree(self, held):
+        """The newest position every rank holds (each offers its newest few)."""
+        k = _C.checkpoint_exchange()
+        table = torch.zeros((self.world, k), dtype=torch.int64)
+        for i, p in enumerate(held[:k]):
+            table[self.rank, i] = _C.encode_position(tuple(p)) + 1  # 0: no position
+        if self.world > 1:
+            tdist.all_reduce(table)
+        per_rank = [[_C.decode_position(int(v) - 1) for v in row if v > 0] for row in table.tolist()]
+        agreed = _C.agreed_position(per_rank)
+        if agreed is None and any(per_rank):
+            each = "; ".join(f"rank {r}: {_C.position_str(v[0]) if v else 'none'}" for r, v in enumerate(per_rank))
+            raise NotFound(f"no checkpoint in {self.directory} is held intact by every trainer ({each}): a trainer "
+                           "whose machine was replaced needs a checkpoint directory on storage every machine shares")
+        return None if agreed is None else tuple(agreed)
+
+    def _check_meta(self, meta, path):
+        want = self._meta()
+        for key in ("format", "num_trainers", "embeddings", "loaders"):
+            have = meta.get(key)
+            if have != want[key]:
+                raise InvalidArgument(f"{path}: the checkpoint has {key} = {json.dumps(have)}, but this run has "
+                                      f"{json.dumps(want[key])} (a checkpoint of another job; use another directory)")
+
+    def _load(self, payload, path):
+        if self.model is not None:
+            if payload["model"] is None:
+                raise InvalidArgument(f"{path}: the checkpoint holds no model, but a model was given")
+            self.model.load_state_dict(payload["model"])
+        if self.optimizer is not None and payload["optimizer"] is not None:
+            self.optimizer.load_state_dict(payload["optimizer"])
+        torch.set_rng_state(payload["torch_rng"])
+        random.setstate(payload["python_rng"])
+        for ld, seed in zip(self.loaders, payload["loader_seeds"]):
+            ld._reseed(seed)
+        for e in self.embeddings:
+            saved = payload["embeddings"][e.name]
+            ids, rows = saved["ids"], saved["rows"]
+            if not torch.equal(ids, self._owned_ids(e)):
+                raise InvalidArgument(f"{path}: the rows of {e.name!r} it holds are not the ones rank {self.rank} "
+                                      "owns in this job (another partitioning or trainer count)")
+            e.weight[ids] = rows["weight"]
+            for o in self.sparse_optimizers:
+                for p, state in zip(o._params, o._state):
+                    if p is e:
+                        for name, t in state.items():
+                            key = f"{type(o).__name__}.{name}"
+                            if key not in rows:
+                                raise InvalidArgument(f"{path}: no {key} state for {e.name!r} (the checkpoint was "
+                                                      "written with another sparse optimiser)")
+                            t[ids] = rows[key]

@@ -1,0 +1,172 @@
+"""dgld.distributed.Checkpointer under dgl-launch --max-restarts (2 machines
+x 1 trainer): a DGL-style script with learnable node embeddings
+(DistEmbedding + SparseAdam) and a GraphSAGE model whose rank 1 kills
+itself (SIGKILL) mid-epoch. dgl-launch restarts the job, the script resumes
+from the last step checkpoint, and the embedding rows and the model at the
+end equal those of an undisturbed run of the same seed, bit for bit. Then
+rank 0's newest checkpoint is altered on disk: it is refused with its path
+and reason, the one before it is used, and the result is again the same."""
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+import torch
+
+from conftest import BUILD, binary, free_port_block
+
+GRAPH = "sbm:nodes=3000,avg_degree=8,classes=4,feat_dim=8,seed=3"
+
+SCRIPT = r'''
+import argparse, os, signal, sys
+import torch
+import torch.nn.functional as F
+import dgld as dgl
+import dgld.distributed as dist
+from dgld.nn import SAGEConv
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--ckpt"); ap.add_argument("--out"); ap.add_argument("--epochs", type=int, default=2)
+ap.add_argument("--crash-at", type=int, default=-1, help="rank 1 kills itself before this global step (first run)")
+args = ap.parse_args()
+
+dist.initialize("ip_config.txt")
+# A restarted script draws other seeds (as one seeding from the clock
+# would): the loader's seed and the random state must come from the checkpoint.
+torch.manual_seed(7 + 1000 * int(os.environ.get("DGLD_RESTART", "0")))
+torch.distributed.init_process_group(backend="gloo")
+g = dist.DistGraph("g")
+train = dist.node_split(g.ndata["train_mask"], g.get_partition_book(), force_even=True)
+emb = dist.DistEmbedding(g.num_nodes(), 8, name="node_emb",
+                         init_func=lambda shape, dtype: torch.empty(shape, dtype=dtype).uniform_(-1, 1))
+loader = dist.DistNodeDataLoader(g, train, dist.NeighborSampler([4, 4]), batch_size=32, shuffle=True)
+
+
+class SAGE(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = torch.nn.ModuleList([SAGEConv(8, 16, "mean"), SAGEConv(16, 4, "mean")])
+
+    def forward(self, blocks, x):
+        for i, (layer, block) in enumerate(zip(self.layers, blocks)):
+            x = layer(block, x)
+            if i == 0:
+                x = F.dropout(F.relu(x), 0.3, self.training)
+        return x
+
+
+model = torch.nn.parallel.DistributedDataParallel(SAGE())
+opt = torch.optim.Adam(model.parameters(), lr=0.01)
+emb_opt = dist.optim.SparseAdam([emb], lr=0.05)
+ckpt = dist.Checkpointer(args.ckpt, model=model, optimizer=opt, embeddings=[emb], sparse_optimizers=[emb_opt],
+                         loaders=[loader], every_steps=3)
+start = ckpt.restore()
+print(f"rank {g.rank()} starts at epoch {start[0]} step {start[1]} of {len(loader)} steps", flush=True)
+first_run = os.environ.get("DGLD_RESTART", "0") == "0"
+for epoch in range(start[0], args.epochs):
+    for step, (input_nodes, seeds, blocks) in ckpt.batches(loader, epoch):
+        if first_run and g.rank() == 1 and epoch * len(loader) + step == args.crash_at:
+            os.kill(os.getpid(), signal.SIGKILL)
+        logits = model(blocks, emb(input_nodes))
+        loss = F.cross_entropy(logits, g.ndata["labels"][seeds])
+        emb_opt.zero_grad()
+        opt.zero_grad()
+        loss.backward()
+        emb_opt.step()
+        opt.step()
+g.barrier()
+if g.rank() == 0:
+    torch.save({"emb": emb.weight[torch.arange(g.num_nodes())], "model": model.state_dict()}, args.out)
+dist.exit_client()
+'''
+
+
+@pytest.fixture(scope="module")
+def job_dir():
+    with tempfile.TemporaryDirectory(prefix="dgld-pytest-ckpt-") as d:
+        d = Path(d)
+        subprocess.run([binary("partition/dgl-partition"), "--log-level", "warn", "--generate", GRAPH,
+                        "--num-parts", "2", "--graph-name", "g", "--output", str(d / "parts")], check=True,
+                       stdout=subprocess.DEVNULL)
+        (d / "train.py").write_text(SCRIPT)
+        yield d
+
+
+def launch(d, ckpt, out, extra=(), launch_flags=()):
+    base = free_port_block(40)
+    (d / "ip_config.txt").write_text(f"127.0.0.1 {base}\n127.0.0.1 {base + 20}\n")
+    cmd = [binary("launcher/launch/dgl-launch"), "--local", "--no-copy", "--workspace", str(d), "--ip-config",
+           "ip_config.txt", "--part-config", "parts/g.json", "--num-trainers", "1", *launch_flags,
+           "--extra-envs", f"PYTHONPATH={BUILD / 'python'}", "--", sys.executable, "train.py", "--ckpt", ckpt,
+           "--out", out, *extra]
+    r = subprocess.run(cmd, cwd=d, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=240)
+    assert r.returncode == 0, r.stdout[-6000:]
+    return torch.load(d / out), r.stdout
+
+
+def assert_same(a, b):
+    assert torch.equal(a["emb"], b["emb"]), (a["emb"] - b["emb"]).abs().max()
+    for k in a["model"]:
+        assert torch.equal(a["model"][k], b["model"][k]), k
+
+
+def test_a_killed_trainer_resumes_mid_epoch_with_the_same_embedding_rows(job_dir):
+    d = job_dir
+    undisturbed, out = launch(d, "ckpt-a", "a.pt")
+    steps = int(re.search(r"rank 0 starts at epoch 0 step 0 of (\d+) steps", out).group(1))
+    assert steps >= 9, out[-3000:]
+    # Rank 1 dies before step 7 of epoch 1: the last checkpoint every
+    # trainer holds is the one of step 6 (every 3 steps), from which the job
+    # resumes mid-epoch.
+    resumed, out = launch(d, "ckpt-b", "b.pt", ["--crash-at", str(steps + 7)],
+                          ["--max-restarts", "1", "--restart-backoff-s", "0.2"])
+    e, s = 1, 6
+    assert f"rank 1 starts at epoch {e} step {s} of" in out, out[-4000:]
+    # dgl-launch names the failure, restarts, and follows the script's
+    # checkpoints and its resumption (the dgld-progress lines of rank 0).
+    assert re.search(r"restart 1 of at most 1 in .* after: .*machine 1", out), out[-4000:]
+    assert f"trainers resumed from the checkpoint of epoch {e} step {s}" in out, out[-4000:]
+    assert_same(undisturbed, resumed)
+
+    # Rank 0's newest checkpoint (the end of the last epoch) altered on disk:
+    # refused with its path and reason; every trainer goes back to the one
+    # before it, finishes the epoch, and ends where the others did.
+    newest = d / "ckpt-b" / "rank-0" / "ckpt-2-0.pt"
+    data = bytearray(newest.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    newest.write_bytes(bytes(data))
+    again, out = launch(d, "ckpt-b", "c.pt")
+    assert re.search(r"refused checkpoint ckpt-b/rank-0/ckpt-2-0\.pt: CRC-32 \w+, but ckpt-2-0\.json records \w+ "
+                     r"\(the file was altered\)", out), out[-4000:]
+    last = (steps - 1) // 3 * 3
+    assert f"starts at epoch 1 step {last} of" in out, out[-4000:]
+    assert_same(undisturbed, again)
+
+
+def test_a_checkpoint_of_another_job_is_refused_by_name(job_dir):
+    d = job_dir
+    ckpt = d / "ckpt-other" / "rank-0"
+    ckpt.mkdir(parents=True)
+    # The same positions as a real run, sealed by the store, but written for a
+    # job with another embedding.
+    from dgld import _C
+    for rank in (0, 1):
+        store = _C.CheckpointStore(str(d / "ckpt-other"), rank)
+        store.prepare()
+        tmp = store.temp_payload_path((1, 0))
+        torch.save({}, tmp)
+        store.seal((1, 0), tmp, '{"format": "dgld-python-checkpoint-1", "num_trainers": 2, '
+                   '"embeddings": {"node_emb": [3000, 16]}, "loaders": 1}')
+    base = free_port_block(40)
+    (d / "ip_config.txt").write_text(f"127.0.0.1 {base}\n127.0.0.1 {base + 20}\n")
+    cmd = [binary("launcher/launch/dgl-launch"), "--local", "--no-copy", "--workspace", str(d), "--ip-config",
+           "ip_config.txt", "--part-config", "parts/g.json", "--num-trainers", "1", "--extra-envs",
+           f"PYTHONPATH={BUILD / 'python'}", "--", sys.executable, "train.py", "--ckpt", "ckpt-other", "--out", "x.pt"]
+    r = subprocess.run(cmd, cwd=d, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=240)
+    assert r.returncode != 0
+    assert re.search(r"ckpt-1-0\.json: the checkpoint has embeddings = .*16.*, but this run has .*8", r.stdout), \
+        r.stdout[-4000:]
