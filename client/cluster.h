@@ -100,6 +100,7 @@ class Cluster {
   const RangePartitionBook& partition_book() const { return *book_; }
   const std::vector<MachineAddress>& machines() const { return machines_; }
   LocalPartition& local() { return *local_; }
+  bool has_local() const { return local_ != nullptr; }
   // This process's traffic over its server connections, by machine (traffic.h);
   // also for the process's other connections to peers of the job.
   const std::shared_ptr<net::TrafficCounters>& traffic() const { return traffic_; }

@@ -353,6 +353,8 @@ std::pair<uint64_t, uint64_t> DistDataLoader::feature_cache_hits_misses() const 
   return impl_->builder->feature_cache_hits_misses();
 }
 
+size_t DistDataLoader::release_idle_buffers() { return impl_->buffers->release_idle(); }
+
 DistDataLoader::Memory DistDataLoader::memory() const {
   Memory m;
   m.feature_cache = impl_->builder->feature_cache_bytes();

@@ -118,6 +118,9 @@ class DistDataLoader {
     size_t feature_cache = 0, largest_batch = 0, idle_buffers = 0;
   };
   Memory memory() const;
+  // Frees the feature buffers kept for the next batches (between epochs,
+  // before evaluation); returns their bytes.
+  size_t release_idle_buffers();
 
   struct Impl;
 

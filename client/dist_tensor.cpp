@@ -10,6 +10,7 @@
 #include "common/net/rpc_client.h"
 #include "common/partition/partition_book.h"
 #include "common/sampling/id_map.h"
+#include "client/local_partition.h"
 #include "common/shm/shared_tensor.h"
 
 namespace dgld::client {
@@ -58,16 +59,24 @@ Result<DistTensor> DistTensor::open(Cluster& cluster, const std::string& name) {
   t.first_row_ = edge ? edge_tensor_range(pc, me, name).start : node_tensor_range(pc, me, name).start;
   t.row_bytes_ = dtype_size(t.dtype_);
   for (size_t d = 1; d < t.shape_.size(); ++d) t.row_bytes_ *= static_cast<size_t>(t.shape_[d]);
-  auto seg = shm::SharedTensor::attach(it->shm_name, false,
-                                       shm::Deadline::clock::now() + std::chrono::seconds(10));
-  if (!seg.is_ok())
-    return seg.status().with_context("DistTensor '" + name + "' on machine " + std::to_string(me));
-  if (seg->row_bytes() != t.row_bytes_ || seg->dtype() != t.dtype_) {
+  // The machine's mapping of the segment when the process has one (the
+  // loaders read the same tensors); else a mapping of its own.
+  Result<std::shared_ptr<shm::SharedTensor>> shared = not_found("no local partition");
+  if (cluster.has_local()) shared = cluster.local().shared_tensor(name, it->shm_name);
+  if (shared.is_ok()) {
+    t.local_ = std::move(*shared);
+  } else {
+    auto seg = shm::SharedTensor::attach(it->shm_name, false,
+                                         shm::Deadline::clock::now() + std::chrono::seconds(10));
+    if (!seg.is_ok())
+      return seg.status().with_context("DistTensor '" + name + "' on machine " + std::to_string(me));
+    t.local_ = std::make_shared<shm::SharedTensor>(std::move(*seg));
+  }
+  if (t.local_->row_bytes() != t.row_bytes_ || t.local_->dtype() != t.dtype_) {
     return corruption("DistTensor '" + name + "': shared memory " + it->shm_name + " holds " +
-                      std::to_string(seg->row_bytes()) + "-byte rows, the server lists " +
+                      std::to_string(t.local_->row_bytes()) + "-byte rows, the server lists " +
                       std::to_string(t.row_bytes_));
   }
-  t.local_ = std::make_shared<shm::SharedTensor>(std::move(*seg));
   return t;
 }
 

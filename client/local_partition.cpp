@@ -26,7 +26,7 @@ Result<std::unique_ptr<LocalPartition>> LocalPartition::open(const PartitionConf
   return lp;
 }
 
-Result<LocalPartition::Attached*> LocalPartition::find(const std::string& name) {
+Result<LocalPartition::Attached> LocalPartition::find(const std::string& name) {
   std::lock_guard lock(mu_);
   if (!generation_) {
     auto g = TensorGeneration::attach(job_id_, machine_id_, shm::Deadline::clock::now() + attach_timeout_);
@@ -39,7 +39,7 @@ Result<LocalPartition::Attached*> LocalPartition::find(const std::string& name) 
     tensors_.clear();
     cached_generation_ = now;
   }
-  if (auto it = tensors_.find(name); it != tensors_.end()) return &it->second;
+  if (auto it = tensors_.find(name); it != tensors_.end()) return it->second;
   // A tensor from the partition files is published at server start: wait for it.
   // A DistTensor created at run time exists already or not at all: node, then edge.
   std::vector<std::pair<bool, std::chrono::milliseconds>> tries;
@@ -48,13 +48,13 @@ Result<LocalPartition::Attached*> LocalPartition::find(const std::string& name) 
   else tries = {{false, std::chrono::milliseconds(0)}, {true, std::chrono::milliseconds(0)}};
   Status last;
   for (const auto& [edge, wait] : tries) {
-    auto t = shm::SharedTensor::attach(tensor_segment(job_id_, machine_id_, name, edge), false,
-                                       shm::Deadline::clock::now() + wait);
+    const std::string segment = tensor_segment(job_id_, machine_id_, name, edge);
+    auto t = shm::SharedTensor::attach(segment, false, shm::Deadline::clock::now() + wait);
     if (t.is_ok()) {
       const IdRange rows = edge ? edge_tensor_range(config_, machine_id_, name)
                                 : node_tensor_range(config_, machine_id_, name);
-      Attached a{std::make_unique<shm::SharedTensor>(std::move(*t)), rows.start};
-      return &tensors_.emplace(name, std::move(a)).first->second;
+      Attached a{std::make_shared<shm::SharedTensor>(std::move(*t)), segment, rows.start};
+      return tensors_.emplace(name, std::move(a)).first->second;
     }
     last = t.status();
   }
@@ -63,15 +63,25 @@ Result<LocalPartition::Attached*> LocalPartition::find(const std::string& name) 
 }
 
 Result<shm::SharedTensor*> LocalPartition::tensor(const std::string& name) {
-  DGLD_ASSIGN_OR_RETURN(Attached * a, find(name));
-  return a->tensor.get();
+  DGLD_ASSIGN_OR_RETURN(Attached a, find(name));
+  return a.tensor.get();
+}
+
+Result<std::shared_ptr<shm::SharedTensor>> LocalPartition::shared_tensor(const std::string& name,
+                                                                         const std::string& segment_name) {
+  DGLD_ASSIGN_OR_RETURN(Attached a, find(name));
+  if (a.segment != segment_name) {
+    return not_found("tensor '" + name + "' of machine " + std::to_string(machine_id_) + " is in segment " +
+                     a.segment + ", not " + segment_name);
+  }
+  return a.tensor;
 }
 
 Status LocalPartition::gather(const std::string& name, std::span<const int64_t> global_ids, void* out) {
-  DGLD_ASSIGN_OR_RETURN(Attached * a, find(name));
+  DGLD_ASSIGN_OR_RETURN(Attached a, find(name));
   std::vector<int64_t> local(global_ids.size());
-  for (size_t i = 0; i < global_ids.size(); ++i) local[i] = global_ids[i] - a->first_row;
-  return a->tensor->gather_rows(local, out);
+  for (size_t i = 0; i < global_ids.size(); ++i) local[i] = global_ids[i] - a.first_row;
+  return a.tensor->gather_rows(local, out);
 }
 
 }  // namespace dgld::client

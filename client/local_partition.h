@@ -42,6 +42,11 @@ class LocalPartition {
 
   // The shared tensor `name` (node tensors first, then edge tensors).
   Result<shm::SharedTensor*> tensor(const std::string& name);
+  // The same mapping, shared: a DistTensor of this machine opened by name
+  // maps its segment once per process (two mappings of a 40 MiB feature
+  // tensor counted twice in the trainer's RSS). not_found when the tensor's
+  // segment is not `segment_name` (another job's, or none).
+  Result<std::shared_ptr<shm::SharedTensor>> shared_tensor(const std::string& name, const std::string& segment_name);
   // out[k] = row of global id ids[k]; every id must be owned by this machine.
   Status gather(const std::string& name, std::span<const int64_t> global_ids, void* out);
 
@@ -55,13 +60,15 @@ class LocalPartition {
   std::chrono::milliseconds attach_timeout_{0};
   std::mutex mu_;
   struct Attached {
-    std::unique_ptr<shm::SharedTensor> tensor;
+    // Shared: a caller keeps its mapping after a deleted tensor cleared the map.
+    std::shared_ptr<shm::SharedTensor> tensor;
+    std::string segment;
     int64_t first_row = 0;
   };
   std::map<std::string, Attached> tensors_;
   std::unique_ptr<TensorGeneration> generation_;
   uint64_t cached_generation_ = 0;
-  Result<Attached*> find(const std::string& name);
+  Result<Attached> find(const std::string& name);
 };
 
 }  // namespace dgld::client

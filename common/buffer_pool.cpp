@@ -47,6 +47,17 @@ size_t BufferPool::idle_bytes() const {
   return n;
 }
 
+size_t BufferPool::release_idle() {
+  std::vector<std::vector<float>> gone;
+  {
+    std::lock_guard lock(mu_);
+    gone.swap(idle_);
+  }
+  size_t n = 0;
+  for (const auto& b : gone) n += b.capacity() * sizeof(float);
+  return n;
+}
+
 size_t BufferPool::idle() const {
   std::lock_guard lock(mu_);
   return idle_.size();

@@ -24,6 +24,9 @@ class BufferPool {
   void give(std::vector<float>&& buffer);
   size_t idle() const;
   size_t idle_bytes() const;  // capacity of the idle buffers
+  // Frees the idle buffers (a phase that makes no batches for a while, such
+  // as evaluation); returns their bytes. Later take()s allocate again.
+  size_t release_idle();
 
  private:
   mutable std::mutex mu_;

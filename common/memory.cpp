@@ -72,6 +72,8 @@ std::unique_ptr<uint8_t[]> uninitialized_bytes(size_t bytes) {
   return p;
 }
 
+bool trim_heap() { return ::malloc_trim(0) != 0; }
+
 int trim_threshold_bytes() {
   constexpr int64_t kFloor = int64_t{256} << 20;
   const int64_t bytes = std::max(usable_memory_bytes() / 16, kFloor);

@@ -19,6 +19,11 @@ void tune_allocator_for_large_buffers();
 // (MALLOC_TRIM_THRESHOLD_, MALLOC_MMAP_THRESHOLD_, MALLOC_MMAP_MAX_) wins.
 int trim_threshold_bytes();
 
+// Hands the heap's free memory back to the system (malloc_trim) after a
+// phase whose buffers are gone (evaluation), so that the next phase's peak
+// does not stand on them. Returns whether anything was released.
+bool trim_heap();
+
 // Maps every page of [p, p + bytes) in one call (MADV_POPULATE_WRITE, or
 // _READ when !write) instead of one page fault per 4 KiB page on first touch.
 // For memory about to be filled whole (a batch slot, a cache). Measured on

@@ -109,6 +109,7 @@ class DistBackend final : public TrainingBackend {
   std::unique_ptr<client::DistEdgeDataLoader> link_loader_;
   LinkEdges link_valid_, link_test_;
   std::vector<int64_t> train_ids_, eval_nodes_;
+  std::vector<int64_t> eval_in_edges_;  // each eval node's in-edges as evaluation samples them
   std::vector<int> machine_of_rank_;
   int64_t run_id_ = 0;                // names this run's DistTensors apart from any other run's
   std::vector<std::string> created_;  // DistTensors this run created and must delete

@@ -1,4 +1,7 @@
 #include "daemons/trainer_host/dist_backend.h"
+#include "daemons/trainer_host/eval_chunks.h"
+#include "common/memory.h"
+#include "common/process_memory.h"
 
 namespace dgld::trainer::dist {
 
@@ -59,6 +62,14 @@ Status DistBackend::count_correct(std::span<const int64_t> nodes, const torch::T
 
 Result<EvalCounts> DistBackend::layerwise(Model& model, const Layer0Input& input, const LayerwiseRequest& request) {
   const int round = eval_round_++;
+  // The training loader's spare feature buffers are not needed until the
+  // next epoch: evaluation's chunks take their place instead of adding to them.
+  // They were allocated by the loader's threads, in their own malloc arenas,
+  // which this thread's allocations cannot reuse: handed back to the system.
+  if (const size_t idle = loader_ ? loader_->release_idle_buffers() : 0; idle > 0) {
+    trim_heap();
+    log_->debug("layer-wise evaluation: released {:.1f} MiB of idle feature buffers; {}", static_cast<double>(idle) / (1 << 20), describe(read_process_memory()));
+  }
   client::DistNeighborSource source(*cluster_);
   MultiLayerNeighborSampler full({c_.eval_fan_out});
   const GraphTypeInfo& types = cluster_->config().types;
@@ -73,6 +84,29 @@ Result<EvalCounts> DistBackend::layerwise(Model& model, const Layer0Input& input
       if (book.node_type(v) == target_type_) target_nodes.push_back(v);
     }
   }
+  // Each node's sampled in-edges, once: they size the chunks (eval_chunks.h).
+  if (eval_in_edges_.size() != eval_nodes_.size()) {
+    auto deg = graph_->in_degrees(eval_nodes_);
+    if (!deg.is_ok()) return deg.status().with_context("layer-wise evaluation: in-degrees");
+    eval_in_edges_ = eval_in_edges(std::move(*deg), c_.eval_fan_out, types.present() ? types.num_etypes() : 1);
+  }
+  std::vector<int64_t> target_in_edges;
+  if (target_type_ >= 0) {
+    const auto& book = cluster_->partition_book();
+    for (size_t i = 0; i < eval_nodes_.size(); ++i) {
+      if (book.node_type(eval_nodes_[i]) == target_type_) target_in_edges.push_back(eval_in_edges_[i]);
+    }
+  }
+  const std::vector<EvalLayerWidths> widths = eval_layer_widths(model);
+  const int64_t budget = c_.eval_memory_mb << 20;
+  {
+    // Every trainer refuses a budget too small for any trainer's nodes, alike.
+    EvalChunker::Need need = EvalChunker::smallest_budget(eval_nodes_, eval_in_edges_, widths);
+    auto most = torch::tensor({need.bytes}, torch::kInt64);
+    DGLD_RETURN_IF_ERROR(coll_->allreduce(most, Reduce::max, "layer-wise evaluation: memory budget"));
+    if (most.item<int64_t>() > need.bytes) need = {most.item<int64_t>(), -1, 0, 0};
+    DGLD_RETURN_IF_ERROR(EvalChunker::check_budget(need, budget));
+  }
   std::optional<client::DistTensor> features;
   if (feat_dim_ > 0) {
     DGLD_ASSIGN_OR_RETURN(features, graph_->ndata(c_.feature));
@@ -84,6 +118,7 @@ Result<EvalCounts> DistBackend::layerwise(Model& model, const Layer0Input& input
   // caller still needs it.
   std::vector<std::optional<client::DistTensor>> outs(static_cast<size_t>(L));
   std::vector<float> rows;
+  EvalChunkStats stats;
   for (int l = 0; l < L; ++l) {
     const bool last = l == L - 1;
     auto& cur = outs[static_cast<size_t>(l)];
@@ -91,15 +126,19 @@ Result<EvalCounts> DistBackend::layerwise(Model& model, const Layer0Input& input
       DGLD_ASSIGN_OR_RETURN(cur, create_tensor(fmt::format("dgld.{}.eval{}.h{}", run_id_, round, l),
                                                model.impl().layer_out_dim(l), client::Init::zeros, 0));
     }
-    const std::vector<int64_t>& nodes = last && !kept(l) && target_type_ >= 0 ? target_nodes : eval_nodes_;
-    for (size_t start = 0; start < nodes.size(); start += static_cast<size_t>(c_.batch_size_eval)) {
-      const size_t len = std::min(static_cast<size_t>(c_.batch_size_eval), nodes.size() - start);
-      const std::span<const int64_t> chunk(nodes.data() + start, len);
+    const bool targets_only = last && !kept(l) && target_type_ >= 0;
+    const std::vector<int64_t>& nodes = targets_only ? target_nodes : eval_nodes_;
+    EvalChunker chunker(targets_only ? target_in_edges : eval_in_edges_, widths[static_cast<size_t>(l)], budget,
+                        c_.batch_size_eval);
+    const SampleChunk sample = [&](std::span<const int64_t> chunk) -> Result<MiniBatch> {
       auto batch = full.sample(source, chunk, 0);
       if (!batch.is_ok()) return batch.status().with_context(fmt::format("layer {}: sampling", l));
-      auto bt = make_block_graph(batch->blocks[0], types.num_etypes());
+      return batch;
+    };
+    const ComputeChunk compute = [&](std::span<const int64_t> chunk, MiniBatch& batch) -> Status {
+      auto bt = make_block_graph(batch.blocks[0], types.num_etypes());
       if (!bt.is_ok()) return bt.status().with_context(fmt::format("layer {}", l));
-      const auto& src = batch->input_nodes;
+      const auto& src = batch.input_nodes;
       const int64_t n = static_cast<int64_t>(src.size());
       torch::Tensor h_src;
       if (l == 0) {
@@ -121,7 +160,12 @@ Result<EvalCounts> DistBackend::layerwise(Model& model, const Layer0Input& input
       if (cur) {
         DGLD_RETURN_IF_ERROR(cur->push(chunk, h.data_ptr<float>()).with_context(fmt::format("layer {}: outputs", l)));
       }
-    }
+      return Status::ok();
+    };
+    DGLD_RETURN_IF_ERROR(for_each_eval_chunk(chunker, nodes, sample, compute));
+    stats.record(chunker);
+    log_->debug("layer-wise evaluation: layer {} done; {}", l, describe(read_process_memory()));
+    std::vector<float>().swap(rows);
     // Layer l is complete everywhere before anyone reads it.
     auto one = torch::ones({1}, torch::kInt64);
     DGLD_RETURN_IF_ERROR(coll_->allreduce(one, Reduce::sum, fmt::format("layer-wise inference: layer {} barrier", l)));
@@ -130,6 +174,7 @@ Result<EvalCounts> DistBackend::layerwise(Model& model, const Layer0Input& input
       outs[static_cast<size_t>(l - 1)].reset();
     }
   }
+  log_->info("layer-wise evaluation: {}", stats.describe(c_.eval_memory_mb));
   for (const int l : request.keep) {
     auto& out = outs[static_cast<size_t>(l)];
     if ((rank() == 0 || request.every_rank) && request.on_kept) {

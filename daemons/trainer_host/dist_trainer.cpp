@@ -161,6 +161,7 @@ Status DistBackend::setup() {
   lo.spec.label = labelled(c_.label);
   lo.spec.feature_cache_bytes = static_cast<size_t>(o_.feature_cache_mb) << 20;
   lo.prefetch_bytes = static_cast<size_t>(o_.prefetch_mb) << 20;
+  lo.prefetch = o_.prefetch;
   lo.samplers = endpoints;
   lo.local_threads = 2;
   lo.local_thread_nice = kSamplingThreadNice;

@@ -12,6 +12,7 @@
 #include "common/part_config.h"
 #include "common/partition/partition.h"
 #include "common/sampling/multi_layer_sampler.h"
+#include "daemons/trainer_host/eval_chunks.h"
 #include "daemons/trainer_host/training_loop.h"
 #include "common/random.h"
 
@@ -145,30 +146,45 @@ Result<client::Batch> LocalBackend::next_batch() {
 
 Result<EvalCounts> LocalBackend::layerwise(Model& model, const Layer0Input& input, const LayerwiseRequest& request) {
   const MultiLayerNeighborSampler full({c_.eval_fan_out});
+  std::vector<int64_t> nodes(static_cast<size_t>(g_.num_nodes)), in_edges(nodes.size());
+  for (int64_t v = 0; v < g_.num_nodes; ++v) {
+    nodes[static_cast<size_t>(v)] = v;
+    in_edges[static_cast<size_t>(v)] = g_.in_edges.degree(v);
+  }
+  in_edges = eval_in_edges(std::move(in_edges), c_.eval_fan_out, 1);
+  const std::vector<EvalLayerWidths> widths = eval_layer_widths(model);
+  const int64_t budget = c_.eval_memory_mb << 20;
+  DGLD_RETURN_IF_ERROR(EvalChunker::check_budget(EvalChunker::smallest_budget(nodes, in_edges, widths), budget));
+  EvalChunkStats stats;
   torch::Tensor h;  // the previous layer's output for every node
-  std::vector<int64_t> chunk;
   std::vector<float> rows;
   for (int l = 0; l < model.num_layers(); ++l) {
     auto out = torch::empty({g_.num_nodes, model.impl().layer_out_dim(l)}, torch::kFloat32);
-    for (int64_t start = 0; start < g_.num_nodes; start += c_.batch_size_eval) {
-      const int64_t len = std::min(c_.batch_size_eval, g_.num_nodes - start);
-      chunk.resize(static_cast<size_t>(len));
-      for (int64_t i = 0; i < len; ++i) chunk[static_cast<size_t>(i)] = start + i;
+    EvalChunker chunker(in_edges, widths[static_cast<size_t>(l)], budget, c_.batch_size_eval);
+    const SampleChunk sample = [&](std::span<const int64_t> chunk) -> Result<MiniBatch> {
       auto batch = full.sample(source_, chunk, 0);
       if (!batch.is_ok()) return batch.status().with_context(fmt::format("layer {}", l));
-      auto bt = make_block_graph(batch->blocks[0]);
+      return batch;
+    };
+    const ComputeChunk compute = [&](std::span<const int64_t> chunk, MiniBatch& batch) -> Status {
+      auto bt = make_block_graph(batch.blocks[0]);
       if (!bt.is_ok()) return bt.status().with_context(fmt::format("layer {}", l));
       torch::Tensor h_src;
       if (l == 0) {
-        gather_rows(batch->input_nodes, rows);
-        const int64_t n = static_cast<int64_t>(batch->input_nodes.size());
-        DGLD_ASSIGN_OR_RETURN(h_src, input(batch->input_nodes, rows_tensor(rows, n, feat_dim()), {}));
+        gather_rows(batch.input_nodes, rows);
+        const int64_t n = static_cast<int64_t>(batch.input_nodes.size());
+        DGLD_ASSIGN_OR_RETURN(h_src, input(batch.input_nodes, rows_tensor(rows, n, feat_dim()), {}));
       } else {
-        h_src = h.index_select(0, ids_tensor(batch->input_nodes));
+        h_src = h.index_select(0, ids_tensor(batch.input_nodes));
       }
-      out.narrow(0, start, len).copy_(model.impl().forward_layer(l, *bt, h_src));
-    }
-    h = out;
+      // The chunks are runs of consecutive ids.
+      out.narrow(0, chunk.front(), static_cast<int64_t>(chunk.size())).copy_(model.impl().forward_layer(l, *bt, h_src));
+      return Status::ok();
+    };
+    DGLD_RETURN_IF_ERROR(for_each_eval_chunk(chunker, nodes, sample, compute));
+    stats.record(chunker);
+    std::vector<float>().swap(rows);
+    h = out;  // the layer before it is released here
     if (request.on_kept && std::find(request.keep.begin(), request.keep.end(), l) != request.keep.end()) {
       const RowReader read = [&out](std::span<const int64_t> ids, float* dst) {
         const int64_t w = out.size(1);
@@ -181,6 +197,7 @@ Result<EvalCounts> LocalBackend::layerwise(Model& model, const Layer0Input& inpu
       DGLD_RETURN_IF_ERROR(request.on_kept(l, out.size(1), read));
     }
   }
+  logger("trainer")->info("layer-wise evaluation: {}", stats.describe(c_.eval_memory_mb));
   EvalCounts c;
   if (!request.count) return c;
   const auto labels = ids_tensor(g_.labels);

@@ -52,6 +52,9 @@ class Loop {
   Status setup_hetero();
   // Fills r_.memory from the backend and the process, and logs it.
   void report_memory();
+  // At the end of each stage: when the process's peak RSS rose during it,
+  // the stage and the new peak go to stage_peaks_ (report_memory).
+  void end_stage(const char* stage);
   Status create_embedding();
   nlohmann::json checkpoint_meta() const;
   // Every trainer writes position p, then (after a barrier) it is committed.
@@ -109,6 +112,8 @@ class Loop {
   };
   PartialEpoch partial_;
   TrainResult r_;
+  std::vector<std::pair<std::string, int64_t>> stage_peaks_;
+  int64_t stage_hwm_ = 0;
   double previous_time_s_ = 0;  // total_time_s of the run a resume continues
 };
 

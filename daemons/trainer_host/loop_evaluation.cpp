@@ -8,6 +8,7 @@
 
 #include "common/buffer_pool.h"
 #include "common/file_util.h"
+#include "common/memory.h"
 #include "daemons/trainer_host/loop.h"
 #include "daemons/trainer_host/progress.h"
 
@@ -26,6 +27,9 @@ Result<EvalCounts> Loop::layerwise(const LayerwiseRequest& request) {
         request);
   }
   model.set_training(true);
+  // Evaluation's chunks are gone: their memory goes back to the system
+  // rather than stay in the heap under the next epoch's peak.
+  trim_heap();
   return counts;
 }
 

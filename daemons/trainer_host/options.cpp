@@ -31,7 +31,10 @@ ParsedTrainerHostOptions parse_trainer_host_options(int argc, const char* const 
        "neighbours per node (per edge type on a heterogeneous graph) in layer-wise evaluation; -1: all "
        "(DGL's inference), 0: none (with --fan-out 0,0: a model of each node's own features)")
       ("batch-size-eval", po::value(&t.batch_size_eval)->default_value(t.batch_size_eval),
-       "nodes per chunk of layer-wise inference")
+       "the most nodes per chunk of layer-wise inference")
+      ("eval-memory-mb", po::value(&t.eval_memory_mb)->default_value(t.eval_memory_mb),
+       "the working set of a chunk of layer-wise inference (its sampled edges, input and output rows), MiB: "
+       "chunks are cut to fit it")
       ("lr", po::value(&t.lr)->default_value(t.lr), "Adam learning rate")
       ("dropout", po::value(&t.dropout)->default_value(t.dropout), "dropout between layers")
       ("eval-every", po::value(&t.eval_every)->default_value(t.eval_every), "evaluate every N epochs and at the end (0: at the end only, -1: never)")
@@ -122,7 +125,9 @@ ParsedTrainerHostOptions parse_trainer_host_options(int argc, const char* const 
        "connected halo nodes); 0: none")
       ("prefetch-mb", po::value(&d.prefetch_mb)->default_value(d.prefetch_mb),
        "distributed: MiB of mini-batches made ahead of training, at most (at least one batch is always "
-       "made; 0: no bound, up to 4 batches)")
+       "made; 0: no bound, up to --prefetch batches)")
+      ("prefetch", po::value(&d.prefetch)->default_value(d.prefetch),
+       "distributed: mini-batches in flight or ready ahead of training, at most")
       ("secret-file", po::value(&d.secret_file),
        "distributed: file with the job's shared secret, mode 0600 (env DGLD_SECRET_FILE)")
       ("rendezvous-port", po::value(&d.rendezvous_port)->default_value(d.rendezvous_port),
@@ -174,6 +179,7 @@ ParsedTrainerHostOptions parse_trainer_host_options(int argc, const char* const 
   if (d.num_samplers < 0) return fail("--num-samplers must be >= 0");
   if (d.feature_cache_mb < 0) return fail("--feature-cache-mb must be >= 0");
   if (d.prefetch_mb < 0) return fail("--prefetch-mb must be >= 0");
+  if (d.prefetch < 1) return fail("--prefetch must be >= 1");
   if (collective_timeout_s < 1) return fail("--collective-timeout-s must be >= 1");
   d.collective_timeout = std::chrono::seconds(collective_timeout_s);
   d.part_config = o.part_config;

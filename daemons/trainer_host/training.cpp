@@ -62,6 +62,9 @@ Status validate_train_config(const TrainConfig& c) {
   if (c.batch_size_eval < 1) {
     return invalid_argument(fmt::format("--batch-size-eval must be >= 1, got {}", c.batch_size_eval));
   }
+  if (c.eval_memory_mb < 1 || c.eval_memory_mb > (int64_t{1} << 30)) {
+    return invalid_argument(fmt::format("--eval-memory-mb must be between 1 and 2^30 MiB, got {}", c.eval_memory_mb));
+  }
   if (!(c.lr > 0 && std::isfinite(c.lr))) return invalid_argument(fmt::format("--lr must be > 0, got {}", c.lr));
   if (!(c.dropout >= 0 && c.dropout < 1)) {
     return invalid_argument(fmt::format("--dropout must be in [0, 1), got {}", c.dropout));
@@ -188,6 +191,7 @@ nlohmann::json config_json(const TrainConfig& c) {
           {"fan_out", c.fan_out},
           {"batch_size", c.batch_size},
           {"batch_size_eval", c.batch_size_eval},
+          {"eval_memory_mb", c.eval_memory_mb},
           {"lr", c.lr},
           {"dropout", c.dropout},
           {"eval_every", c.eval_every},
@@ -339,6 +343,10 @@ std::string metrics_json(const TrainResult& r) {
     mem["largest_batch_bytes"] = m.largest_batch_bytes;
     mem["idle_buffer_bytes"] = m.idle_buffer_bytes;
     mem["prefetch_limit_bytes"] = m.prefetch_limit_bytes;
+    mem["model_bytes"] = m.model_bytes;
+    mem["peak_stage"] = m.stage_peaks.empty() ? "" : m.stage_peaks.back().first;
+    mem["stage_peaks"] = json::array();
+    for (const auto& [stage, bytes] : m.stage_peaks) mem["stage_peaks"].push_back({{"stage", stage}, {"peak_rss_bytes", bytes}});
     j["memory"] = std::move(mem);
   }
   j["val_acc"] = r.val_acc;

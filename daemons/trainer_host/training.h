@@ -32,7 +32,8 @@ struct TrainConfig {
   int num_layers = 2;
   std::string fan_out = "10,25";  // one fanout per layer, input layer first; -1: all, 0: none
   int64_t batch_size = 1000;
-  int64_t batch_size_eval = 100000;
+  int64_t batch_size_eval = 100000;  // the most nodes in a chunk of layer-wise evaluation
+  int64_t eval_memory_mb = 32;       // dgld: the byte budget of such a chunk (eval_chunks.h)
   int64_t eval_fan_out = -1;  // layer-wise evaluation's neighbours per node (per edge type); -1: all
   double lr = 0.003;
   double dropout = 0.5;
@@ -167,6 +168,11 @@ struct MemoryReport {
   int64_t largest_batch_bytes = -1;      // the largest mini-batch made (features, blocks, labels)
   int64_t idle_buffer_bytes = -1;        // feature buffers kept for the next batches
   int64_t prefetch_limit_bytes = -1;     // --prefetch-mb (0: no bound)
+  int64_t model_bytes = -1;              // the model's parameters and the optimiser's state
+  // The stages (start-up, training, evaluation, outputs) that raised the
+  // process's peak RSS, in order, each with the peak it reached: the last
+  // one names the stage of the peak; a stage not listed stayed below it.
+  std::vector<std::pair<std::string, int64_t>> stage_peaks;
 };
 
 // Ranking metrics of held-out edges against their pre-drawn negatives.

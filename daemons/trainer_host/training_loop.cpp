@@ -369,10 +369,12 @@ Result<TrainResult> Loop::run() {
     log_->warn("dgl-launch started the job again (restart {}) but there is no --checkpoint-dir: training starts "
                "over from epoch 0", job_env::restart_count());
   }
+  end_stage("start-up");
   for (int epoch = static_cast<int>(start.epoch); epoch < c_.num_epochs; ++epoch) {
     EpochMetrics m;
     m.epoch = epoch;
     DGLD_RETURN_IF_ERROR(train_epoch(epoch, epoch == start.epoch ? start.step : 0, m));
+    end_stage("training");
     log_->info("Epoch {:05d} | Loss {:.4f} | Train Acc {:.4f} | Time {:.3f} s (sample {:.3f}, fetch {:.3f}, "
                "compute {:.3f}, allreduce {:.3f}, wait {:.3f}) | {:.0f} seeds/s | CPU {:.3f} s (sample {:.3f}, "
                "fetch {:.3f}, compute {:.3f}, allreduce {:.3f})",
@@ -392,6 +394,7 @@ Result<TrainResult> Loop::run() {
     const bool last = epoch == c_.num_epochs - 1;
     if (c_.eval_every >= 0 && (last || (c_.eval_every > 0 && (epoch + 1) % c_.eval_every == 0))) {
       DGLD_ASSIGN_OR_RETURN(EvalMetrics e, link_ ? evaluate_link(epoch) : evaluate(epoch));
+      end_stage("evaluation");
       if (link_) {
         log_->info("Epoch {:05d} | Val MRR {:.4f} AUC {:.4f} | Test MRR {:.4f} Hits@1 {:.4f} Hits@10 {:.4f} "
                    "Hits@50 {:.4f} AUC {:.4f} | eval {:.3f} s",
@@ -423,16 +426,40 @@ Result<TrainResult> Loop::run() {
     log_->info("wrote the trained model to {} (TorchScript)", c_.save_model);
   }
   if (!c_.output_dir.empty()) DGLD_RETURN_IF_ERROR(write_outputs());
+  end_stage("outputs");
   r_.total_time_s = previous_time_s_ + seconds_since(t_start);
   report_memory();
   return r_;
+}
+
+void Loop::end_stage(const char* stage) {
+  const int64_t hwm = read_process_memory().peak_rss;
+  if (hwm <= stage_hwm_) return;
+  stage_hwm_ = hwm;
+  if (!stage_peaks_.empty() && stage_peaks_.back().first == stage) {
+    stage_peaks_.back().second = hwm;
+  } else {
+    stage_peaks_.emplace_back(stage, hwm);
+  }
 }
 
 void Loop::report_memory() {
   MemoryReport& m = r_.memory;
   m = b_.memory();
   m.process = read_process_memory();
+  m.stage_peaks = stage_peaks_;
+  // Parameters, their gradients and Adam's two moments.
+  int64_t params = 0;
+  for (const auto& p : params_) params += p.numel() * p.element_size();
+  m.model_bytes = params * 4;
   auto mib = [](int64_t b) { return b < 0 ? std::string("-") : fmt::format("{:.0f}", static_cast<double>(b) / (1 << 20)); };
+  if (!m.stage_peaks.empty()) {
+    std::string raised;
+    for (const auto& [stage, bytes] : m.stage_peaks) raised += fmt::format("{}{} {}", raised.empty() ? "" : ", ", stage, mib(bytes));
+    log_->info("memory: the peak RSS was reached in {} (the stages that raised it: {} MiB); the model and its "
+               "optimiser state {:.1f} MiB", m.stage_peaks.back().first, raised,
+               static_cast<double>(m.model_bytes) / (1 << 20));
+  }
   log_->info("memory: {}; partition files {} MiB (mapped, shared with the graph-server), feature cache {} MiB, "
              "largest batch {} MiB, idle feature buffers {} MiB, prefetch bound {} MiB",
              describe(m.process), mib(m.partition_bytes), mib(m.feature_cache_bytes), mib(m.largest_batch_bytes),

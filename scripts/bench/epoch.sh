@@ -19,13 +19,15 @@
 # docs/dgl-reference.md): a 200,000-node graph with 4.09 M directed edges,
 # 100-dim features, 47 classes; 2 machines x 1 trainer (2 graph-servers and
 # 2 trainer-hosts on this machine), no sampler processes, GraphSAGE hidden
-# 16, fanout 10,25, batch 1000, lr 0.01, 10 epochs, epochs 2-10 averaged.
+# 16, fanout 10,25, batch 1000, lr 0.01, 10 epochs, epochs 2-10 averaged,
+# and layer-wise evaluation of every node after the last (as DistDGL's
+# train_dist.py), inside the measured peak memory.
 # Runs alternate the fused kernels and the index_add reference (--kernels),
 # print every phase, and end with the ratio of their compute time (target
 # <= 0.5) and the fused run's epoch time (target <= 1.0 s on a quiet
 # 2-core machine). Every run also records each process's peak resident
 # memory (VmHWM, polled): ratio lines give the trainer's and the
-# graph-server's against their targets (600 and 250 MiB) and against the
+# graph-server's against their targets (500 and 250 MiB) and against the
 # bytes of a partition's files. --baseline-build DIR adds, in every round,
 # the fused run with DIR's binaries (a build of an earlier commit), and the
 # ratios of this build's epoch time and peak memory over it.
@@ -136,7 +138,7 @@ if [[ $dgl_config == 1 ]]; then
   gen="sbm:nodes=200000,avg_degree=21.2,classes=47,feat_dim=100,seed=1"
   echo "partitioning the DistDGL benchmark graph (200000 nodes, ~4.09 M edges) into 2 parts..."
   "$part" --log-level warn --generate "$gen" --num-parts 2 --graph-name g --output "$work/d2" | sed -n 2,3p
-  model=(--num-epochs 10 --eval-every -1 --lr 0.01 --log-every 0 --no-progress --seed 1 --num-hidden 16
+  model=(--num-epochs 10 --eval-every 0 --lr 0.01 --log-every 0 --no-progress --seed 1 --num-hidden 16
          --fan-out 10,25 --batch-size 1000)
   runs=()
   kinds=(fused reference)
@@ -186,7 +188,7 @@ json.dump({"runs": by, "median": med, "compute_ratio": ratio, "peak_rss_bytes": 
           open("bench-results/epoch-dgl-config.json", "w"), indent=2)
 print(f"ratio: dgl_config_compute_fused_over_index_add {ratio:.2f} (target <= 0.5)")
 print(f"ratio: dgl_config_epoch_s {med['fused']['time_s']:.2f} (target <= 1.0)")
-print(f"ratio: dgl_config_trainer_peak_rss_mib {mem['fused']['trainer'] / mib:.0f} (target <= 600)")
+print(f"ratio: dgl_config_trainer_peak_rss_mib {mem['fused']['trainer'] / mib:.0f} (target <= 500)")
 print(f"ratio: dgl_config_server_peak_rss_mib {mem['fused']['server'] / mib:.0f} (target <= 250)")
 print(f"ratio: dgl_config_trainer_peak_rss_over_partition_bytes {mem['fused']['trainer'] / part_bytes:.2f}")
 print(f"ratio: dgl_config_server_peak_rss_over_partition_bytes {mem['fused']['server'] / part_bytes:.2f}")

@@ -161,6 +161,19 @@ TEST_CASE("training is deterministic given the seed; GCN and GAT train too", "[s
   }
 }
 
+TEST_CASE("layer-wise evaluation gives the same accuracy in small chunks as in one", "[sbm]") {
+  TrainConfig c = short_run(3, 7, 0.01, 0);
+  c.eval_memory_mb = 1024;  // every node in one chunk
+  auto one = train_standalone(sbm().config.string(), c);
+  c.eval_memory_mb = 1;  // a few hundred nodes a chunk
+  auto small = train_standalone(sbm().config.string(), c);
+  REQUIRE(one.is_ok());
+  REQUIRE(small.is_ok());
+  CHECK(one->val_acc == small->val_acc);
+  CHECK(one->test_acc == small->test_acc);
+  CHECK(one->test_acc > 1.5 / 8);
+}
+
 TEST_CASE("--keep-best puts back the weights of the best validation accuracy", "[sbm]") {
   testing::TempDir dir{"dgld-keep-best"};
   // A high learning rate, so that validation accuracy goes up and down on
@@ -227,6 +240,9 @@ TEST_CASE("bad flags give clear errors") {
   c = {};
   c.dropout = 1.5;
   CHECK(msg(c).find("--dropout") != std::string::npos);
+  c = {};
+  c.eval_memory_mb = 0;
+  CHECK(msg(c) == "--eval-memory-mb must be between 1 and 2^30 MiB, got 0");
   c = {};
   c.keep_best = "loss";
   CHECK(msg(c).find("--keep-best 'loss': expected off, acc (--task node), mrr or auc") != std::string::npos);
