@@ -24,12 +24,14 @@ Writes bench-results/restart-<time>.json.
 Usage: scripts/bench/restart.sh [--graphs "cora products200k"] [--build DIR] [--cora DIR]
 """
 import argparse
+import atexit
 import json
 import os
 import re
 import signal
 import subprocess
 import sys
+import shutil
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -143,6 +145,7 @@ def main():
         sys.exit("restart.py: root is needed (the cluster emulator's network namespaces)")
     work = os.path.join("/tmp", f"dgld-restart-bench-{os.getpid()}")
     os.makedirs(work)
+    atexit.register(shutil.rmtree, work, True)  # the partitions and logs go with the run
     results = {}
     for g in a.graphs.split():
         if g not in GRAPHS:

@@ -21,9 +21,11 @@ after this build's, and prints the ratios of the two (first epoch, steady
 epoch, CPU).
 """
 import argparse
+import atexit
 import datetime
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -282,6 +284,7 @@ def main():
         raise SystemExit("scaleout: --epochs must be >= 2 (the first is reported apart)")
     a.work = os.path.join("/tmp", f"dgld-scaleout-{os.getpid()}")
     os.makedirs(a.work, exist_ok=True)
+    atexit.register(shutil.rmtree, a.work, True)  # the partitions and logs go with the run (results stay in --out)
     os.makedirs(a.out, exist_ok=True)
     builds = [a.build] + ([a.baseline_build] if a.baseline_build else [])
     results, refs, parts = [], {}, {}
