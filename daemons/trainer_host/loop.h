@@ -55,6 +55,11 @@ class Loop {
   // At the end of each stage: when the process's peak RSS rose during it,
   // the stage and the new peak go to stage_peaks_ (report_memory).
   void end_stage(const char* stage);
+  // The highest VmHWM read so far. VmHWM itself can read lower later: the
+  // kernel keeps RSS counts per thread and syncs them in batches (up to 64
+  // pages each), and memory handed back by malloc_trim lowers the current
+  // RSS it is compared with.
+  int64_t peak_rss();
   Status create_embedding();
   nlohmann::json checkpoint_meta() const;
   // Every trainer writes position p, then (after a barrier) it is committed.
@@ -113,7 +118,7 @@ class Loop {
   PartialEpoch partial_;
   TrainResult r_;
   std::vector<std::pair<std::string, int64_t>> stage_peaks_;
-  int64_t stage_hwm_ = 0;
+  int64_t stage_hwm_ = 0, stage_hwm_seen_ = 0;
   double previous_time_s_ = 0;  // total_time_s of the run a resume continues
 };
 

@@ -340,7 +340,7 @@ Status Loop::train_epoch(int epoch, int64_t first_step, EpochMetrics& m) {
   m.train_acc = seeds_sum > 0 ? correct_sum / seeds_sum : 0.0;
   m.time_s = time_before + seconds_since(t_epoch);
   m.process_cpu_s = process_cpu_seconds() - process_cpu0;
-  m.peak_rss_bytes = read_process_memory().peak_rss;
+  m.peak_rss_bytes = peak_rss();
   m.seeds_per_s = m.time_s > 0 ? seeds_sum / m.time_s : 0.0;
   m.end_unix_s = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   return acc.finish(m).with_context(fmt::format("epoch {}", epoch));
@@ -432,8 +432,13 @@ Result<TrainResult> Loop::run() {
   return r_;
 }
 
+int64_t Loop::peak_rss() {
+  stage_hwm_seen_ = std::max(stage_hwm_seen_, read_process_memory().peak_rss);
+  return stage_hwm_seen_;
+}
+
 void Loop::end_stage(const char* stage) {
-  const int64_t hwm = read_process_memory().peak_rss;
+  const int64_t hwm = peak_rss();
   if (hwm <= stage_hwm_) return;
   stage_hwm_ = hwm;
   if (!stage_peaks_.empty() && stage_peaks_.back().first == stage) {
@@ -447,6 +452,7 @@ void Loop::report_memory() {
   MemoryReport& m = r_.memory;
   m = b_.memory();
   m.process = read_process_memory();
+  m.process.peak_rss = peak_rss();
   m.stage_peaks = stage_peaks_;
   // Parameters, their gradients and Adam's two moments.
   int64_t params = 0;
