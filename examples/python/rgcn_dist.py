@@ -81,16 +81,17 @@ class RelGraphConvLayer(nn.Module):
 
 
 class EntityClassify(nn.Module):
-    def __init__(self, g, h_dim, out_dim, num_bases, num_hidden_layers, dropout):
+    def __init__(self, g, h_dim, out_dim, num_bases, num_hidden_layers, dropout, use_self_loop):
         super().__init__()
         rel_names = sorted(set(g.etypes))
         self.layers = nn.ModuleList()
         self.layers.append(RelGraphConvLayer(h_dim, h_dim, rel_names, num_bases, activation=F.relu,
-                                             dropout=dropout))
+                                             self_loop=use_self_loop, dropout=dropout))
         for _ in range(num_hidden_layers):
             self.layers.append(RelGraphConvLayer(h_dim, h_dim, rel_names, num_bases, activation=F.relu,
-                                                 dropout=dropout))
-        self.layers.append(RelGraphConvLayer(h_dim, out_dim, rel_names, num_bases, activation=None))
+                                                 self_loop=use_self_loop, dropout=dropout))
+        self.layers.append(RelGraphConvLayer(h_dim, out_dim, rel_names, num_bases, activation=None,
+                                             self_loop=use_self_loop))
 
     def forward(self, blocks, feats):
         h = feats
@@ -168,15 +169,20 @@ def evaluate(g, model, embed_layer, labels, eval_loader, test_loader, all_val_ni
 
 def run(args, g, labels, num_classes, train_nid, val_nid, test_nid, all_val_nid, all_test_nid):
     fanouts = [int(f) for f in args.fanout.split(",")]
+    val_fanouts = [int(f) for f in (args.validation_fanout or args.fanout).split(",")]
     sampler = dgl.dataloading.MultiLayerNeighborSampler(fanouts)
     loader = dgl.dataloading.DistNodeDataLoader(g, {"paper": train_nid}, sampler, batch_size=args.batch_size,
                                                 shuffle=True, drop_last=False)
-    valid_loader = dgl.dataloading.DistNodeDataLoader(g, {"paper": val_nid}, sampler,
-                                                      batch_size=args.eval_batch_size, shuffle=False)
-    test_loader = dgl.dataloading.DistNodeDataLoader(g, {"paper": test_nid}, sampler,
+    # As DGL's scripts: validation and test sample with --validation-fanout
+    # (default: --fanout), validation in training batches, test in eval ones.
+    eval_sampler = dgl.dataloading.MultiLayerNeighborSampler(val_fanouts)
+    valid_loader = dgl.dataloading.DistNodeDataLoader(g, {"paper": val_nid}, eval_sampler,
+                                                      batch_size=args.batch_size, shuffle=False)
+    test_loader = dgl.dataloading.DistNodeDataLoader(g, {"paper": test_nid}, eval_sampler,
                                                      batch_size=args.eval_batch_size, shuffle=False)
     embed_layer = DistEmbedLayer(g, args.n_hidden, args.sparse_embedding, args.dgl_sparse)
-    model = EntityClassify(g, args.n_hidden, num_classes, args.n_bases, args.n_layers - 2, args.dropout)
+    model = EntityClassify(g, args.n_hidden, num_classes, args.n_bases, args.n_layers - 2, args.dropout,
+                           args.use_self_loop)
     model = th.nn.parallel.DistributedDataParallel(model)
     if len(embed_layer.node_projs) > 0 or not args.dgl_sparse:
         embed_layer = th.nn.parallel.DistributedDataParallel(embed_layer)
@@ -264,6 +270,12 @@ if __name__ == "__main__":
     p.add_argument("--dropout", type=float, default=0)
     p.add_argument("--sparse-embedding", action="store_true")
     p.add_argument("--dgl-sparse", action="store_true")
+    p.add_argument("--use-self-loop", action="store_true")
+    p.add_argument("--validation-fanout", type=str, default=None)
+    # Accepted as DGL 1.1.3's entity_classify_dist.py accepts them: that
+    # script passes neither to its layers.
+    p.add_argument("--low-mem", action="store_true")
+    p.add_argument("--layer-norm", action="store_true")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--metrics_out", type=str, default="")
     main(p.parse_args())

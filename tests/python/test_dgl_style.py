@@ -97,7 +97,7 @@ def test_rgcn_in_dgl_distributed_style(typed_parts, mode):
     per-type node_split and partid2nids, 'feat' / 'labels', WeightBasis,
     HeteroGraphConv(GraphConv(weight=False)) with mod_kwargs, local_var,
     a 'results' DistTensor sized by the papers, DistEmbedding + SparseAdam)."""
-    m, out = launch(typed_parts, "rgcn_dist.py", ["--fanout", "5,5", "--n-epochs", "3", *mode])
+    m, out = launch(typed_parts, "rgcn_dist.py", ["--fanout", "5,5", "--n-epochs", "3", "--use-self-loop", *mode])
     losses = [e["loss"] for e in m["epochs"]]
     assert losses[-1] < losses[0], losses
     assert m["test_acc"] > 0.25, m  # 8 classes: chance is 0.125
