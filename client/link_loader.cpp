@@ -93,8 +93,21 @@ struct DistEdgeDataLoader::Impl {
         lb.neg_v.push_back(row_of(w));
       }
     }
-    // The batch's positive edges and their reverses stay out of the blocks.
-    auto b = builder->sample(batch_id, nodes, rng_seed, o.sampling.exclude == SamplingSpec::Exclude::seed_edges ? &positives : nullptr);
+    // The batch's positive edges (and their reverses) stay out of the blocks.
+    const EdgePairSet* excluded = nullptr;
+    EdgePairSet own_edges(/*directed=*/true);
+    if (o.sampling.exclude == SamplingSpec::Exclude::seed_edges) {
+      excluded = &positives;
+      if (!o.exclude_reverse) {
+        own_edges.reserve(static_cast<size_t>(end - start));
+        for (int64_t i = start; i < end; ++i) {
+          const auto p = static_cast<size_t>(ord[static_cast<size_t>(i)]);
+          own_edges.add(src[p], dst[p]);
+        }
+        excluded = &own_edges;
+      }
+    }
+    auto b = builder->sample(batch_id, nodes, rng_seed, excluded);
     if (!b.is_ok()) return b.status().with_context(fmt::format("link batch {} of epoch {}", batch_id, e));
     lb.batch = std::move(b).value();
     DGLD_RETURN_IF_ERROR(builder->fetch(lb.batch).with_context(fmt::format("link batch {} of epoch {}", batch_id, e)));

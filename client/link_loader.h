@@ -40,8 +40,10 @@ struct LinkLoaderOptions {
   bool shuffle = true;
   uint64_t seed = 0;
   // fanouts (input layer first), replace, prob, and exclude: seed_edges
-  // removes the batch's positive edges and their reverses from its blocks.
+  // removes the batch's positive edges from its blocks, and their reverses
+  // with exclude_reverse (DGL's exclude='reverse_id'; without it 'self').
   SamplingSpec sampling;
+  bool exclude_reverse = true;
   std::string feature = "features";  // empty: no features
   size_t feature_cache_bytes = 0;    // remote feature rows kept here (row_cache.h)
   int num_negatives = 1;             // per positive edge

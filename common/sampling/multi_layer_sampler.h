@@ -72,11 +72,15 @@ class LocalGraphSource final : public NeighborSource {
 // Unordered node pairs {u, v}: the edges u -> v and v -> u. What a link
 // prediction batch must not contain (its seed edges and their reverses, DGL's
 // exclude='reverse_id' by endpoints, which also drops parallel copies), and
-// the held-out positives a negative sampler must not draw.
+// the held-out positives a negative sampler must not draw. A directed set
+// holds the edges u -> v alone (DGL's exclude='self': the batch's own edges,
+// their reverses kept).
 class EdgePairSet {
  public:
+  explicit EdgePairSet(bool directed = false) : directed_(directed) {}
   void add(int64_t u, int64_t v) { pairs_.insert(key(u, v)); }
   bool contains(int64_t u, int64_t v) const { return !pairs_.empty() && pairs_.count(key(u, v)) > 0; }
+  bool directed() const { return directed_; }
   bool empty() const { return pairs_.empty(); }
   size_t size() const { return pairs_.size(); }
   void reserve(size_t n) { pairs_.reserve(n); }
@@ -88,7 +92,10 @@ class EdgePairSet {
                                    static_cast<uint64_t>(p.second));
     }
   };
-  static std::pair<int64_t, int64_t> key(int64_t u, int64_t v) { return u < v ? std::pair{u, v} : std::pair{v, u}; }
+  std::pair<int64_t, int64_t> key(int64_t u, int64_t v) const {
+    return directed_ || u < v ? std::pair{u, v} : std::pair{v, u};
+  }
+  bool directed_ = false;
   std::unordered_set<std::pair<int64_t, int64_t>, Hash> pairs_;
 };
 

@@ -221,6 +221,7 @@ Status DistBackend::setup_link(const SamplingSpec& sampling, bool uses_features)
   lo.num_negatives = c_.num_negatives;
   DGLD_ASSIGN_OR_RETURN(lo.negative_sampler, client::parse_negative_sampler(c_.neg_sampler));
   lo.exclude_positives = c_.neg_exclude_positives;
+  lo.exclude_reverse = c_.exclude != "self";  // DGL's 'self': the batch's edges alone
   lo.threads = 2;
   lo.thread_nice = kSamplingThreadNice;
   lo.next_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(o_.collective_timeout) * 2;

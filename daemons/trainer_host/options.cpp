@@ -65,7 +65,8 @@ ParsedTrainerHostOptions parse_trainer_host_options(int argc, const char* const 
       ("neg-sampler", po::value(&t.neg_sampler)->default_value(t.neg_sampler),
        "link: uniform (over every node) | local-uniform (over this machine's nodes)")
       ("exclude", po::value(&t.exclude)->default_value(t.exclude),
-       "link: the batch's edges left out of its blocks: reverse_id or self (them and their reverses) | none")
+       "link: the batch's edges left out of its blocks: reverse_id (them and their reverse edges) | self (them "
+       "alone) | none")
       ("keep-best", po::value(&t.keep_best)->default_value(t.keep_best),
        "model selection: keep the weights of the evaluation with the best validation metric and report its "
        "figures: off (the last) | acc (--task node) | mrr | auc (--task link)")

@@ -88,7 +88,7 @@ struct TrainConfig {
   std::string neg_sampler = "uniform";  // uniform | local-uniform
   bool neg_exclude_positives = false;
   // The batch's edges left out of its blocks: reverse_id (them and their
-  // reverse edges, DGL's exclude='reverse_id') | none.
+  // reverse edges, DGL's exclude='reverse_id') | self (them alone) | none.
   std::string exclude = "reverse_id";
   // Model selection: after training, the weights of the evaluation with the
   // best validation metric (acc for --task node, mrr or auc for --task link)

@@ -194,7 +194,7 @@ class EdgeDataLoader {
  public:
   EdgeDataLoader(std::shared_ptr<Client> c, const torch::Tensor& eids_in, SamplingSpec sampling, int64_t batch_size, bool shuffle, uint64_t seed, int prefetch, std::string feature, int num_threads,
                  int num_negatives, const std::string& negative_sampler, bool exclude_seed_edges,
-                 bool exclude_positives, int64_t feature_cache_mb)
+                 bool exclude_positives, int64_t feature_cache_mb, bool exclude_reverse)
       : client_(std::move(c)), feature_(feature) {
     const auto eids = as_ids(eids_in, "DistEdgeDataLoader");
     client::LinkLoaderOptions o;
@@ -209,6 +209,7 @@ class EdgeDataLoader {
     o.negative_sampler = unwrap(client::parse_negative_sampler(negative_sampler));
     o.sampling.exclude = exclude_seed_edges ? SamplingSpec::Exclude::seed_edges : SamplingSpec::Exclude::none;
     o.exclude_positives = exclude_positives;
+    o.exclude_reverse = exclude_reverse;
     o.prefetch = prefetch;
     o.threads = num_threads;
     o.thread_nice = 10;
@@ -330,7 +331,7 @@ void bind_loaders(py::module_& m) {
 
   py::class_<EdgeDataLoader>(m, "EdgeDataLoader")
       .def(py::init<std::shared_ptr<Client>, const torch::Tensor&, SamplingSpec, int64_t, bool, uint64_t,
-                    int, std::string, int, int, const std::string&, bool, bool, int64_t>())
+                    int, std::string, int, int, const std::string&, bool, bool, int64_t, bool>())
       .def("num_batches", &EdgeDataLoader::num_batches)
       .def("start_epoch", &EdgeDataLoader::start_epoch, py::arg("epoch"), py::arg("first_batch") = 0)
       .def("next", &EdgeDataLoader::next);

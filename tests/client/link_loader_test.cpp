@@ -46,6 +46,18 @@ struct Servers {
 
 std::pair<int64_t, int64_t> pair_key(int64_t u, int64_t v) { return u < v ? std::pair{u, v} : std::pair{v, u}; }
 
+// Calls f(src, dst) with the global ids of every edge of a batch's blocks.
+template <typename F>
+void for_each_block_edge(const MiniBatch& mb, F&& f) {
+  for (const Block& b : mb.blocks) {
+    for (int64_t d = 0; d < b.num_dst(); ++d) {
+      for (int64_t k = b.indptr[static_cast<size_t>(d)]; k < b.indptr[static_cast<size_t>(d) + 1]; ++k) {
+        f(b.src_nodes[static_cast<size_t>(b.indices[static_cast<size_t>(k)])], b.dst_nodes[static_cast<size_t>(d)]);
+      }
+    }
+  }
+}
+
 // Every held-out (validation and test) edge of both partitions.
 EdgePairSet held_out_edges() {
   EdgePairSet set;
@@ -67,6 +79,17 @@ LinkLoaderOptions small_options() {
   o.num_negatives = 3;
   o.seed = 11;
   return o;
+}
+
+// Trainer 0's loader over its edge_split of train_mask; `c` keeps its cluster.
+auto trainer0_loader(const Servers& s, std::unique_ptr<Cluster>& c, const LinkLoaderOptions& o) {
+  c = s.trainer(0);
+  DistGraph g(*c);
+  auto eids = g.edge_split("train_mask");
+  REQUIRE(eids.is_ok());
+  auto loader = DistEdgeDataLoader::create(*c, *eids, o);
+  REQUIRE(loader.is_ok());
+  return std::move(*loader);
 }
 
 }  // namespace
@@ -101,14 +124,8 @@ TEST_CASE("link loader: an epoch yields every training edge once across trainers
         REQUIRE(graph_edges.count({u, v}) == 1);  // a training edge is an edge of the graph
       }
       // No block holds a positive edge or its reverse.
-      for (const Block& b : lb.batch.mini_batch.blocks) {
-        for (int64_t d = 0; d < b.num_dst(); ++d) {
-          for (int64_t k = b.indptr[static_cast<size_t>(d)]; k < b.indptr[static_cast<size_t>(d) + 1]; ++k) {
-            const int64_t src = b.src_nodes[static_cast<size_t>(b.indices[static_cast<size_t>(k)])];
-            REQUIRE(positives.count(pair_key(src, b.dst_nodes[static_cast<size_t>(d)])) == 0);
-          }
-        }
-      }
+      for_each_block_edge(lb.batch.mini_batch,
+                          [&](int64_t src, int64_t dst) { REQUIRE(positives.count(pair_key(src, dst)) == 0); });
       REQUIRE(lb.batch.feature_rows().size() == lb.batch.mini_batch.input_nodes.size() * 8);
     }
   }
@@ -123,6 +140,34 @@ TEST_CASE("link loader: an epoch yields every training edge once across trainers
   REQUIRE(static_cast<int64_t>(seen.size()) == marked);
   for (const auto& [e, n] : seen) REQUIRE(n == 1);
   REQUIRE(batches >= 2);
+}
+
+TEST_CASE("link loader: without exclude_reverse (DGL's exclude='self') only the batch's own edges leave its blocks") {
+  Servers s;
+  std::unique_ptr<Cluster> c0;
+  LinkLoaderOptions o = small_options();
+  o.exclude_reverse = false;
+  auto loader = trainer0_loader(s, c0, o);
+  loader->start_epoch(0);
+  int64_t reverses_kept = 0;
+  for (;;) {
+    auto next = loader->next();
+    REQUIRE(next.is_ok());
+    if (!next->has_value()) break;
+    const LinkBatch& lb = **next;
+    const auto& seeds = lb.batch.mini_batch.seeds;
+    std::set<std::pair<int64_t, int64_t>> own;  // directed u -> v
+    for (size_t i = 0; i < lb.pos_u.size(); ++i) {
+      own.insert({seeds[static_cast<size_t>(lb.pos_u[i])], seeds[static_cast<size_t>(lb.pos_v[i])]});
+    }
+    for_each_block_edge(lb.batch.mini_batch, [&](int64_t src, int64_t dst) {
+      REQUIRE(own.count({src, dst}) == 0);
+      reverses_kept += static_cast<int64_t>(own.count({dst, src}));
+    });
+  }
+  // The generated graph holds both directions of each edge: reverses of the
+  // batch's edges are sampled and kept (with exclude_reverse none would be).
+  CHECK(reverses_kept > 0);
 }
 
 TEST_CASE("link loader: negatives miss held-out and batch positives with exclude_positives, and stay local") {
@@ -168,15 +213,11 @@ TEST_CASE("link loader: negatives miss held-out and batch positives with exclude
 
 TEST_CASE("link loader: without exclusion a batch's blocks do hold some of its own edges") {
   Servers s;
-  auto c0 = s.trainer(0);
-  DistGraph g(*c0);
-  auto eids = g.edge_split("train_mask");
-  REQUIRE(eids.is_ok());
+  std::unique_ptr<Cluster> c0;
   LinkLoaderOptions o = small_options();
   o.sampling.exclude = SamplingSpec::Exclude::none;
-  auto loader = DistEdgeDataLoader::create(*c0, *eids, o);
-  REQUIRE(loader.is_ok());
-  auto lb = (*loader)->make(0, 0);
+  auto loader = trainer0_loader(s, c0, o);
+  auto lb = loader->make(0, 0);
   REQUIRE(lb.is_ok());
   const auto& seeds = lb->batch.mini_batch.seeds;
   std::set<std::pair<int64_t, int64_t>> positives;

@@ -2,6 +2,8 @@
 the ends of each batch's edges, which edges to exclude from the batch's
 blocks, and the negative sampler."""
 
+import torch
+
 from .._errors import InvalidArgument
 from .negative_sampler import Uniform
 
@@ -15,8 +17,8 @@ class EdgePredictionSampler:
     def __init__(self, sampler, exclude=None, reverse_eids=None, reverse_etypes=None, negative_sampler=None,
                  prefetch_labels=None):
         if exclude not in (None, "self", "reverse_id"):
-            raise InvalidArgument(f"exclude={exclude!r}: dgld supports None, 'self' and 'reverse_id' (both remove "
-                                  "the batch's edges and their reverse edges from its blocks, by endpoints)")
+            raise InvalidArgument(f"exclude={exclude!r}: dgld supports None, 'self' (the batch's edges leave its "
+                                  "blocks) and 'reverse_id' (their reverse edges too)")
         if reverse_etypes is not None:
             raise InvalidArgument("reverse_etypes: the graph has one edge type")
         if negative_sampler is not None and not isinstance(negative_sampler, Uniform):
@@ -24,11 +26,25 @@ class EdgePredictionSampler:
                                   "LocalUniform(k)")
         self.sampler = sampler
         self.exclude = exclude
+        # As DGL: 'self' removes the batch's edges u -> v from its blocks;
+        # 'reverse_id' also the edges reverse_eids names. dgld finds a
+        # reverse edge by its endpoints (v -> u), so reverse_eids only says
+        # whether there is one: the identity (DGL's train_dist_unsupervised.py
+        # passes torch.arange(num_edges)) names each edge itself, as 'self'.
+        self.exclude_reverse = exclude == "reverse_id" and not _is_identity(reverse_eids)
         self.negative_sampler = negative_sampler
+
+
+def _is_identity(reverse_eids):
+    if reverse_eids is None:
+        return False
+    ids = torch.as_tensor(reverse_eids)
+    return ids.dim() == 1 and torch.equal(ids.to(torch.int64), torch.arange(ids.numel(), dtype=torch.int64))
 
 
 def as_edge_prediction_sampler(sampler, exclude=None, reverse_eids=None, reverse_etypes=None, negative_sampler=None,
                                prefetch_labels=None):
-    """DGL's as_edge_prediction_sampler over a NeighborSampler. reverse_eids
-    is accepted and not needed: dgld finds reverse edges by their endpoints."""
+    """DGL's as_edge_prediction_sampler over a NeighborSampler. dgld finds
+    reverse edges by their endpoints: reverse_eids only tells the identity
+    (each edge its own reverse: 'self') from a real reverse mapping."""
     return EdgePredictionSampler(sampler, exclude, reverse_eids, reverse_etypes, negative_sampler, prefetch_labels)

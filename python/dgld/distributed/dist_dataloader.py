@@ -336,7 +336,8 @@ class DistEdgeDataLoader(_EpochLoader):
         self._seeded(lambda seed: _C.EdgeDataLoader(
             g._client, self._ids, node_sampler.spec, int(batch_size), bool(shuffle), seed,
             int(prefetch), self._feature, int(num_threads), neg.k if neg else 0, neg.kind if neg else "uniform",
-            graph_sampler.exclude is not None, bool(exclude_positives), int(feature_cache_mb)))
+            graph_sampler.exclude is not None, bool(exclude_positives), int(feature_cache_mb),
+            bool(graph_sampler.exclude_reverse)))
 
     def _batches(self):
         feat = self._g.ndata[self._feature] if self._feature else None
