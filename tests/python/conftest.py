@@ -113,6 +113,10 @@ class Job:
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
+        # A server killed with SIGKILL (a test of a dead peer) cannot remove
+        # its shared memory; as dgl-launch does after a job, so does the test.
+        for seg in Path("/dev/shm").glob(f"dgld.{self.job_id}.*"):
+            seg.unlink(missing_ok=True)
 
 
 def run_trainers(job, codes, timeout=120):
