@@ -67,12 +67,17 @@ struct DistEdgeDataLoader::Impl {
       if (fresh) nodes.push_back(v);
       return it->second;
     };
-    EdgePairSet positives;
+    // The batch's positive edges, both ways (what negatives avoid, and what
+    // exclude_reverse keeps out of the blocks); `own_edges` them one way
+    // (what leaves the blocks without exclude_reverse, DGL's 'self').
+    const bool exclude = o.sampling.exclude == SamplingSpec::Exclude::seed_edges;
+    EdgePairSet positives, own_edges(/*directed=*/true);
     positives.reserve(static_cast<size_t>(end - start));
     for (int64_t i = start; i < end; ++i) {
       const int64_t p = ord[static_cast<size_t>(i)];
       const int64_t u = src[static_cast<size_t>(p)], v = dst[static_cast<size_t>(p)];
       positives.add(u, v);
+      if (exclude && !o.exclude_reverse) own_edges.add(u, v);
       lb.pos_u.push_back(row_of(u));
       lb.pos_v.push_back(row_of(v));
     }
@@ -93,20 +98,7 @@ struct DistEdgeDataLoader::Impl {
         lb.neg_v.push_back(row_of(w));
       }
     }
-    // The batch's positive edges (and their reverses) stay out of the blocks.
-    const EdgePairSet* excluded = nullptr;
-    EdgePairSet own_edges(/*directed=*/true);
-    if (o.sampling.exclude == SamplingSpec::Exclude::seed_edges) {
-      excluded = &positives;
-      if (!o.exclude_reverse) {
-        own_edges.reserve(static_cast<size_t>(end - start));
-        for (int64_t i = start; i < end; ++i) {
-          const auto p = static_cast<size_t>(ord[static_cast<size_t>(i)]);
-          own_edges.add(src[p], dst[p]);
-        }
-        excluded = &own_edges;
-      }
-    }
+    const EdgePairSet* excluded = !exclude ? nullptr : o.exclude_reverse ? &positives : &own_edges;
     auto b = builder->sample(batch_id, nodes, rng_seed, excluded);
     if (!b.is_ok()) return b.status().with_context(fmt::format("link batch {} of epoch {}", batch_id, e));
     lb.batch = std::move(b).value();

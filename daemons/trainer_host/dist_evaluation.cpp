@@ -68,7 +68,10 @@ Result<EvalCounts> DistBackend::layerwise(Model& model, const Layer0Input& input
   // which this thread's allocations cannot reuse: handed back to the system.
   if (const size_t idle = loader_ ? loader_->release_idle_buffers() : 0; idle > 0) {
     trim_heap();
-    log_->debug("layer-wise evaluation: released {:.1f} MiB of idle feature buffers; {}", static_cast<double>(idle) / (1 << 20), describe(read_process_memory()));
+    if (log_->should_log(spdlog::level::debug)) {  // reading /proc only when it is logged
+      log_->debug("layer-wise evaluation: released {:.1f} MiB of idle feature buffers; {}",
+                  static_cast<double>(idle) / (1 << 20), describe(read_process_memory()));
+    }
   }
   client::DistNeighborSource source(*cluster_);
   MultiLayerNeighborSampler full({c_.eval_fan_out});
@@ -76,25 +79,20 @@ Result<EvalCounts> DistBackend::layerwise(Model& model, const Layer0Input& input
   if (types.present()) {
     full.set_etype_fanouts({std::vector<int64_t>(static_cast<size_t>(types.num_etypes()), c_.eval_fan_out)});
   }
-  // The last layer's output is needed for the labelled type only (unless kept).
-  std::vector<int64_t> target_nodes;
-  if (target_type_ >= 0) {
-    const auto& book = cluster_->partition_book();
-    for (int64_t v : eval_nodes_) {
-      if (book.node_type(v) == target_type_) target_nodes.push_back(v);
-    }
-  }
   // Each node's sampled in-edges, once: they size the chunks (eval_chunks.h).
   if (eval_in_edges_.size() != eval_nodes_.size()) {
     auto deg = graph_->in_degrees(eval_nodes_);
     if (!deg.is_ok()) return deg.status().with_context("layer-wise evaluation: in-degrees");
     eval_in_edges_ = eval_in_edges(std::move(*deg), c_.eval_fan_out, types.present() ? types.num_etypes() : 1);
   }
-  std::vector<int64_t> target_in_edges;
+  // The last layer's output is needed for the labelled type only (unless kept).
+  std::vector<int64_t> target_nodes, target_in_edges;
   if (target_type_ >= 0) {
     const auto& book = cluster_->partition_book();
     for (size_t i = 0; i < eval_nodes_.size(); ++i) {
-      if (book.node_type(eval_nodes_[i]) == target_type_) target_in_edges.push_back(eval_in_edges_[i]);
+      if (book.node_type(eval_nodes_[i]) != target_type_) continue;
+      target_nodes.push_back(eval_nodes_[i]);
+      target_in_edges.push_back(eval_in_edges_[i]);
     }
   }
   const std::vector<EvalLayerWidths> widths = eval_layer_widths(model);
@@ -164,7 +162,9 @@ Result<EvalCounts> DistBackend::layerwise(Model& model, const Layer0Input& input
     };
     DGLD_RETURN_IF_ERROR(for_each_eval_chunk(chunker, nodes, sample, compute));
     stats.record(chunker);
-    log_->debug("layer-wise evaluation: layer {} done; {}", l, describe(read_process_memory()));
+    if (log_->should_log(spdlog::level::debug)) {
+      log_->debug("layer-wise evaluation: layer {} done; {}", l, describe(read_process_memory()));
+    }
     std::vector<float>().swap(rows);
     // Layer l is complete everywhere before anyone reads it.
     auto one = torch::ones({1}, torch::kInt64);

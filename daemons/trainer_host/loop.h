@@ -118,7 +118,7 @@ class Loop {
   PartialEpoch partial_;
   TrainResult r_;
   std::vector<std::pair<std::string, int64_t>> stage_peaks_;
-  int64_t stage_hwm_ = 0, stage_hwm_seen_ = 0;
+  int64_t peak_rss_seen_ = 0;
   double previous_time_s_ = 0;  // total_time_s of the run a resume continues
 };
 

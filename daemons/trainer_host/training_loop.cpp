@@ -433,14 +433,14 @@ Result<TrainResult> Loop::run() {
 }
 
 int64_t Loop::peak_rss() {
-  stage_hwm_seen_ = std::max(stage_hwm_seen_, read_process_memory().peak_rss);
-  return stage_hwm_seen_;
+  peak_rss_seen_ = std::max(peak_rss_seen_, read_process_memory().peak_rss);
+  return peak_rss_seen_;
 }
 
 void Loop::end_stage(const char* stage) {
   const int64_t hwm = peak_rss();
-  if (hwm <= stage_hwm_) return;
-  stage_hwm_ = hwm;
+  // The peak the stages so far reached is the last one recorded.
+  if (hwm <= (stage_peaks_.empty() ? 0 : stage_peaks_.back().second)) return;
   if (!stage_peaks_.empty() && stage_peaks_.back().first == stage) {
     stage_peaks_.back().second = hwm;
   } else {

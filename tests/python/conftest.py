@@ -33,6 +33,15 @@ def binary(path):
     return str(p)
 
 
+def generate_parts(out, graph, name="g", flags=()):
+    """dgl-partition --generate `graph` into 2 partitions under `out`; the
+    partition config's path."""
+    subprocess.run([binary("partition/dgl-partition"), "--log-level", "warn", "--generate", graph,
+                    "--num-parts", "2", "--graph-name", name, "--output", str(out), *flags],
+                   check=True, stdout=subprocess.DEVNULL)
+    return Path(out) / f"{name}.json"
+
+
 def free_port_block(span=20):
     """A base port with `span` free ports above it (probed by binding), below
     the kernel's ephemeral range as tests/support/process.cpp picks them: a
@@ -70,10 +79,7 @@ class Job:
     def __init__(self, root, graph=GRAPH, name="g", part_flags=()):
         self.root = Path(root)
         self.parts = self.root / "parts"
-        subprocess.run([binary("partition/dgl-partition"), "--log-level", "warn", "--generate", graph,
-                        "--num-parts", "2", "--graph-name", name, "--output", str(self.parts), *part_flags],
-                       check=True, stdout=subprocess.DEVNULL)
-        self.part_config = str(self.parts / f"{name}.json")
+        self.part_config = str(generate_parts(self.parts, graph, name, part_flags))
         self.name = name
         base = free_port_block()
         self.ip_config = str(self.root / "ip_config.txt")

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import BUILD, binary, free_port_block
+from conftest import BUILD, binary, free_port_block, generate_parts
 
 GRAPH = "sbm:nodes=3000,avg_degree=8,classes=4,feat_dim=8,seed=3"
 
@@ -89,9 +89,7 @@ dist.exit_client()
 def job_dir():
     with tempfile.TemporaryDirectory(prefix="dgld-pytest-ckpt-") as d:
         d = Path(d)
-        subprocess.run([binary("partition/dgl-partition"), "--log-level", "warn", "--generate", GRAPH,
-                        "--num-parts", "2", "--graph-name", "g", "--output", str(d / "parts")], check=True,
-                       stdout=subprocess.DEVNULL)
+        generate_parts(d / "parts", GRAPH)
         (d / "train.py").write_text(SCRIPT)
         yield d
 

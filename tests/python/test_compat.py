@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import BUILD, Job, binary, free_port_block
+from conftest import BUILD, Job, binary, free_port_block, generate_parts
 
 import dgld
 import dgld.distributed as dist
@@ -395,9 +395,7 @@ if __name__ == "__main__":
 def test_num_samplers_of_dgl_launch_start_the_scripts_sampler_processes():
     with tempfile.TemporaryDirectory(prefix="dgld-pytest-compat-launch-") as d:
         d = Path(d)
-        subprocess.run([binary("partition/dgl-partition"), "--log-level", "warn", "--generate",
-                        "sbm:nodes=2000,avg_degree=6,classes=4,feat_dim=4,seed=4", "--num-parts", "2",
-                        "--graph-name", "g", "--output", str(d / "parts")], check=True, stdout=subprocess.DEVNULL)
+        generate_parts(d / "parts", "sbm:nodes=2000,avg_degree=6,classes=4,feat_dim=4,seed=4")
         base = free_port_block(910)
         (d / "ip_config.txt").write_text(f"127.0.0.1 {base}\n127.0.0.1 {base + 10}\n")
         (d / "train.py").write_text(LAUNCH_SCRIPT)

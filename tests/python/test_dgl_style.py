@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BUILD, REPO, binary, free_port_block
+from conftest import BUILD, REPO, binary, free_port_block, generate_parts
 
 GRAPH = "sbm:nodes=3000,avg_degree=10,classes=4,feat_dim=16,seed=5"
 
@@ -23,9 +23,7 @@ GRAPH = "sbm:nodes=3000,avg_degree=10,classes=4,feat_dim=16,seed=5"
 def parts():
     with tempfile.TemporaryDirectory(prefix="dgld-pytest-style-") as d:
         d = Path(d)
-        subprocess.run([binary("partition/dgl-partition"), "--log-level", "warn", "--generate", GRAPH,
-                        "--num-parts", "2", "--graph-name", "g", "--output", str(d / "parts")], check=True,
-                       stdout=subprocess.DEVNULL)
+        generate_parts(d / "parts", GRAPH)
         yield d
 
 
@@ -34,10 +32,8 @@ def typed_parts():
     """A typed graph (papers, authors, venues, topics; reverse relations) in 2 partitions."""
     with tempfile.TemporaryDirectory(prefix="dgld-pytest-style-typed-") as d:
         d = Path(d)
-        subprocess.run([binary("partition/dgl-partition"), "--log-level", "warn", "--generate",
-                        "hsbm:papers=3000,authors=1500,venues=24,topics=60,feat_dim=16,seed=4", "--add-reverse",
-                        "--num-parts", "2", "--graph-name", "g", "--output", str(d / "parts")], check=True,
-                       stdout=subprocess.DEVNULL)
+        generate_parts(d / "parts", "hsbm:papers=3000,authors=1500,venues=24,topics=60,feat_dim=16,seed=4",
+                       flags=["--add-reverse"])
         yield d
 
 

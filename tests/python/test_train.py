@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import BUILD, REPO, Job, binary, free_port_block, run_trainers
+from conftest import BUILD, REPO, Job, binary, free_port_block, generate_parts, run_trainers
 
 
 def run_script(job, code, timeout=60, **popen):
@@ -55,9 +55,7 @@ def own_job():
 def test_example_trains_under_dgl_launch():
     with tempfile.TemporaryDirectory(prefix="dgld-pytest-launch-") as d:
         d = Path(d)
-        subprocess.run([binary("partition/dgl-partition"), "--log-level", "warn", "--generate",
-                        "sbm:nodes=6000,avg_degree=10,classes=4,feat_dim=16,seed=2", "--num-parts", "2",
-                        "--graph-name", "g", "--output", str(d / "parts")], check=True, stdout=subprocess.DEVNULL)
+        generate_parts(d / "parts", "sbm:nodes=6000,avg_degree=10,classes=4,feat_dim=16,seed=2")
         base = free_port_block(910)
         (d / "ip_config.txt").write_text(f"127.0.0.1 {base}\n127.0.0.1 {base + 10}\n")
         cmd = [binary("launcher/launch/dgl-launch"), "--local", "--no-copy", "--workspace", str(d),

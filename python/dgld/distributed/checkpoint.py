@@ -150,17 +150,21 @@ class Checkpointer:
                 torch.arange(emb.num_embeddings, dtype=torch.int64)
         return self._owned[emb.name]
 
+    def _row_tensors(self, emb):
+        """(key, DistTensor) of every per-row tensor saved with `emb`: its
+        weight and its sparse optimisers' state ("SparseAdam.mem", ...)."""
+        yield "weight", emb.weight
+        for o in self.sparse_optimizers:
+            for p, state in zip(o._params, o._state):
+                if p is emb:
+                    for name, t in state.items():
+                        yield f"{type(o).__name__}.{name}", t
+
     def _payload(self):
         emb_state = {}
         for e in self.embeddings:
             ids = self._owned_ids(e)
-            rows = {"weight": e.weight[ids]}
-            for o in self.sparse_optimizers:
-                for p, state in zip(o._params, o._state):
-                    if p is e:
-                        for name, t in state.items():
-                            rows[f"{type(o).__name__}.{name}"] = t[ids]
-            emb_state[e.name] = {"ids": ids, "rows": rows}
+            emb_state[e.name] = {"ids": ids, "rows": {key: t[ids] for key, t in self._row_tensors(e)}}
         return {
             "model": self.model.state_dict() if self.model is not None else None,
             "optimizer": self.optimizer.state_dict() if self.optimizer is not None else None,
@@ -245,13 +249,8 @@ class Checkpointer:
             if not torch.equal(ids, self._owned_ids(e)):
                 raise InvalidArgument(f"{path}: the rows of {e.name!r} it holds are not the ones rank {self.rank} "
                                       "owns in this job (another partitioning or trainer count)")
-            e.weight[ids] = rows["weight"]
-            for o in self.sparse_optimizers:
-                for p, state in zip(o._params, o._state):
-                    if p is e:
-                        for name, t in state.items():
-                            key = f"{type(o).__name__}.{name}"
-                            if key not in rows:
-                                raise InvalidArgument(f"{path}: no {key} state for {e.name!r} (the checkpoint was "
-                                                      "written with another sparse optimiser)")
-                            t[ids] = rows[key]
+            for key, t in self._row_tensors(e):
+                if key not in rows:
+                    raise InvalidArgument(f"{path}: no {key} state for {e.name!r} (the checkpoint was "
+                                          "written with another sparse optimiser)")
+                t[ids] = rows[key]
