@@ -175,6 +175,39 @@ std::optional<CheckpointPosition> agreed_position(const std::vector<std::vector<
   return *common.rbegin();
 }
 
+std::vector<int64_t> checkpoint_offer(const std::vector<CheckpointPosition>& held) {
+  std::vector<int64_t> row(kCheckpointExchange, 0);  // 0: no position
+  for (size_t i = 0; i < held.size() && i < row.size(); ++i) row[i] = held[i].encode() + 1;
+  return row;
+}
+
+Result<std::optional<CheckpointPosition>> agreed_from_offers(std::span<const int64_t> table, int world,
+                                                             const std::string& dir, const std::string& dir_option) {
+  constexpr size_t k = kCheckpointExchange;
+  if (world < 1 || table.size() != static_cast<size_t>(world) * k) {
+    return invalid_argument(fmt::format("checkpoint offers: {} values for {} ranks of {} each", table.size(), world,
+                                        kCheckpointExchange));
+  }
+  std::vector<std::vector<CheckpointPosition>> all(static_cast<size_t>(world));
+  bool any = false;
+  for (size_t r = 0; r < all.size(); ++r) {
+    for (size_t i = 0; i < k; ++i) {
+      const int64_t v = table[r * k + i];
+      if (v > 0) all[r].push_back(CheckpointPosition::decode(v - 1));
+    }
+    any = any || !all[r].empty();
+  }
+  auto agreed = agreed_position(all);
+  if (agreed || !any) return agreed;
+  std::string held;
+  for (size_t r = 0; r < all.size(); ++r) {
+    held += fmt::format("{}rank {}: {}", held.empty() ? "" : "; ", r, all[r].empty() ? "none" : all[r].front().str());
+  }
+  return not_found(fmt::format("no checkpoint in {} is held intact by every trainer ({}): a trainer whose machine was "
+                               "replaced needs {} on storage every machine shares",
+                               dir, held, dir_option));
+}
+
 std::string progress_line(const std::string& event, CheckpointPosition p) {
   return kProgressPrefix + json{{"event", event}, {"epoch", p.epoch}, {"step", p.step}}.dump();
 }

@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -91,6 +92,17 @@ class CheckpointStore {
 // The newest position every rank holds, from each rank's valid() list;
 // nullopt when there is none (or no rank at all).
 std::optional<CheckpointPosition> agreed_position(const std::vector<std::vector<CheckpointPosition>>& per_rank);
+
+// The exchange that agrees on it, over a sum-allreduce: each rank fills its
+// row of a zeroed [world, kCheckpointExchange] table with checkpoint_offer(
+// its valid() list), and every rank reads the summed table with
+// agreed_from_offers. The newest position all offered; nullopt when no rank
+// holds any; not_found naming each rank's newest when they hold some but
+// none in common (`dir` names the directory, `dir_option` how the user
+// sets it, for the message).
+std::vector<int64_t> checkpoint_offer(const std::vector<CheckpointPosition>& held);
+Result<std::optional<CheckpointPosition>> agreed_from_offers(std::span<const int64_t> table, int world,
+                                                             const std::string& dir, const std::string& dir_option);
 
 // dgl-launch follows a job's checkpoints through one line a trainer writes to
 // stderr (docs/reliability.md): "dgld-progress {"event": ..., "epoch": E, "step": S}"

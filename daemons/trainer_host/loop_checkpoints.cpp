@@ -84,31 +84,13 @@ Result<CheckpointPosition> Loop::resume() {
   // Every trainer's newest intact positions, to find the newest all hold.
   const int world = b_.world_size();
   auto table = torch::zeros({world, kCheckpointExchange}, torch::kInt64);
-  for (size_t i = 0; i < mine.size() && i < static_cast<size_t>(kCheckpointExchange); ++i) {
-    table[b_.rank()][static_cast<int64_t>(i)] = mine[i].encode() + 1;  // 0: no position
-  }
+  const std::vector<int64_t> offer = checkpoint_offer(mine);
+  std::copy(offer.begin(), offer.end(), table[b_.rank()].data_ptr<int64_t>());
   DGLD_RETURN_IF_ERROR(b_.allreduce(table, Reduce::sum, "agreeing on the checkpoint to resume from"));
-  std::vector<std::vector<CheckpointPosition>> all(static_cast<size_t>(world));
-  bool any = false;
-  for (int r = 0; r < world; ++r) {
-    for (int i = 0; i < kCheckpointExchange; ++i) {
-      const int64_t v = table[r][i].item<int64_t>();
-      if (v > 0) all[static_cast<size_t>(r)].push_back(CheckpointPosition::decode(v - 1));
-    }
-    any = any || !all[static_cast<size_t>(r)].empty();
-  }
-  const auto agreed = agreed_position(all);
+  DGLD_ASSIGN_OR_RETURN(const std::optional<CheckpointPosition> agreed,
+                        agreed_from_offers({table.data_ptr<int64_t>(), static_cast<size_t>(table.numel())}, world,
+                                           c_.checkpoint_dir, "--checkpoint-dir"));
   if (!agreed) {
-    if (any) {
-      std::string held;
-      for (int r = 0; r < world; ++r) {
-        const auto& v = all[static_cast<size_t>(r)];
-        held += fmt::format("{}rank {}: {}", held.empty() ? "" : "; ", r, v.empty() ? "none" : v.front().str());
-      }
-      return not_found(fmt::format("no checkpoint in {} is held intact by every trainer ({}): a trainer whose "
-                                   "machine was replaced needs --checkpoint-dir on storage every machine shares",
-                                   c_.checkpoint_dir, held));
-    }
     log_->warn("--resume: no checkpoint in {} yet; starting from epoch 0", c_.checkpoint_dir);
     return CheckpointPosition{};
   }

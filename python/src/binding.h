@@ -79,6 +79,6 @@ void bind_dist_tensor(py::module_& m);  // dist_tensor.cpp: DistTensor
 void bind_loaders(py::module_& m);      // loaders.cpp: make_block, DataLoader, EdgeDataLoader
 void bind_partition(py::module_& m);    // partition.cpp: partition_graph, load_partition
 void bind_partition_book(py::module_& m);  // partition_book.cpp: PartitionBook
-void bind_checkpoint(py::module_& m);   // checkpoint.cpp: CheckpointStore, agreed_position, progress_line
+void bind_checkpoint(py::module_& m);   // checkpoint.cpp: CheckpointStore, the position exchange, progress_line
 
 }  // namespace dgld::python

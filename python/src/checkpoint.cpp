@@ -62,22 +62,23 @@ void bind_checkpoint(py::module_& m) {
              return unwrap(std::move(meta)).dump();
            })
       .def("prune", [](const CheckpointStore& s, Position p) { s.prune(from_tuple(p)); });
+  // The exchange that agrees on a position (checkpoint_store.h): this rank's
+  // row of the table, and the position from the summed table (None when no
+  // rank holds one; NotFound naming each rank's newest when none is common).
+  m.def("checkpoint_offer", [](const std::vector<Position>& held) {
+    std::vector<CheckpointPosition> positions;
+    for (const auto& p : held) positions.push_back(from_tuple(p));
+    return checkpoint_offer(positions);
+  });
   m.def(
-      "agreed_position",
-      [](const std::vector<std::vector<Position>>& per_rank) -> std::optional<Position> {
-        std::vector<std::vector<CheckpointPosition>> all;
-        for (const auto& v : per_rank) {
-          all.emplace_back();
-          for (const auto& p : v) all.back().push_back(from_tuple(p));
-        }
-        auto agreed = agreed_position(all);
+      "agreed_from_offers",
+      [](const std::vector<int64_t>& table, int world, const std::string& dir,
+         const std::string& dir_option) -> std::optional<Position> {
+        auto agreed = unwrap(agreed_from_offers(table, world, dir, dir_option));
         if (!agreed) return std::nullopt;
         return to_tuple(*agreed);
       },
-      "The newest position every rank holds (each rank's valid() list), None when there is none.");
-  m.def("checkpoint_exchange", [] { return kCheckpointExchange; });
-  m.def("encode_position", [](Position p) { return from_tuple(p).encode(); });
-  m.def("decode_position", [](int64_t v) { return to_tuple(CheckpointPosition::decode(v)); });
+      py::arg("table"), py::arg("world"), py::arg("dir"), py::arg("dir_option"));
   m.def("position_str", [](Position p) { return from_tuple(p).str(); });
   m.def("progress_line", [](const std::string& event, Position p) { return progress_line(event, from_tuple(p)); });
 }

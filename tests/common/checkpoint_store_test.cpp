@@ -114,6 +114,32 @@ TEST_CASE("checkpoint store: prune keeps the committed position and the one befo
   CHECK((*meta)["payload"]["bytes"] == 5);
 }
 
+TEST_CASE("checkpoint store: the exchange of offers (rows summed over the ranks) agrees as agreed_position") {
+  using P = CheckpointPosition;
+  // Rank 0 holds (3, 0) and (2, 40), rank 1 only (2, 40): each fills its row.
+  std::vector<int64_t> table(2 * kCheckpointExchange, 0);
+  const auto r0 = checkpoint_offer({P{3, 0}, P{2, 40}}), r1 = checkpoint_offer({P{2, 40}});
+  REQUIRE(r0.size() == static_cast<size_t>(kCheckpointExchange));
+  CHECK(r0[2] == 0);  // an empty slot
+  std::copy(r0.begin(), r0.end(), table.begin());
+  std::copy(r1.begin(), r1.end(), table.begin() + kCheckpointExchange);
+  auto agreed = agreed_from_offers(table, 2, "ckpt", "--checkpoint-dir");
+  REQUIRE(agreed.is_ok());
+  CHECK(*agreed == P{2, 40});
+  // Nothing anywhere: no position, not an error.
+  auto none = agreed_from_offers(std::vector<int64_t>(2 * kCheckpointExchange, 0), 2, "ckpt", "--checkpoint-dir");
+  REQUIRE(none.is_ok());
+  CHECK_FALSE(none->has_value());
+  // Positions but none in common: each rank's newest named.
+  std::fill(table.begin() + kCheckpointExchange, table.end(), 0);
+  auto apart = agreed_from_offers(table, 2, "ckpt", "--checkpoint-dir");
+  REQUIRE(apart.status().code() == StatusCode::not_found);
+  CHECK(apart.status().message() ==
+        "no checkpoint in ckpt is held intact by every trainer (rank 0: the end of epoch 2; rank 1: none): a trainer "
+        "whose machine was replaced needs --checkpoint-dir on storage every machine shares");
+  CHECK(agreed_from_offers(table, 3, "ckpt", "--checkpoint-dir").status().code() == StatusCode::invalid_argument);
+}
+
 TEST_CASE("checkpoint store: the ranks agree on the newest position all of them hold") {
   using P = CheckpointPosition;
   CHECK(agreed_position({{P{3, 0}, P{2, 0}}, {P{3, 0}, P{2, 0}}}) == P{3, 0});

@@ -40,7 +40,7 @@ import torch
 import torch.distributed as tdist
 
 from .. import _C
-from .._errors import InvalidArgument, NotFound
+from .._errors import InvalidArgument
 from .dist_context import _client
 from .dist_dataloader import _EpochLoader
 from .nn.pytorch.sparse_emb import DistEmbedding
@@ -210,18 +210,13 @@ class Checkpointer:
 
     def _agree(self, held):
         """The newest position every rank holds (each offers its newest few)."""
-        k = _C.checkpoint_exchange()
-        table = torch.zeros((self.world, k), dtype=torch.int64)
-        for i, p in enumerate(held[:k]):
-            table[self.rank, i] = _C.encode_position(tuple(p)) + 1  # 0: no position
+        offer = torch.tensor(_C.checkpoint_offer([tuple(p) for p in held]), dtype=torch.int64)
+        table = torch.zeros((self.world, offer.numel()), dtype=torch.int64)
+        table[self.rank] = offer
         if self.world > 1:
             tdist.all_reduce(table)
-        per_rank = [[_C.decode_position(int(v) - 1) for v in row if v > 0] for row in table.tolist()]
-        agreed = _C.agreed_position(per_rank)
-        if agreed is None and any(per_rank):
-            each = "; ".join(f"rank {r}: {_C.position_str(v[0]) if v else 'none'}" for r, v in enumerate(per_rank))
-            raise NotFound(f"no checkpoint in {self.directory} is held intact by every trainer ({each}): a trainer "
-                           "whose machine was replaced needs a checkpoint directory on storage every machine shares")
+        agreed = _C.agreed_from_offers(table.flatten().tolist(), self.world, self.directory,
+                                       "its checkpoint directory")
         return None if agreed is None else tuple(agreed)
 
     def _check_meta(self, meta, path):
