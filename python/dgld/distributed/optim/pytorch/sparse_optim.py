@@ -37,19 +37,29 @@ def _owner_rule(client):
     return per_machine, ranges
 
 
+def _owners_of_homo(client, ids):
+    """The trainer rank that updates the row of each homogeneous node id."""
+    per_machine, ranges = _owner_rule(client)
+    ends = torch.tensor([e for _, e in ranges], dtype=torch.int64)
+    starts = torch.tensor([s for s, _ in ranges], dtype=torch.int64)
+    machine = torch.searchsorted(ends, ids, right=True)
+    size = (ends - starts)[machine]
+    within = ((ids - starts[machine]) * per_machine) // torch.clamp(size, min=1)
+    return machine * per_machine + within
+
+
 def owned_ids(emb, rank):
     """The ids of `emb`'s rows that trainer `rank` updates (and saves in a
-    checkpoint): the inverse of the owner rule, so that every row has one
-    owner."""
+    checkpoint), by the same owner rule as the updates: every row has one
+    owner. A machine's trainers own rows of that machine only."""
     client = emb._client
     per_machine, ranges = _owner_rule(client)
-    machine, k = divmod(int(rank), per_machine)
+    machine = int(rank) // per_machine
     if machine >= len(ranges):
         return torch.empty(0, dtype=torch.int64)
     start, end = ranges[machine]
-    size = end - start
-    lo, hi = start + -(-k * size // per_machine), start + -(-(k + 1) * size // per_machine)
-    ids = torch.arange(lo, hi, dtype=torch.int64)
+    ids = torch.arange(start, end, dtype=torch.int64)
+    ids = ids[_owners_of_homo(client, ids) == int(rank)]
     ntype = emb.weight._t.ntype
     if ntype >= 0:
         book = partition_book()
@@ -90,13 +100,7 @@ class _SparseOptimizer:
         book = partition_book()
         if ntype >= 0:
             ids = book.map_to_homo_nid(ids, book.ntypes[ntype])
-        per_machine, ranges = _owner_rule(client)
-        ends = torch.tensor([e for _, e in ranges], dtype=torch.int64)
-        starts = torch.tensor([s for s, _ in ranges], dtype=torch.int64)
-        machine = torch.searchsorted(ends, ids, right=True)
-        size = (ends - starts)[machine]
-        within = ((ids - starts[machine]) * per_machine) // torch.clamp(size, min=1)
-        return machine * per_machine + within
+        return _owners_of_homo(client, ids)
 
     def _exchange(self, client, ids, grads, ntype):
         """All-to-all of (ids, gradient rows) to their owners: what this
