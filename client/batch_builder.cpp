@@ -126,7 +126,9 @@ Result<std::unique_ptr<BatchBuilder>> BatchBuilder::create(Cluster& cluster, Bat
       return invalid_argument("feature tensor '" + t.name() + "' is " + dtype_name(t.dtype()) +
                               ", not float32");
     }
-    if (spec.feature_cache_bytes > 0) {
+    if (spec.shared_feature_cache) {
+      t.set_row_cache(spec.shared_feature_cache);
+    } else if (spec.feature_cache_bytes > 0) {
       DGLD_ASSIGN_OR_RETURN(auto cache, build_halo_row_cache(cluster, t, spec.feature_cache_bytes));
       t.set_row_cache(std::move(cache));
     }

@@ -29,6 +29,7 @@ class ThreadPool;
 namespace dgld::client {
 
 class Cluster;
+class RowCache;
 
 // What to make of a batch of seeds.
 struct BatchSpec {
@@ -37,6 +38,9 @@ struct BatchSpec {
   std::string label = "labels";      // int64 node tensor; empty: no labels
   // Remote feature rows kept in this process (row_cache.h); 0: none.
   size_t feature_cache_bytes = 0;
+  // A cache of the same tensor built already (by shared_halo_cache's caller,
+  // for every loader of the process): used instead of building one.
+  std::shared_ptr<const RowCache> shared_feature_cache;
   // Heterogeneous graphs (docs/heterogeneous.md): sampling.etype_fanouts
   // gives each layer a fanout per edge type and the blocks keep each edge's
   // type. `feature` then names a per-type tensor ("features" reads

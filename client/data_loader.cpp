@@ -300,7 +300,10 @@ Result<std::unique_ptr<DistDataLoader>> DistDataLoader::create(Cluster& cluster,
   // died: its builder keeps no feature cache (each worker has its own), so
   // a machine does not pull and hold the same halo rows once more per trainer.
   BatchSpec own = impl->o.spec;
-  if (!impl->o.samplers.empty()) own.feature_cache_bytes = 0;
+  if (!impl->o.samplers.empty()) {
+    own.feature_cache_bytes = 0;
+    own.shared_feature_cache = nullptr;
+  }
   DGLD_ASSIGN_OR_RETURN(impl->builder, BatchBuilder::create(cluster, own, impl->o.pool, impl->buffers));
   if (!impl->o.samplers.empty()) {
     impl->io = std::make_unique<net::IoThreads>(1);

@@ -130,6 +130,7 @@ Result<std::unique_ptr<DistEdgeDataLoader>> DistEdgeDataLoader::create(Cluster& 
   spec.feature = o.feature;
   spec.label = "";
   spec.feature_cache_bytes = o.feature_cache_bytes;
+  spec.shared_feature_cache = o.shared_feature_cache;
   DGLD_ASSIGN_OR_RETURN(impl->builder, BatchBuilder::create(cluster, spec));
   if (o.negative_sampler == NegativeSampler::local_uniform) {
     const IdRange r = cluster.partition_book().node_range(cluster.machine_id());

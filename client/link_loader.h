@@ -46,6 +46,7 @@ struct LinkLoaderOptions {
   bool exclude_reverse = true;
   std::string feature = "features";  // empty: no features
   size_t feature_cache_bytes = 0;    // remote feature rows kept here (row_cache.h)
+  std::shared_ptr<const RowCache> shared_feature_cache;  // built already: used instead (BatchSpec)
   int num_negatives = 1;             // per positive edge
   NegativeSampler negative_sampler = NegativeSampler::uniform;
   bool exclude_positives = false;

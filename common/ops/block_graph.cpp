@@ -264,19 +264,27 @@ torch::Tensor int64_tensor(const std::vector<int64_t>& v) {
   if (!v.empty()) std::memcpy(t.data_ptr<int64_t>(), v.data(), v.size() * sizeof(int64_t));
   return t;
 }
-}  // namespace
 
-Result<BlockGraphPtr> block_graph_from(const Block& block, bool with_ids, int64_t num_etypes) {
-  const int64_t nd = block.num_dst();
+// The vector's buffer becomes the tensor's (no copy); the tensor frees it.
+torch::Tensor int64_tensor(std::vector<int64_t>&& v) {
+  if (v.empty()) return torch::empty({0}, torch::kInt64);
+  auto* owned = new std::vector<int64_t>(std::move(v));
+  return torch::from_blob(owned->data(), {static_cast<int64_t>(owned->size())},
+                          [owned](void*) { delete owned; }, torch::kInt64);
+}
+
+template <typename B>
+Result<BlockGraphPtr> block_graph_of(B&& block, bool with_ids, int64_t num_etypes) {
+  const int64_t nd = block.num_dst(), ns = block.num_src();
   if (static_cast<int64_t>(block.indptr.size()) != nd + 1) {
     return invalid_argument(fmt::format("block indptr has {} entries for {} dst nodes", block.indptr.size(), nd));
   }
-  DGLD_ASSIGN_OR_RETURN(auto g, BlockGraph::create(int64_tensor(block.indptr), int64_tensor(block.indices),
-                                                   block.num_src()));
+  DGLD_ASSIGN_OR_RETURN(auto g, BlockGraph::create(int64_tensor(std::forward<B>(block).indptr),
+                                                   int64_tensor(std::forward<B>(block).indices), ns));
   if (with_ids) {
-    g->src_ids = int64_tensor(block.src_nodes);
-    g->dst_ids = int64_tensor(block.dst_nodes);
-    g->edge_ids = int64_tensor(block.eids);
+    g->src_ids = int64_tensor(std::forward<B>(block).src_nodes);
+    g->dst_ids = int64_tensor(std::forward<B>(block).dst_nodes);
+    g->edge_ids = int64_tensor(std::forward<B>(block).eids);
   }
   if (!block.etypes.empty() || num_etypes > 0) {
     auto t = torch::empty({static_cast<int64_t>(block.etypes.size())}, torch::kInt32);
@@ -286,6 +294,15 @@ Result<BlockGraphPtr> block_graph_from(const Block& block, bool with_ids, int64_
     DGLD_RETURN_IF_ERROR(g->set_etypes(std::move(t), num_etypes));
   }
   return g;
+}
+}  // namespace
+
+Result<BlockGraphPtr> block_graph_from(const Block& block, bool with_ids, int64_t num_etypes) {
+  return block_graph_of(block, with_ids, num_etypes);
+}
+
+Result<BlockGraphPtr> block_graph_from(Block&& block, bool with_ids, int64_t num_etypes) {
+  return block_graph_of(std::move(block), with_ids, num_etypes);
 }
 
 }  // namespace dgld::ops

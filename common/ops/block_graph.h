@@ -143,6 +143,8 @@ using BlockGraphPtr = c10::intrusive_ptr<BlockGraph>;
 // relations (0: max type + 1; see set_etypes). invalid_argument when the
 // block's arrays are inconsistent.
 Result<BlockGraphPtr> block_graph_from(const Block& block, bool with_ids = false, int64_t num_etypes = 0);
+// The same, taking the block's arrays over instead of copying them.
+Result<BlockGraphPtr> block_graph_from(Block&& block, bool with_ids = false, int64_t num_etypes = 0);
 
 // The check behind create(): ok, or invalid_argument naming what is wrong.
 Status validate_csr(const torch::Tensor& indptr, const torch::Tensor& indices, int64_t num_src);

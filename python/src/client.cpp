@@ -4,6 +4,7 @@
 
 #include "client/dist_graph.h"
 #include "client/split.h"
+#include "common/memory.h"
 #include "common/net/auth.h"
 #include "python/src/partition_book.h"
 
@@ -51,6 +52,38 @@ void Client::close(bool shutdown_servers, const std::string& reason, bool abort)
   cluster_.reset();
   // A server that stops before its reply reaches us is stopping as asked.
   if (!st.is_ok() && !(shutdown_servers && st.code() == StatusCode::closed)) throw StatusError(st);
+}
+
+void Client::starting_epoch(const client::DistDataLoader* l) {
+  std::shared_ptr<client::DistDataLoader> current;
+  for (auto& w : loaders_) {
+    auto loader = w.lock();
+    if (loader && loader.get() == l) current = loader;
+  }
+  if (current && current == last_epoch_loader_.lock()) return;
+  last_epoch_loader_ = current;
+  for (auto& w : loaders_) {
+    auto other = w.lock();
+    if (other && other.get() != l) other->release_idle_buffers();
+  }
+  // Also what the others' finished batches left in the heap.
+  trim_heap();
+}
+
+std::shared_ptr<const client::RowCache> Client::shared_halo_cache(const std::string& feature, size_t bytes) {
+  client::Cluster& c = cluster();
+  if (bytes == 0 || feature.empty() || c.config().types.present()) return nullptr;
+  std::weak_ptr<const client::RowCache>& slot = halo_caches_[{feature, bytes}];
+  if (auto cache = slot.lock()) return cache;
+  auto t = client::DistGraph(c).ndata(feature);
+  if (!t.is_ok() || t->dtype() != DType::float32 || t->shape().size() != 2) return nullptr;
+  std::shared_ptr<const client::RowCache> cache;
+  {
+    py::gil_scoped_release release;
+    cache = unwrap(client::build_halo_row_cache(c, *t, bytes));
+  }
+  slot = cache;
+  return cache;
 }
 
 void Client::barrier(const std::string& name_in, double timeout_s) {

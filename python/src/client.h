@@ -4,6 +4,7 @@
 // outlives them.
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -11,6 +12,7 @@
 
 #include "client/cluster.h"
 #include "client/data_loader.h"
+#include "client/row_cache.h"
 #include "python/src/binding.h"
 
 namespace dgld::python {
@@ -32,7 +34,23 @@ class Client {
   std::chrono::milliseconds timeout() const { return timeout_; }
 
   // Loaders made over this client: stopped before the cluster goes.
-  void add_loader(std::weak_ptr<client::DistDataLoader> l) { loaders_.push_back(std::move(l)); }
+  void add_loader(std::weak_ptr<client::DistDataLoader> l) {
+    std::erase_if(loaders_, [](const auto& w) { return w.expired(); });  // loaders gone already
+    loaders_.push_back(std::move(l));
+  }
+  // `l` starts an epoch: when another loader ran last (training after
+  // evaluation, or the other way round), the others' idle feature buffers
+  // are freed and the heap trimmed, so that memory the idle loaders keep
+  // for their next epoch is not held on top of the active one's.
+  void starting_epoch(const client::DistDataLoader* l);
+
+  // The halo cache of node tensor `feature` (row_cache.h) within `bytes`,
+  // built once and shared by every loader of this process that asks for
+  // the same while one of them holds it (a script makes a new loader for
+  // each evaluation; each used to pull and keep its own copy). Null for a
+  // heterogeneous graph or a tensor that is not a float32 node matrix (the
+  // loader then reports the problem itself) and when bytes is 0.
+  std::shared_ptr<const client::RowCache> shared_halo_cache(const std::string& feature, size_t bytes);
 
   // Leaves the job (rank 0 may stop the servers). With `abort` (an
   // interrupted process) the connections are closed first, so threads in
@@ -51,6 +69,8 @@ class Client {
  private:
   std::unique_ptr<client::Cluster> cluster_;
   std::vector<std::weak_ptr<client::DistDataLoader>> loaders_;
+  std::weak_ptr<client::DistDataLoader> last_epoch_loader_;
+  std::map<std::pair<std::string, size_t>, std::weak_ptr<const client::RowCache>> halo_caches_;
   int64_t unnamed_barriers_ = 0;  // barrier() calls without a name so far
   std::chrono::milliseconds timeout_{60000};
 };

@@ -82,7 +82,7 @@ py::object to_python_batch(client::Batch&& b, const std::string& feature_, const
                            int64_t num_etypes = 0) {
   auto& mb = b.mini_batch;
   std::vector<ops::BlockGraphPtr> graphs;
-  for (const Block& blk : mb.blocks) graphs.push_back(unwrap(ops::block_graph_from(blk, true, num_etypes)));
+  for (Block& blk : mb.blocks) graphs.push_back(unwrap(ops::block_graph_from(std::move(blk), true, num_etypes)));
   const int64_t n = static_cast<int64_t>(mb.input_nodes.size());
   py::object features = py::none(), labels = py::none();
   if (b.feature_dim > 0) {
@@ -142,6 +142,9 @@ class DataLoader {
     o.spec.feature = std::move(feature);
     o.spec.label = std::move(label);
     o.spec.feature_cache_bytes = static_cast<size_t>(std::max<int64_t>(0, feature_cache_mb)) << 20;
+    if (samplers.empty()) {
+      o.spec.shared_feature_cache = client_->shared_halo_cache(o.spec.feature, o.spec.feature_cache_bytes);
+    }
     o.prefetch = prefetch;
     o.samplers = std::move(samplers);
     o.local_threads = num_threads;
@@ -168,8 +171,22 @@ class DataLoader {
   int64_t num_batches() const { return loader_->num_batches_per_epoch(); }
 
   void start_epoch(int epoch, int64_t first_batch) {
+    client_->starting_epoch(loader_.get());
     py::gil_scoped_release release;
     loader_->start_epoch(epoch, first_batch);
+  }
+
+  // What the loader holds (bytes): its feature cache, the largest batch so
+  // far, the idle feature buffers kept for its next batches; and the feature
+  // cache's hits (shared by the loaders that share the cache).
+  py::dict memory() const {
+    const auto m = loader_->memory();
+    py::dict d;
+    d["feature_cache"] = m.feature_cache;
+    d["largest_batch"] = m.largest_batch;
+    d["idle_buffers"] = m.idle_buffers;
+    d["feature_cache_hits"] = loader_->feature_cache_hits_misses().first;
+    return d;
   }
 
   // None at the end of the epoch; else (input_nodes, seeds, blocks,
@@ -205,6 +222,7 @@ class EdgeDataLoader {
     o.sampling = std::move(sampling);
     o.feature = std::move(feature);
     o.feature_cache_bytes = static_cast<size_t>(std::max<int64_t>(0, feature_cache_mb)) << 20;
+    o.shared_feature_cache = client_->shared_halo_cache(o.feature, o.feature_cache_bytes);
     o.num_negatives = num_negatives;
     o.negative_sampler = unwrap(client::parse_negative_sampler(negative_sampler));
     o.sampling.exclude = exclude_seed_edges ? SamplingSpec::Exclude::seed_edges : SamplingSpec::Exclude::none;
@@ -290,7 +308,7 @@ py::list sample_blocks(std::shared_ptr<Client> c, const torch::Tensor& seeds_in,
     mb = unwrap(sampler.sample(source, span_of(seeds), rng_seed));
   }
   py::list out;
-  for (const Block& b : mb.blocks) out.append(to_python(unwrap(ops::block_graph_from(b, true))));
+  for (Block& b : mb.blocks) out.append(to_python(unwrap(ops::block_graph_from(std::move(b), true))));
   return out;
 }
 
@@ -327,6 +345,7 @@ void bind_loaders(py::module_& m) {
            py::arg("feature_cache_mb"))
       .def("num_batches", &DataLoader::num_batches)
       .def("start_epoch", &DataLoader::start_epoch, py::arg("epoch"), py::arg("first_batch") = 0)
+      .def("memory", &DataLoader::memory)
       .def("next", &DataLoader::next);
 
   py::class_<EdgeDataLoader>(m, "EdgeDataLoader")

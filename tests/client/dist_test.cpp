@@ -15,6 +15,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "client/batch_builder.h"
 #include "client/cluster.h"
 #include "client/dist_graph.h"
 #include "client/dist_tensor.h"
@@ -246,6 +247,43 @@ TEST_CASE("client: a feature cache of halo rows serves remote rows with no reque
     REQUIRE(none.is_ok());
     CHECK((*none)->num_rows() == 0);
   }
+}
+
+TEST_CASE("client: BatchBuilders given one shared feature cache read through it and build none of their own") {
+  Job job(2);
+  auto c = job.trainer(0, 0);
+  DistGraph g(*c);
+  auto feat = g.ndata("features");
+  REQUIRE(feat.is_ok());
+  auto cache = build_halo_row_cache(*c, *feat, 64 * 32);
+  REQUIRE(cache.is_ok());
+  BatchSpec spec;
+  spec.sampling.fanouts = {4, 4};
+  spec.feature_cache_bytes = 1 << 20;  // would hold every halo row if built here
+  spec.shared_feature_cache = *cache;
+  auto a = BatchBuilder::create(*c, spec);
+  auto b = BatchBuilder::create(*c, spec);
+  REQUIRE(a.is_ok());
+  REQUIRE(b.is_ok());
+  const IdRange mine = dataset().config.node_map[0];
+  std::vector<int64_t> seeds;
+  for (int64_t v = mine.start; v < mine.end && seeds.size() < 200; v += 3) seeds.push_back(v);
+  for (const auto* builder : {a->get(), b->get()}) {
+    CHECK(builder->feature_cache_bytes() == 64 * 32);  // the shared one, not a 1 MiB one of its own
+    auto batch = builder->build(0, seeds, 7);
+    REQUIRE(batch.is_ok());
+    const auto& in = batch->mini_batch.input_nodes;
+    for (size_t k = 0; k < in.size(); ++k) {
+      INFO("input node " << in[k]);
+      REQUIRE(std::memcmp(batch->features.data() + k * 8, dataset().feature_row(in[k]), 32) == 0);
+    }
+  }
+  const auto [hits_a, misses_a] = (*a)->feature_cache_hits_misses();
+  const auto [hits_b, misses_b] = (*b)->feature_cache_hits_misses();
+  CHECK(hits_a > 0);  // the halo rows the batches needed came from the one cache
+  CHECK(hits_a == hits_b);
+  CHECK(misses_a == misses_b);
+  CHECK((*cache)->hits() == hits_a);
 }
 
 TEST_CASE("client: DistTensor create, push then pull, destroy (collective)") {

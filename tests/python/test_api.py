@@ -146,6 +146,32 @@ def test_loader_epoch_blocks_and_features(g):
         assert torch.equal(torch.sort(seen).values, torch.sort(ids).values)  # every seed once
 
 
+def test_loaders_share_the_feature_cache_and_an_idle_loader_frees_its_buffers(g):
+    """A second loader over the same features reads through the first one's
+    halo cache (a script makes a new loader for each evaluation); when one
+    loader starts an epoch, the others' idle feature buffers are freed."""
+    ids = split(g, g.ndata["train_mask"], 0)
+    sampler = dgld.dataloading.NeighborSampler([4, 6])
+    train = dgld.dataloading.DistNodeDataLoader(g, ids, sampler, batch_size=32, shuffle=True)
+    for batch in train:
+        pass
+    batch = None
+    held = train._loader.memory()
+    assert held["feature_cache"] > 0 and held["idle_buffers"] > 0
+    every = torch.arange(g.num_nodes())
+    full = dgld.dataloading.DistNodeDataLoader(g, every, dgld.dataloading.NeighborSampler([-1]), batch_size=500)
+    assert full._loader.memory()["feature_cache"] == held["feature_cache"]
+    hits_before = train._loader.memory()["feature_cache_hits"]
+    for batch in full:
+        assert train._loader.memory()["idle_buffers"] == 0  # freed when `full` started its epoch
+    batch = None  # `full`'s last batch goes back to its buffers
+    assert train._loader.memory()["feature_cache_hits"] > hits_before  # `full`'s hits, in the one cache
+    assert full._loader.memory()["feature_cache_hits"] == train._loader.memory()["feature_cache_hits"]
+    assert full._loader.memory()["idle_buffers"] > 0
+    for batch in train:  # and back: the other way round
+        assert full._loader.memory()["idle_buffers"] == 0
+
+
 def test_loader_blocks_are_the_cpp_samplers(g):
     ids = split(g, g.ndata["train_mask"], 0)
     # The loader draws its seed from torch's generator when it is made.

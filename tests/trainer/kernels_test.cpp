@@ -283,3 +283,33 @@ TEST_CASE("fused and reference kernels give the same loss curve for the same see
     CHECK(a < curves[0][0]);  // it trained
   }
 }
+
+TEST_CASE("ops: block_graph_from a block it may take over uses the block's arrays, the same graph as a copy") {
+  Block block;
+  block.dst_nodes = {40, 41};
+  block.src_nodes = {40, 41, 7, 9};
+  block.indptr = {0, 2, 5};
+  block.indices = {2, 3, 0, 2, 3};
+  block.eids = {100, 101, 102, 103, 104};
+  auto copied = ops::block_graph_from(block, true);
+  REQUIRE(copied.is_ok());
+  const int64_t* indices = block.indices.data();
+  const int64_t* eids = block.eids.data();
+  auto moved = ops::block_graph_from(std::move(block), true);
+  REQUIRE(moved.is_ok());
+  CHECK((*moved)->indices().data_ptr<int64_t>() == indices);  // not copied
+  CHECK((*moved)->edge_ids.data_ptr<int64_t>() == eids);
+  CHECK(torch::equal((*moved)->indptr(), (*copied)->indptr()));
+  CHECK(torch::equal((*moved)->indices(), (*copied)->indices()));
+  CHECK(torch::equal((*moved)->src_ids, (*copied)->src_ids));
+  CHECK(torch::equal((*moved)->dst_ids, (*copied)->dst_ids));
+  CHECK(torch::equal((*moved)->edge_ids, (*copied)->edge_ids));
+  CHECK((*moved)->num_src_nodes() == 4);
+  CHECK((*moved)->num_dst_nodes() == 2);
+  Block bad;
+  bad.dst_nodes = {1};
+  bad.src_nodes = {1};
+  bad.indptr = {0};
+  auto refused = ops::block_graph_from(std::move(bad));
+  CHECK(refused.status().message().find("indptr has 1 entries for 1 dst nodes") != std::string::npos);
+}

@@ -39,7 +39,7 @@ from ..dataloading.base import EdgePredictionSampler, as_edge_prediction_sampler
 from ..dataloading.neighbor_sampler import NeighborSampler
 from . import _sampler_pool
 from . import dist_context
-from .dist_tensor import DistTensor
+from .dist_tensor import DistTensor, forget_batch_rows
 from .typed_batches import etype_fanouts, typed_batch, typed_seeds
 
 __all__ = ["DistDataLoader", "DistNodeDataLoader", "DistEdgeDataLoader"]
@@ -233,6 +233,7 @@ class _EpochLoader:
 
     def _iter_from(self, epoch, first_batch):
         """Epoch `epoch` from its batch first_batch on (a resumed run)."""
+        forget_batch_rows()  # another loader's last batch returns to its buffers, freed by start_epoch
         self._loader.start_epoch(int(epoch), int(first_batch))
         self._epoch = int(epoch) + 1
         return self._batches()
@@ -249,13 +250,14 @@ class DistNodeDataLoader(_EpochLoader):
     loader is made) and cut into batches of batch_size; every id comes once.
 
     dgld additions: num_threads (C++ threads making batches, default 2),
-    prefetch (batches made ahead, default 4), samplers ("host:port" of
-    sampler-workers already running), feature_cache_mb (other machines'
-    feature rows kept in this process, the most referenced halo nodes
-    first, as trainer-host's --feature-cache-mb; default 256)."""
+    prefetch (batches made ahead, default 3, as trainer-host), samplers
+    ("host:port" of sampler-workers already running), feature_cache_mb
+    (other machines' feature rows kept in this process, the most referenced
+    halo nodes first, as trainer-host's --feature-cache-mb; default 256;
+    one cache shared by the process's loaders over the same features)."""
 
     def __init__(self, g, nids, graph_sampler, device=None, batch_size=1, shuffle=False, drop_last=False,
-                 num_threads=2, prefetch=4, samplers=None, batch_timeout_s=60.0, feature_cache_mb=256, **kwargs):
+                 num_threads=2, prefetch=3, samplers=None, batch_timeout_s=60.0, feature_cache_mb=256, **kwargs):
         self._typed = not g.is_homogeneous()
         spec = graph_sampler.spec
         if self._typed:

@@ -5,6 +5,7 @@ to its name and opens the same tensor in the process that unpickles it (a
 trainer's sampler process)."""
 
 import itertools
+import weakref
 
 import numpy as np
 import torch
@@ -55,6 +56,19 @@ def _policy_for_rows(book, rows):
     what = "no" if not matches else "several"
     raise InvalidArgument(f"DistTensor of {rows} rows: {what} partition policies match (the graph has {counts}); "
                           f"pass part_policy")
+
+
+# The DistTensors holding a batch's rows (_remember), weakly.
+_remembering = weakref.WeakSet()
+
+
+def forget_batch_rows():
+    """Drops the rows every DistTensor remembers from the last batch: a loader
+    starting an epoch calls it, so that the previous loader's last batch
+    goes back to that loader's buffers before they are freed."""
+    for t in list(_remembering):
+        t._forget()
+    _remembering.clear()
 
 
 class DistTensor:
@@ -148,9 +162,15 @@ class DistTensor:
         return self._t.shape[0]
 
     def _remember(self, ids, rows):
-        """Rows the data loader fetched with a batch: t[ids] with that very
-        ids tensor returns them without a request."""
-        self._recent = [(ids, rows)] + self._recent[:1]
+        """Rows the data loader fetched with the batch it just yielded: t[ids]
+        with that very ids tensor returns them without a request. Only that
+        batch's (an earlier batch's rows would stay in memory for nothing),
+        until forget_batch_rows()."""
+        self._recent = [(ids, rows)]
+        _remembering.add(self)
+
+    def _forget(self):
+        self._recent = []
 
     def _row_ids(self, idx):
         """The homogeneous ids of rows `idx`. A node type's tensor of a
