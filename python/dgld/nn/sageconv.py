@@ -149,12 +149,18 @@ class SAGEConv(nn.Module):
                     ew.shape[0], graph.num_edges()))
         h_neigh = self._neighbours(graph, h_src, h_dst, ew)
         fc_self = self.fc_self
+        bias = self.bias
         if fc_self is None:
             rst = h_neigh
+            if bias is not None:
+                rst = rst + bias
         else:
-            rst = fc_self(h_dst) + h_neigh
-        if self.bias is not None:
-            rst = rst + self.bias
+            # In place on fc_self's fresh output (its backward reads the input and
+            # the weight, not the output; an add's reads neither): the same sums
+            # without two more [num_dst, out] tensors.
+            rst = fc_self(h_dst).add_(h_neigh)
+            if bias is not None:
+                rst = rst.add_(bias)
         if self.activation is not None:
             rst = self.activation(rst)
         if self.norm is not None:
