@@ -75,6 +75,8 @@ class DistSAGE(nn.Module):
                     h = self.activation(h)
                     h = self.dropout(h)
                 y[output_nodes] = h.cpu()
+            # This layer's last batch goes before the next layer's loader makes its own.
+            input_nodes = output_nodes = blocks = block = h = h_dst = None
             x = y
             g.barrier()
         return y
@@ -176,6 +178,8 @@ def run(args, device, data):
                                   "sample_s": sample_time, "compute_s": forward_time + backward_time + update_time})
 
         last = epoch == args.num_epochs - 1
+        # The epoch's last batch (features, blocks) is not needed by the evaluation: let it go first.
+        input_nodes = seeds = blocks = batch_inputs = batch_labels = batch_pred = loss = None
         if args.eval_every >= 0 and (last or (args.eval_every > 0 and (epoch + 1) % args.eval_every == 0)):
             start = time.time()
             val_acc, test_acc = evaluate(model.module if hasattr(model, "module") else model, g, g.ndata["features"],

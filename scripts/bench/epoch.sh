@@ -31,9 +31,14 @@
 # bytes of a partition's files. --baseline-build DIR adds, in every round,
 # the fused run with DIR's binaries (a build of an earlier commit), and the
 # ratios of this build's epoch time and peak memory over it.
+# --python (with --dgl-config) adds, in every round, the same job trained by
+# examples/python/train_dist.py (DGL's script: its own layer-wise inference
+# with DGL's batch_size_eval of 100000) under dgl-launch --local, and with
+# --baseline-build also by DIR's package and example; ratio lines give the
+# Python trainer's peak and epoch (and over the baseline's).
 #
 # Usage: scripts/bench/epoch.sh [--nodes N] [--epochs E] [--rounds R] [--build DIR]
-#        scripts/bench/epoch.sh --dgl-config [--rounds R] [--build DIR] [--baseline-build DIR]
+#        scripts/bench/epoch.sh --dgl-config [--python] [--rounds R] [--build DIR] [--baseline-build DIR]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 nodes=1000000
@@ -42,6 +47,7 @@ rounds=1
 build=build
 baseline=""
 dgl_config=0
+python=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --nodes) nodes="$2"; shift 2 ;;
@@ -50,7 +56,8 @@ while [[ $# -gt 0 ]]; do
     --build) build="$2"; shift 2 ;;
     --baseline-build) baseline="$2"; shift 2 ;;
     --dgl-config) dgl_config=1; shift ;;
-    -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
+    --python) python=1; shift ;;
+    -h|--help) sed -n '2,42p' "$0"; exit 0 ;;
     *) echo "epoch.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -61,6 +68,13 @@ trainer="$build/daemons/trainer_host/trainer-host"
 for b in "$part" "$server" "$trainer"; do
   [[ -x "$b" ]] || { echo "epoch.sh: build first ($b missing)" >&2; exit 1; }
 done
+if [[ $python == 1 ]]; then
+  [[ $dgl_config == 1 ]] || { echo "epoch.sh: --python goes with --dgl-config" >&2; exit 2; }
+  for d in "$build" $baseline; do
+    [[ -x "$d/launcher/launch/dgl-launch" ]] && ls "$d"/python/dgld/_C*.so >/dev/null 2>&1 || {
+      echo "epoch.sh: --python needs dgl-launch and the dgld package built in $d" >&2; exit 1; }
+  done
+fi
 if [[ -n "$baseline" ]]; then
   [[ $dgl_config == 1 ]] || { echo "epoch.sh: --baseline-build goes with --dgl-config" >&2; exit 2; }
   for b in "$baseline/daemons/graph_server/graph-server" "$baseline/daemons/trainer_host/trainer-host"; do
@@ -78,9 +92,11 @@ cleanup() {
 trap cleanup EXIT
 
 gen="sbm:nodes=${nodes},avg_degree=20,classes=47,feat_dim=100,seed=1"
-echo "partitioning an SBM graph of ${nodes} nodes into 1 and 2 parts..."
-"$part" --log-level warn --generate "$gen" --num-parts 1 --graph-name g --output "$work/p1" >/dev/null
-"$part" --log-level warn --generate "$gen" --num-parts 2 --graph-name g --output "$work/p2" >/dev/null
+if [[ $dgl_config == 0 ]]; then
+  echo "partitioning an SBM graph of ${nodes} nodes into 1 and 2 parts..."
+  "$part" --log-level warn --generate "$gen" --num-parts 1 --graph-name g --output "$work/p1" >/dev/null
+  "$part" --log-level warn --generate "$gen" --num-parts 2 --graph-name g --output "$work/p2" >/dev/null
+fi
 
 model=(--num-epochs "$epochs" --eval-every -1 --lr 0.01 --log-every 0 --no-progress --seed 1)
 
@@ -134,6 +150,36 @@ run_distributed() {
   fi
 }
 
+# $1 metrics, $2 build dir, $3 example script: examples/python/train_dist.py
+# on $work/d2 (2 machines x 1 trainer, dgl-launch --local), the model flags
+# of --dgl-config, evaluation after the last epoch. Writes "0 0 <trainer0>
+# <trainer1>" peak KiB to $1.rss (the servers are not polled here).
+run_python() {
+  local metrics="$1" b script; b="$(realpath "$2")"; script="$(realpath "$3")"
+  local base=$(( 20000 + RANDOM % 20000 ))
+  printf '127.0.0.1 %d\n127.0.0.1 %d\n' "$base" "$((base + 10))" > "$work/ip_config.txt"
+  (cd "$work" && exec "$b/launcher/launch/dgl-launch" --local --no-copy --workspace "$work" --ip-config ip_config.txt \
+     --part-config d2/g.json --num-servers 1 --num-trainers 1 --extra-envs "PYTHONPATH=$b/python" \
+     --extra-envs OMP_NUM_THREADS=1 -- /usr/bin/python3 "$script" --graph_name g --ip_config ip_config.txt \
+     --part_config d2/g.json --num_epochs 10 --eval_every 0 --lr 0.01 --log_every 0 --seed 1 --num_hidden 16 \
+     --fan_out 10,25 --batch_size 1000 --metrics_out "$metrics" > "$work/python.log" 2>&1) &
+  local launcher=$! trainers=() p
+  pids+=("$launcher")
+  while [[ ${#trainers[@]} -lt 2 ]] && kill -0 "$launcher" 2>/dev/null; do
+    trainers=()
+    for p in $(pgrep -f -- "--graph_name g --ip_config ip_config.txt --part_config d2/g.json" || true); do
+      [[ $(cat "/proc/$p/comm" 2>/dev/null) == python3 ]] && trainers+=("$p")
+    done
+    sleep 0.1
+  done
+  local peaks="0 0"
+  [[ ${#trainers[@]} -eq 2 ]] && peaks=$(watch_peaks "${trainers[@]}")
+  if ! wait "$launcher"; then
+    echo "epoch.sh: the Python job failed:" >&2; tail -20 "$work/python.log" >&2; exit 1
+  fi
+  echo "0 0 $peaks" > "$metrics.rss"
+}
+
 if [[ $dgl_config == 1 ]]; then
   gen="sbm:nodes=200000,avg_degree=21.2,classes=47,feat_dim=100,seed=1"
   echo "partitioning the DistDGL benchmark graph (200000 nodes, ~4.09 M edges) into 2 parts..."
@@ -143,10 +189,24 @@ if [[ $dgl_config == 1 ]]; then
   runs=()
   kinds=(fused reference)
   [[ -n "$baseline" ]] && kinds+=(baseline)
+  [[ $python == 1 ]] && kinds+=(python)
+  [[ $python == 1 && -n "$baseline" ]] && kinds+=(python-baseline)
+  example=examples/python/train_dist.py
+  baseline_example="$baseline/../examples/python/train_dist.py"
+  [[ -f "$baseline_example" ]] || baseline_example=$example
   for ((r = 1; r <= rounds; r++)); do
     for k in "${kinds[@]}"; do
-      echo "round $r/$rounds: 2 servers + 2 trainers, ${k/baseline/fused kernels of $baseline}..."
-      if [[ $k == baseline ]]; then
+      case $k in
+        python) what="examples/python/train_dist.py" ;;
+        python-baseline) what="the Python example with $baseline's package" ;;
+        *) what="${k/baseline/fused kernels of $baseline}" ;;
+      esac
+      echo "round $r/$rounds: 2 servers + 2 trainers, $what..."
+      if [[ $k == python ]]; then
+        run_python "$work/dgl-$k-$r.json" "$build" "$example"
+      elif [[ $k == python-baseline ]]; then
+        run_python "$work/dgl-$k-$r.json" "$baseline" "$baseline_example"
+      elif [[ $k == baseline ]]; then
         run_server="$baseline/daemons/graph_server/graph-server" run_trainer="$baseline/daemons/trainer_host/trainer-host" \
           run_distributed "$work/dgl-$k-$r.json" "$work/d2/g.json" --kernels fused
       else
@@ -165,7 +225,7 @@ by, rss = {}, {}
 for arg in sys.argv[2:]:
     kind, path = arg.split(":", 1)
     epochs = json.load(open(path))["epochs"][1:]  # epochs 2..10
-    by.setdefault(kind, []).append({p: statistics.mean(e[p] for e in epochs) for p in phases})
+    by.setdefault(kind, []).append({p: statistics.mean(e.get(p, 0.0) for e in epochs) for p in phases})
     s0, s1, t0, t1 = (int(x) * 1024 for x in open(path + ".rss").read().split())
     rss.setdefault(kind, []).append({"server": max(s0, s1), "trainer": max(t0, t1)})
 print()
@@ -181,7 +241,8 @@ print()
 print(f"{'run':<11}{'server MiB':>12}{'trainer MiB':>13}   (peak RSS, the larger of the two processes, median of rounds;"
       f" partition 0's files: {part_bytes / mib:.0f} MiB)")
 for kind in by:
-    print(f"{kind:<11}{mem[kind]['server'] / mib:>12.0f}{mem[kind]['trainer'] / mib:>13.0f}")
+    server = f"{mem[kind]['server'] / mib:>12.0f}" if mem[kind]["server"] else f"{'-':>12}"
+    print(f"{kind:<11}{server}{mem[kind]['trainer'] / mib:>13.0f}")
 print("DistDGL 1.1.3, same configuration (issue 29): graph-server 483 MiB, trainer 984 MiB")
 ratio = med["fused"]["compute_s"] / med["reference"]["compute_s"]
 json.dump({"runs": by, "median": med, "compute_ratio": ratio, "peak_rss_bytes": mem, "partition_bytes": part_bytes},
@@ -196,6 +257,14 @@ if "baseline" in by:
     print(f"ratio: dgl_config_epoch_over_baseline {med['fused']['time_s'] / med['baseline']['time_s']:.2f} (target <= 1.0)")
     print(f"ratio: dgl_config_trainer_peak_rss_over_baseline {mem['fused']['trainer'] / mem['baseline']['trainer']:.2f}")
     print(f"ratio: dgl_config_server_peak_rss_over_baseline {mem['fused']['server'] / mem['baseline']['server']:.2f}")
+if "python" in by:
+    print(f"ratio: dgl_config_python_epoch_s {med['python']['time_s']:.2f}")
+    print(f"ratio: dgl_config_python_trainer_peak_rss_mib {mem['python']['trainer'] / mib:.0f} (target <= 500)")
+if "python-baseline" in by:
+    print(f"ratio: dgl_config_python_epoch_over_baseline "
+          f"{med['python']['time_s'] / med['python-baseline']['time_s']:.2f} (target <= 1.0)")
+    print(f"ratio: dgl_config_python_trainer_peak_rss_over_baseline "
+          f"{mem['python']['trainer'] / mem['python-baseline']['trainer']:.2f}")
 PY
   exit 0
 fi
