@@ -18,6 +18,7 @@
 
 #include "client/cluster.h"
 #include "common/logging.h"
+#include "common/memory.h"
 #include "common/net/io_threads.h"
 #include "common/net/rpc_client.h"
 #include "client/local_partition.h"
@@ -31,6 +32,10 @@ namespace dgld::client {
 using Clock = std::chrono::steady_clock;
 
 namespace {
+
+// A batch above this (a training batch is a few tens of MiB) is followed by
+// a heap trim in the thread that made it.
+constexpr size_t kTrimAfterBatchBytes = size_t{64} << 20;
 
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
@@ -256,6 +261,11 @@ struct DistDataLoader::Impl {
     while (take(-1, t)) {
       auto b = builder->build(t.batch_id, seeds_of(t), batch_rng_seed(o.seed, t.epoch, t.batch_id));
       if (b.is_ok()) {
+        // After a batch far larger than a training batch (a full
+        // neighbourhood for layer-wise inference), the heap its sampling
+        // used and freed goes back now rather than staying under the
+        // consumer's work on it.
+        if (batch_bytes(*b) > kTrimAfterBatchBytes) trim_heap();
         complete(t, std::move(*b), -1);
         continue;
       }

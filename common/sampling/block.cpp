@@ -78,6 +78,11 @@ Result<Block> build_block(std::span<const int64_t> dst_nodes, const SampledEdges
   }
   block.dst_nodes.assign(dst_nodes.begin(), dst_nodes.end());
   block.src_nodes = map.release_ids();
+  // A block far larger than a training batch's (a full neighbourhood in
+  // layer-wise inference) leaves no tens of MB of scratch in the thread.
+  constexpr size_t kKeepScratchBytes = size_t{16} << 20;
+  if (map.memory_bytes() > kKeepScratchBytes) map = IdMap();
+  if (dst_local.capacity() * sizeof(int32_t) > kKeepScratchBytes) std::vector<int32_t>().swap(dst_local);
   return block;
 }
 

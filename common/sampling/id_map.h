@@ -38,6 +38,8 @@ class IdMap {
   const std::vector<int64_t>& ids() const { return ids_; }
   // Moves the ids out and clears the map.
   std::vector<int64_t> release_ids();
+  // Bytes the map holds (its table and ids, used or not).
+  size_t memory_bytes() const { return slots_.capacity() * sizeof(Slot) + ids_.capacity() * sizeof(int64_t); }
 
  private:
   struct Slot {
