@@ -80,7 +80,6 @@ class EdgePairSet {
   explicit EdgePairSet(bool directed = false) : directed_(directed) {}
   void add(int64_t u, int64_t v) { pairs_.insert(key(u, v)); }
   bool contains(int64_t u, int64_t v) const { return !pairs_.empty() && pairs_.count(key(u, v)) > 0; }
-  bool directed() const { return directed_; }
   bool empty() const { return pairs_.empty(); }
   size_t size() const { return pairs_.size(); }
   void reserve(size_t n) { pairs_.reserve(n); }

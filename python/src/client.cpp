@@ -54,17 +54,12 @@ void Client::close(bool shutdown_servers, const std::string& reason, bool abort)
   if (!st.is_ok() && !(shutdown_servers && st.code() == StatusCode::closed)) throw StatusError(st);
 }
 
-void Client::starting_epoch(const client::DistDataLoader* l) {
-  std::shared_ptr<client::DistDataLoader> current;
-  for (auto& w : loaders_) {
-    auto loader = w.lock();
-    if (loader && loader.get() == l) current = loader;
-  }
-  if (current && current == last_epoch_loader_.lock()) return;
-  last_epoch_loader_ = current;
+void Client::starting_epoch(const std::shared_ptr<client::DistDataLoader>& l) {
+  if (l == last_epoch_loader_.lock()) return;
+  last_epoch_loader_ = l;
   for (auto& w : loaders_) {
     auto other = w.lock();
-    if (other && other.get() != l) other->release_idle_buffers();
+    if (other && other != l) other->release_idle_buffers();
   }
   // Also what the others' finished batches left in the heap.
   trim_heap();

@@ -42,7 +42,7 @@ class Client {
   // evaluation, or the other way round), the others' idle feature buffers
   // are freed and the heap trimmed, so that memory the idle loaders keep
   // for their next epoch is not held on top of the active one's.
-  void starting_epoch(const client::DistDataLoader* l);
+  void starting_epoch(const std::shared_ptr<client::DistDataLoader>& l);
 
   // The halo cache of node tensor `feature` (row_cache.h) within `bytes`,
   // built once and shared by every loader of this process that asks for

@@ -171,7 +171,7 @@ class DataLoader {
   int64_t num_batches() const { return loader_->num_batches_per_epoch(); }
 
   void start_epoch(int epoch, int64_t first_batch) {
-    client_->starting_epoch(loader_.get());
+    client_->starting_epoch(loader_);
     py::gil_scoped_release release;
     loader_->start_epoch(epoch, first_batch);
   }
