@@ -33,9 +33,16 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// A batch above this (a training batch is a few tens of MiB) is followed by
-// a heap trim in the thread that made it.
+// A full-neighbourhood batch above this (layer-wise inference's) is followed
+// by a heap trim in the thread that made it.
 constexpr size_t kTrimAfterBatchBytes = size_t{64} << 20;
+
+// Whether some layer takes every neighbour (fanout -1): batches whose size
+// no fanout bounds, as layer-wise inference's.
+bool samples_every_neighbour(const SamplingSpec& s) {
+  auto unbounded = [](const std::vector<int64_t>& f) { return std::any_of(f.begin(), f.end(), [](int64_t k) { return k < 0; }); };
+  return unbounded(s.fanouts) || std::any_of(s.etype_fanouts.begin(), s.etype_fanouts.end(), unbounded);
+}
 
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
@@ -257,15 +264,19 @@ struct DistDataLoader::Impl {
     // Raising a thread's own nice value needs no privilege; should it fail,
     // the thread runs at normal priority, which is only slower.
     if (o.local_thread_nice > 0) (void)setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), o.local_thread_nice);
+    // After a full-neighbourhood batch far larger than a training batch
+    // (layer-wise inference), the heap its sampling used and freed goes back
+    // now rather than staying under the consumer's work on it. Not after a
+    // training batch, however large (3 layers of fanouts 15,10,5 make 70 MB
+    // ones): the trim unmaps every free page of the process, and the model
+    // step that follows faulted them all in again (docs/performance.md, "The
+    // model step by operator").
+    const bool trim_after_large = samples_every_neighbour(o.spec.sampling);
     Task t;
     while (take(-1, t)) {
       auto b = builder->build(t.batch_id, seeds_of(t), batch_rng_seed(o.seed, t.epoch, t.batch_id));
       if (b.is_ok()) {
-        // After a batch far larger than a training batch (a full
-        // neighbourhood for layer-wise inference), the heap its sampling
-        // used and freed goes back now rather than staying under the
-        // consumer's work on it.
-        if (batch_bytes(*b) > kTrimAfterBatchBytes) trim_heap();
+        if (trim_after_large && batch_bytes(*b) > kTrimAfterBatchBytes) trim_heap();
         complete(t, std::move(*b), -1);
         continue;
       }
