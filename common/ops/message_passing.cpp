@@ -11,6 +11,8 @@
 #include <ATen/Parallel.h>
 #include <torch/autograd.h>
 
+#include "common/ops/vector_clones.h"
+
 namespace dgld::ops {
 
 using torch::Tensor;
@@ -74,48 +76,90 @@ std::vector<T> dst_scale(const int64_t* indptr, int64_t nd, Reduce reduce, bool 
   return s;
 }
 
+// Dst rows [begin, end) of copy_u's forward.
+template <typename T>
+DGLD_ALWAYS_INLINE void copy_u_forward_rows(const int64_t* indptr, const int64_t* idx, int64_t begin, int64_t end,
+                                            const T* h, int64_t f, const T* scale, bool self_loop, T* out) {
+  const int64_t stop = indptr[end];
+  for (int64_t v = begin; v < end; ++v) {
+    T* o = out + v * f;
+    if (self_loop) {
+      std::copy(h + v * f, h + (v + 1) * f, o);
+    } else {
+      std::fill(o, o + f, T(0));
+    }
+    for (int64_t k = indptr[v]; k < indptr[v + 1]; ++k) {
+      if (k + kPrefetchDistance < stop) prefetch_row(h + idx[k + kPrefetchDistance] * f, f);
+      add_row(o, h + idx[k] * f, f);
+    }
+    const T s = scale[v];
+    if (s != T(1)) {
+      for (int64_t j = 0; j < f; ++j) o[j] *= s;
+    }
+  }
+}
+
+// Src rows [begin, end) of its backward: grad_h[u] = sum over u's out-edges
+// (u -> v) of scale[v] grad_out[v], plus scale[u] grad_out[u] for u < nd when
+// self_loop, plus g_dst[u] for u < nd when g_dst is given (the gradient of
+// h's dst rows used elsewhere).
+template <typename T>
+DGLD_ALWAYS_INLINE void copy_u_backward_rows(const int64_t* rev_indptr, const int64_t* rev_dst, int64_t begin,
+                                             int64_t end, int64_t nd, const T* g, int64_t f, const T* scale,
+                                             bool self_loop, const T* g_dst, T* grad_h) {
+  const int64_t stop = rev_indptr[end];
+  for (int64_t u = begin; u < end; ++u) {
+    T* o = grad_h + u * f;
+    if (g_dst && u < nd) {
+      std::copy(g_dst + u * f, g_dst + (u + 1) * f, o);
+    } else {
+      std::fill(o, o + f, T(0));
+    }
+    if (self_loop && u < nd) axpy_row(o, g + u * f, scale[u], f);
+    for (int64_t r = rev_indptr[u]; r < rev_indptr[u + 1]; ++r) {
+      if (r + kPrefetchDistance < stop) prefetch_row(g + rev_dst[r + kPrefetchDistance] * f, f);
+      const int64_t v = rev_dst[r];
+      axpy_row(o, g + v * f, scale[v], f);
+    }
+  }
+}
+
+// float32, the models' type, for the widest vectors the machine has.
+DGLD_VECTOR_CLONES
+void copy_u_forward_rows_f32(const int64_t* indptr, const int64_t* idx, int64_t begin, int64_t end, const float* h,
+                             int64_t f, const float* scale, bool self_loop, float* out) {
+  copy_u_forward_rows<float>(indptr, idx, begin, end, h, f, scale, self_loop, out);
+}
+
+DGLD_VECTOR_CLONES
+void copy_u_backward_rows_f32(const int64_t* rev_indptr, const int64_t* rev_dst, int64_t begin, int64_t end,
+                              int64_t nd, const float* g, int64_t f, const float* scale, bool self_loop,
+                              const float* g_dst, float* grad_h) {
+  copy_u_backward_rows<float>(rev_indptr, rev_dst, begin, end, nd, g, f, scale, self_loop, g_dst, grad_h);
+}
+
 template <typename T>
 void copy_u_forward_kernel(const int64_t* indptr, const int64_t* idx, int64_t nd, const T* h, int64_t f,
                            const T* scale, bool self_loop, T* out) {
   const int64_t ne = indptr[nd];
   at::parallel_for(0, nd, grain_for(nd, (ne + nd) * f), [&](int64_t begin, int64_t end) {
-    const int64_t stop = indptr[end];
-    for (int64_t v = begin; v < end; ++v) {
-      T* o = out + v * f;
-      if (self_loop) {
-        std::copy(h + v * f, h + (v + 1) * f, o);
-      } else {
-        std::fill(o, o + f, T(0));
-      }
-      for (int64_t k = indptr[v]; k < indptr[v + 1]; ++k) {
-        if (k + kPrefetchDistance < stop) prefetch_row(h + idx[k + kPrefetchDistance] * f, f);
-        add_row(o, h + idx[k] * f, f);
-      }
-      const T s = scale[v];
-      if (s != T(1)) {
-        for (int64_t j = 0; j < f; ++j) o[j] *= s;
-      }
+    if constexpr (std::is_same_v<T, float>) {
+      copy_u_forward_rows_f32(indptr, idx, begin, end, h, f, scale, self_loop, out);
+    } else {
+      copy_u_forward_rows<T>(indptr, idx, begin, end, h, f, scale, self_loop, out);
     }
   });
 }
 
-// grad_h[u] = sum over u's out-edges (u -> v) of scale[v] grad_out[v], plus
-// scale[u] grad_out[u] for u < nd when self_loop.
 template <typename T>
 void copy_u_backward_kernel(const int64_t* rev_indptr, const int64_t* rev_dst, int64_t ns, int64_t nd, const T* g,
-                            int64_t f, const T* scale, bool self_loop, T* grad_h) {
+                            int64_t f, const T* scale, bool self_loop, const T* g_dst, T* grad_h) {
   const int64_t ne = rev_indptr[ns];
   at::parallel_for(0, ns, grain_for(ns, (ne + ns) * f), [&](int64_t begin, int64_t end) {
-    const int64_t stop = rev_indptr[end];
-    for (int64_t u = begin; u < end; ++u) {
-      T* o = grad_h + u * f;
-      std::fill(o, o + f, T(0));
-      if (self_loop && u < nd) axpy_row(o, g + u * f, scale[u], f);
-      for (int64_t r = rev_indptr[u]; r < rev_indptr[u + 1]; ++r) {
-        if (r + kPrefetchDistance < stop) prefetch_row(g + rev_dst[r + kPrefetchDistance] * f, f);
-        const int64_t v = rev_dst[r];
-        axpy_row(o, g + v * f, scale[v], f);
-      }
+    if constexpr (std::is_same_v<T, float>) {
+      copy_u_backward_rows_f32(rev_indptr, rev_dst, begin, end, nd, g, f, scale, self_loop, g_dst, grad_h);
+    } else {
+      copy_u_backward_rows<T>(rev_indptr, rev_dst, begin, end, nd, g, f, scale, self_loop, g_dst, grad_h);
     }
   });
 }
@@ -142,8 +186,9 @@ Tensor copy_u_forward(BlockGraph& g, const Tensor& h_in, Reduce reduce, bool sel
 }
 
 Tensor copy_u_backward(BlockGraph& g, const Tensor& grad_in, const std::vector<int64_t>& h_shape, Reduce reduce,
-                       bool self_loop) {
-  const Tensor grad = grad_in.contiguous();
+                       bool self_loop, const Tensor& grad_dst_in = Tensor()) {
+  const Tensor grad = grad_in.defined() ? grad_in.contiguous() : torch::zeros(shape_with_rows(grad_dst_in, g.num_dst_nodes()), grad_dst_in.options());
+  const Tensor grad_dst = grad_dst_in.defined() ? grad_dst_in.contiguous() : Tensor();
   const int64_t ns = g.num_src_nodes(), nd = g.num_dst_nodes(), f = row_width(grad);
   Tensor grad_h = torch::empty(h_shape, grad.options());
   const auto& rev = g.reverse();
@@ -151,6 +196,7 @@ Tensor copy_u_backward(BlockGraph& g, const Tensor& grad_in, const std::vector<i
     const auto scale = dst_scale<scalar_t>(g.indptr().data_ptr<int64_t>(), nd, reduce, self_loop);
     copy_u_backward_kernel<scalar_t>(rev.rev_indptr.data_ptr<int64_t>(), rev.rev_dst.data_ptr<int64_t>(), ns, nd,
                                      grad.data_ptr<scalar_t>(), f, scale.data(), self_loop,
+                                     grad_dst.defined() ? grad_dst.data_ptr<scalar_t>() : nullptr,
                                      grad_h.data_ptr<scalar_t>());
   });
   return grad_h;
@@ -180,6 +226,30 @@ class CopyUReduceFunction : public torch::autograd::Function<CopyUReduceFunction
                                ctx->saved_data["self_loop"].toBool());
     }
     return {grad_h, Tensor(), Tensor(), Tensor()};
+  }
+};
+
+// The same with h's dst rows as a second output (a copy), whose gradient is
+// added into grad_h's first rows by the backward kernel itself: what a layer
+// that reads both h[:num_dst] and the aggregation would otherwise pay as a
+// zero-filled [num_src, F] gradient for the slice and a full-size add.
+class CopyUReduceWithDstFunction : public torch::autograd::Function<CopyUReduceWithDstFunction> {
+ public:
+  static variable_list forward(AutogradContext* ctx, const Tensor& h, BlockGraphPtr g, int64_t reduce) {
+    ctx->saved_data["block"] = c10::IValue::make_capsule(g);
+    ctx->saved_data["reduce"] = reduce;
+    ctx->saved_data["h_shape"] = h.sizes().vec();
+    Tensor agg = copy_u_forward(*g, h, static_cast<Reduce>(reduce), /*self_loop=*/false);
+    return {agg, h.narrow(0, 0, g->num_dst_nodes()).clone(at::MemoryFormat::Contiguous)};
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    Tensor grad_h;
+    if (ctx->needs_input_grad(0) && (grads[0].defined() || grads[1].defined())) {
+      grad_h = copy_u_backward(block_of(ctx), grads[0], ctx->saved_data["h_shape"].toIntVector(),
+                               static_cast<Reduce>(ctx->saved_data["reduce"].toInt()), /*self_loop=*/false, grads[1]);
+    }
+    return {grad_h, Tensor(), Tensor()};
   }
 };
 
@@ -432,6 +502,15 @@ Tensor copy_u_reduce(const BlockGraphPtr& gp, const Tensor& h, Reduce reduce, bo
   return CopyUReduceFunction::apply(h, gp, static_cast<int64_t>(reduce), self_loop);
 }
 
+std::pair<Tensor, Tensor> copy_u_reduce_with_dst(const BlockGraphPtr& gp, const Tensor& h, Reduce reduce) {
+  check_rows(*gp, h, "copy_u_reduce_with_dst");
+  TORCH_CHECK(gp->num_dst_nodes() <= h.size(0), "copy_u_reduce_with_dst: the dst nodes are the first src nodes, so "
+              "the block needs at least as many src nodes as dst nodes, but it has ", gp->num_src_nodes(), " src and ",
+              gp->num_dst_nodes(), " dst nodes");
+  auto out = CopyUReduceWithDstFunction::apply(h, gp, static_cast<int64_t>(reduce));
+  return {out[0], out[1]};
+}
+
 Tensor copy_u_reduce_reference(const BlockGraphPtr& gp, const Tensor& h, Reduce reduce, bool self_loop) {
   BlockGraph& g = *gp;
   check_rows(g, h, "copy_u_reduce_reference");
@@ -494,10 +573,15 @@ bool reference_kernels() { return g_reference_kernels.load(std::memory_order_rel
 
 bool project_before_aggregating(const BlockGraph& b, int64_t in_dim, int64_t out_dim, bool input_needs_grad,
                                 bool self_loop) {
-  const double e = static_cast<double>(b.num_edges() + (self_loop ? b.num_dst_nodes() : 0));
-  const double ns = static_cast<double>(b.num_src_nodes()), nd = static_cast<double>(b.num_dst_nodes());
+  return project_before_aggregating(b.num_src_nodes(), b.num_dst_nodes(), b.num_edges(), in_dim, out_dim,
+                                    input_needs_grad, self_loop, torch::GradMode::is_enabled());
+}
+
+bool project_before_aggregating(int64_t num_src, int64_t num_dst, int64_t num_edges, int64_t in_dim, int64_t out_dim,
+                                bool input_needs_grad, bool self_loop, bool training) {
+  const double e = static_cast<double>(num_edges + (self_loop ? num_dst : 0));
+  const double ns = static_cast<double>(num_src), nd = static_cast<double>(num_dst);
   const double in = static_cast<double>(in_dim), out = static_cast<double>(out_dim);
-  const bool training = torch::GradMode::is_enabled();
   // Passes over the product: forward, the weight's gradient, the input's gradient.
   const double gemm_passes = training ? (input_needs_grad ? 3.0 : 2.0) : 1.0;
   // Passes over the aggregation: forward, and backward when its input needs a gradient.

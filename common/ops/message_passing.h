@@ -30,6 +30,14 @@ enum class Reduce { sum, mean };
 torch::Tensor copy_u_reduce(const BlockGraphPtr& gp, const torch::Tensor& h, Reduce reduce, bool self_loop = false);
 torch::Tensor copy_u_reduce_reference(const BlockGraphPtr& gp, const torch::Tensor& h, Reduce reduce, bool self_loop = false);
 
+// (copy_u_reduce(h) without self loops, h[:num_dst] as a copy): what a layer
+// that reads both the dst rows and their neighbours' aggregate (SAGEConv)
+// needs, with one gradient buffer for h: the dst rows' gradient is added
+// into it by the aggregation's backward kernel, instead of a zero-filled
+// num_src-row gradient for the slice and a full-size add.
+std::pair<torch::Tensor, torch::Tensor> copy_u_reduce_with_dst(const BlockGraphPtr& gp, const torch::Tensor& h,
+                                                               Reduce reduce);
+
 // GAT's attention and aggregation in one op (DGL GATConv's el / er, edge
 // softmax and u_mul_e_sum):
 //   el[u] = z[u] . attn_l,  er[v] = z[v] . attn_r            per head
@@ -44,13 +52,6 @@ torch::Tensor gat_aggregate(const BlockGraphPtr& gp, const torch::Tensor& z, con
 torch::Tensor gat_aggregate_reference(const BlockGraphPtr& gp, const torch::Tensor& z, const torch::Tensor& attn_l,
                                       const torch::Tensor& attn_r, double negative_slope);
 
-// Whether a layer that aggregates in_dim-wide rows over `b` and projects them
-// to out_dim does less work projecting first (DGL's lin_before_mp) than
-// aggregating first, counting the backward passes when grad mode is on and
-// the input's gradient only when it needs one: the input layer's features
-// need none, so there aggregating first skips the aggregation's backward and
-// runs the product over the dst rows only. self_loop: the aggregation adds
-// one self edge per dst (GCN's). TorchScript: dgld::project_before_aggregating.
 // Process-wide: the torch.ops.dgld operators (what every TorchScript model,
 // built-in or not, calls) run the *_reference kernels instead of the fused
 // ones: trainer-host --kernels reference, and benchmarks that set the two
@@ -58,7 +59,18 @@ torch::Tensor gat_aggregate_reference(const BlockGraphPtr& gp, const torch::Tens
 void set_reference_kernels(bool on);
 bool reference_kernels();
 
+// Whether a layer that aggregates in_dim-wide rows over `b` and projects them
+// to out_dim does less work projecting first (DGL's lin_before_mp) than
+// aggregating first, counting the backward passes when grad mode is on and
+// the input's gradient only when it needs one: the input layer's features
+// need none, so there aggregating first skips the aggregation's backward and
+// runs the product over the dst rows only. self_loop: the aggregation adds
+// one self edge per dst (GCN's). TorchScript: dgld::project_before_aggregating.
 bool project_before_aggregating(const BlockGraph& b, int64_t in_dim, int64_t out_dim, bool input_needs_grad,
                                 bool self_loop);
+// The same rule from a block's sizes, training or not (the block form reads
+// LibTorch's grad mode): what the FLOP accounting of a step uses.
+bool project_before_aggregating(int64_t num_src, int64_t num_dst, int64_t num_edges, int64_t in_dim, int64_t out_dim,
+                                bool input_needs_grad, bool self_loop, bool training);
 
 }  // namespace dgld::ops

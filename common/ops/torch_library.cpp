@@ -4,14 +4,17 @@
 //
 //   torch.classes.dgld.Block(indptr, indices, num_src)
 //   torch.ops.dgld.copy_u_reduce(block, h, reduce="sum"|"mean", self_loop=False)
+//   torch.ops.dgld.copy_u_reduce_with_dst(block, h, reduce="mean") -> (aggregate, h[:num_dst])
 //   torch.ops.dgld.gat_aggregate(block, z, attn_l, attn_r, negative_slope=0.2)
 //   torch.ops.dgld.gspmm(block, op, reduce, lhs, rhs, lhs_target="u", rhs_target="e")
 //   torch.ops.dgld.gsddmm(block, op, lhs, rhs, lhs_target="u", rhs_target="v")
+//   torch.ops.dgld.dropout(x, p, training, relu=False)
 #include "common/ops/torch_library.h"
 
 #include <torch/custom_class.h>
 #include <torch/library.h>
 
+#include "common/ops/dropout.h"
 #include "common/ops/gspmm.h"
 #include "common/ops/message_passing.h"
 
@@ -28,6 +31,14 @@ torch::Tensor copy_u_reduce_op(const BlockGraphPtr& g, const torch::Tensor& h, c
                                bool self_loop) {
   const Reduce r = parse_reduce(reduce);
   return reference_kernels() ? copy_u_reduce_reference(g, h, r, self_loop) : copy_u_reduce(g, h, r, self_loop);
+}
+
+std::tuple<torch::Tensor, torch::Tensor> copy_u_reduce_with_dst_op(const BlockGraphPtr& g, const torch::Tensor& h,
+                                                                   const std::string& reduce) {
+  const Reduce r = parse_reduce(reduce);
+  if (reference_kernels()) return {copy_u_reduce_reference(g, h, r, false), h.narrow(0, 0, g->num_dst_nodes())};
+  auto [agg, dst] = copy_u_reduce_with_dst(g, h, r);
+  return {agg, dst};
 }
 
 torch::Tensor gat_aggregate_op(const BlockGraphPtr& g, const torch::Tensor& z, const torch::Tensor& attn_l,
@@ -127,6 +138,9 @@ TORCH_LIBRARY(dgld, m) {
   m.def("copy_u_reduce(__torch__.torch.classes.dgld.Block block, Tensor h, str reduce=\"sum\", "
         "bool self_loop=False) -> Tensor",
         &dgld::ops::copy_u_reduce_op);
+  m.def("copy_u_reduce_with_dst(__torch__.torch.classes.dgld.Block block, Tensor h, str reduce=\"mean\") -> "
+        "(Tensor, Tensor)",
+        &dgld::ops::copy_u_reduce_with_dst_op);
   m.def("gat_aggregate(__torch__.torch.classes.dgld.Block block, Tensor z, Tensor attn_l, Tensor attn_r, "
         "float negative_slope=0.2) -> Tensor",
         &dgld::ops::gat_aggregate_op);
@@ -136,6 +150,7 @@ TORCH_LIBRARY(dgld, m) {
   m.def("gsddmm(__torch__.torch.classes.dgld.Block block, str op, Tensor? lhs, Tensor? rhs, "
         "str lhs_target=\"u\", str rhs_target=\"v\") -> Tensor",
         &dgld::ops::gsddmm_op);
+  m.def("dropout(Tensor x, float p, bool training, bool relu=False) -> Tensor", &dgld::ops::dropout);
   m.def("set_reference_kernels(bool on) -> ()", [](bool on) { dgld::ops::set_reference_kernels(on); });
   m.def("project_before_aggregating(__torch__.torch.classes.dgld.Block block, int in_dim, int out_dim, "
         "bool input_needs_grad, bool self_loop=False) -> bool",

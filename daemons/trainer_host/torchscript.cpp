@@ -20,6 +20,7 @@
 
 #include <fmt/format.h>
 #include <torch/custom_class.h>
+#include <torch/csrc/jit/python/update_graph_executor_opt.h>
 #include <torch/script.h>
 
 #include "common/ops/message_passing.h"
@@ -106,6 +107,13 @@ Status check_method(const jit::Module& m, const std::string& path, const std::st
 
 // The module at `path`, checked as far as possible without the graph.
 Result<jit::Module> open_module(const std::string& path) {
+  // The graph executor runs the module's graph as written: its optimising
+  // passes decompose addmm (SAGEConv's accumulating products) into mm + add,
+  // a full-size pass and a [rows, out] temporary more per layer, and profile
+  // and specialise on the batches' shapes, which differ every batch; on the
+  // CPU they fuse nothing (docs/performance.md, "The model step by
+  // operator"). Process-wide, like LibTorch's own setting.
+  jit::setGraphExecutorOptimize(false);
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
     return not_found(fmt::format("model file {} does not exist or is not a file", path));

@@ -179,9 +179,13 @@ def export(model, path, *flags):
 
 def test_a_python_model_trains_under_dgl_launch_and_continues_from_its_save(graph, tmp_path):
     export("sage_res", tmp_path / "res.pt", "--n-hidden", "16")
+    # Seed 1: over seeds 1-5 this run's test accuracy is 0.58-0.70 (mean
+    # 0.67); seed 0 draws an outlier since dropout's bits come from
+    # dgld.dropout (0.535; 0.665 with torch's dropout, whose seeds 1-5 gave
+    # the same mean).
     out = launch(graph, tmp_path / "a", ["--model-file", str(tmp_path / "res.pt"), "--num-layers", "3",
                                          "--fan-out", "5,5,5", "--num-epochs", "20", "--batch-size", "64",
-                                         "--lr", "0.02", "--eval-every", "0", "--save-model",
+                                         "--lr", "0.02", "--eval-every", "0", "--seed", "1", "--save-model",
                                          str(tmp_path / "trained.pt"), "--metrics-out", "metrics.json"])
     metrics = json.loads((tmp_path / "a" / "metrics.json").read_text())
     assert metrics["num_trainers"] == 2

@@ -313,3 +313,41 @@ TEST_CASE("ops: block_graph_from a block it may take over uses the block's array
   auto refused = ops::block_graph_from(std::move(bad));
   CHECK(refused.status().message().find("indptr has 1 entries for 1 dst nodes") != std::string::npos);
 }
+
+TEST_CASE("copy_u_reduce_with_dst gives the aggregate and the dst rows, with the gradients of both meeting in h") {
+  torch::manual_seed(6);
+  for (uint64_t seed : {1u, 2u}) {
+    const auto g = random_block(150, 400, 20, seed);
+    for (auto reduce : {ops::Reduce::sum, ops::Reduce::mean}) {
+      // Both outputs weighted differently, as a layer multiplies them by two weights.
+      auto combined = [&](const Tensor& agg, const Tensor& dst) { return torch::cat({agg, dst * 3.0}, 1); };
+      const auto h = torch::randn({400, 8});
+      CHECK(fused_vs_reference(
+                [&](const std::vector<Tensor>& x) {
+                  auto [agg, dst] = ops::copy_u_reduce_with_dst(g, x[0], reduce);
+                  return combined(agg, dst);
+                },
+                [&](const std::vector<Tensor>& x) {
+                  return combined(ops::copy_u_reduce_reference(g, x[0], reduce, false), x[0].narrow(0, 0, 150));
+                },
+                {h}) < 1e-5);
+    }
+  }
+  const auto g = random_block(5, 8, 3, 9);
+  CHECK(max_gradient_error(
+            [&](const std::vector<Tensor>& x) {
+              auto [agg, dst] = ops::copy_u_reduce_with_dst(g, x[0], ops::Reduce::mean);
+              return torch::cat({agg, dst * 2.0}, 1);
+            },
+            {torch::randn({8, 3}, torch::kFloat64)}) < 1e-7);
+  // Only the dst rows used: the aggregate's gradient is absent, h still gets the rows'.
+  const auto h = torch::randn({8, 3}).set_requires_grad(true);
+  auto [agg, dst] = ops::copy_u_reduce_with_dst(g, h, ops::Reduce::sum);
+  dst.sum().backward();
+  CHECK(torch::equal(h.grad().narrow(0, 0, 5), torch::ones({5, 3})));
+  CHECK(h.grad().narrow(0, 5, 3).abs().sum().item<float>() == 0);
+  auto wide = ops::BlockGraph::create(torch::tensor({0, 1, 1}, torch::kInt64), torch::tensor({0}, torch::kInt64), 1);
+  REQUIRE(wide.is_ok());
+  CHECK_THROWS_WITH(ops::copy_u_reduce_with_dst(*wide, torch::ones({1, 2}), ops::Reduce::sum),
+                    Catch::Contains("at least as many src nodes as dst nodes"));
+}

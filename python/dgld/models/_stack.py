@@ -34,12 +34,14 @@ class LayerStack(nn.Module):
         return [in_feats] + [hidden] * (self.num_layers - 1) + [n_classes]
 
     def _dropout(self, h: Tensor) -> Tensor:
-        return torch.nn.functional.dropout(h, self.dropout_p, self.training)
+        """Dropout in one pass with no mask kept (torch.ops.dgld.dropout)."""
+        return torch.ops.dgld.dropout(h, self.dropout_p, self.training, False)
 
     def _after(self, i: int, h: Tensor) -> Tensor:
-        """What follows layer i: ReLU and dropout, except after the last."""
+        """What follows layer i: ReLU and dropout (one fused pass), except
+        after the last."""
         if i != self.num_layers - 1:
-            h = self._dropout(torch.relu(h))
+            h = torch.ops.dgld.dropout(h, self.dropout_p, self.training, True)
         return h
 
     @torch.jit.export

@@ -133,6 +133,7 @@ class SAGEConv(nn.Module):
                 edge_weight: Optional[Tensor] = None) -> Tensor:
         if not torch.jit.is_scripting():
             graph = native_block(graph)
+        dst_is_slice = isinstance(feat, Tensor)
         if isinstance(feat, Tensor):
             h_src = self.feat_drop(feat)
             h_dst = h_src[:graph.num_dst_nodes()]
@@ -147,28 +148,32 @@ class SAGEConv(nn.Module):
             if ew.shape[0] != graph.num_edges():
                 raise RuntimeError("SAGEConv: edge_weight has {} rows but the graph has {} edges".format(
                     ew.shape[0], graph.num_edges()))
-        h_neigh = self._neighbours(graph, h_src, h_dst, ew)
+        h, h_dst, projected = self._neighbours(graph, h_src, h_dst, ew, dst_is_slice)
         fc_self = self.fc_self
         bias = self.bias
         if fc_self is None:
-            rst = h_neigh
+            rst = h if projected else self.fc_neigh(h)
             if bias is not None:
                 rst = rst + bias
         else:
-            # In place on fc_self's fresh output (its backward reads the input and
-            # the weight, not the output; an add's reads neither): the same sums
-            # without two more [num_dst, out] tensors.
-            rst = fc_self(h_dst).add_(h_neigh)
-            if bias is not None:
-                rst = rst.add_(bias)
+            # bias + h_dst W_self^T + h_neigh W_neigh^T with the products
+            # accumulating into one output (addmm's C += A B): no [num_dst, out]
+            # temporary for either term and no separate passes adding them.
+            rst = torch.addmm(bias, h_dst, fc_self.weight.t()) if bias is not None else fc_self(h_dst)
+            rst = rst.add_(h) if projected else rst.addmm_(h, self.fc_neigh.weight.t())
         if self.activation is not None:
             rst = self.activation(rst)
         if self.norm is not None:
             rst = self.norm(rst)
         return rst
 
-    def _neighbours(self, graph: Block, h_src: Tensor, h_dst: Tensor, ew: Tensor) -> Tensor:
-        """fc_neigh of the aggregated neighbours."""
+    def _neighbours(self, graph: Block, h_src: Tensor, h_dst: Tensor, ew: Tensor,
+                    dst_is_slice: bool) -> Tuple[Tensor, Tensor, bool]:
+        """The neighbours' term: fc_neigh of their aggregate (projected: True),
+        or for the mean aggregator when it aggregates first the aggregate
+        itself (False; forward multiplies it into its output); and the dst
+        rows (h_dst, or the same rows as a copy whose gradient the
+        aggregation's backward adds into h_src's)."""
         fc_pool = self.fc_pool
         lstm = self.lstm
         if fc_pool is not None:
@@ -176,17 +181,23 @@ class SAGEConv(nn.Module):
                 # max_u relu(z_u) == relu(max_u z_u) (relu is monotone, and a dst
                 # without in-edges gets 0 either way): the relu and its backward
                 # run over the dst rows instead of every src row.
-                return self.fc_neigh(torch.relu(aggregate(graph, fc_pool(h_src), "max", ew)))
-            return self.fc_neigh(aggregate(graph, torch.relu(fc_pool(h_src)), "max", ew))
+                return self.fc_neigh(torch.relu(aggregate(graph, fc_pool(h_src), "max", ew))), h_dst, True
+            return self.fc_neigh(aggregate(graph, torch.relu(fc_pool(h_src)), "max", ew)), h_dst, True
         if lstm is not None:
-            return self.fc_neigh(_lstm_aggregate(lstm, graph, _messages_in_csr_order(graph, h_src, ew)))
+            return self.fc_neigh(_lstm_aggregate(lstm, graph, _messages_in_csr_order(graph, h_src, ew))), h_dst, True
         first = project_before_aggregating(graph, self._in_src_feats, self._out_feats, h_src.requires_grad)
         if self._aggre_type == "mean":
             if first:
-                return aggregate(graph, self.fc_neigh(h_src), "mean", ew)
-            return self.fc_neigh(aggregate(graph, h_src, "mean", ew))
+                return aggregate(graph, self.fc_neigh(h_src), "mean", ew), h_dst, True
+            if dst_is_slice and ew.numel() == 0 and h_src.requires_grad:
+                # h_dst is h_src[:num_dst]: the mean and the dst rows from one op, so
+                # h_src gets one gradient buffer (no zero-filled slice gradient, no
+                # full-size add of the two).
+                agg, rows = torch.ops.dgld.copy_u_reduce_with_dst(graph, h_src, "mean")
+                return agg, rows, False
+            return aggregate(graph, h_src, "mean", ew), h_dst, False
         # gcn: (sum of the neighbours + the node itself) / (in-degree + 1)
         deg = graph.in_degrees().to(h_src.dtype).unsqueeze(1) + 1.0
         if first:
-            return (aggregate(graph, self.fc_neigh(h_src), "sum", ew) + self.fc_neigh(h_dst)) / deg
-        return self.fc_neigh((aggregate(graph, h_src, "sum", ew) + h_dst) / deg)
+            return (aggregate(graph, self.fc_neigh(h_src), "sum", ew) + self.fc_neigh(h_dst)) / deg, h_dst, True
+        return self.fc_neigh((aggregate(graph, h_src, "sum", ew) + h_dst) / deg), h_dst, True

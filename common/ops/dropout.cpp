@@ -1,0 +1,239 @@
+#include "common/ops/dropout.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <mutex>
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Dispatch.h>
+#include <ATen/Parallel.h>
+#include <torch/autograd.h>
+
+#include "common/ops/vector_clones.h"
+
+namespace dgld::ops {
+
+using torch::Tensor;
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+namespace {
+
+// Elements per task: enough to pay for a thread hand-off.
+constexpr int64_t kGrain = int64_t{1} << 16;
+
+// The per-call constants of the keep bits: element i is kept when the top
+// 24 bits of mix(mix(i + s0) ^ s1) are at least `threshold` (p * 2^24).
+struct KeepRule {
+  uint32_t s0 = 0, s1 = 0, threshold = 0;
+};
+
+// A 32-bit integer hash with good avalanche (Wellons' "lowbias32").
+inline uint32_t mix32(uint32_t x) {
+  x ^= x >> 16;
+  x *= 0x7feb352dU;
+  x ^= x >> 15;
+  x *= 0x846ca68bU;
+  x ^= x >> 16;
+  return x;
+}
+
+KeepRule keep_rule(uint64_t seed, double p) {
+  KeepRule r;
+  r.s0 = static_cast<uint32_t>(seed);
+  r.s1 = static_cast<uint32_t>(seed >> 32);
+  const double t = std::nearbyint(std::clamp(p, 0.0, 1.0) * double(1 << 24));
+  r.threshold = static_cast<uint32_t>(t);
+  return r;
+}
+
+// Elements [begin, end) never cross a multiple of 2^32 (split_by_high):
+// within one run the high half of the index is folded into s1.
+inline uint32_t high_salt(const KeepRule& r, int64_t begin) {
+  return r.s1 ^ mix32(static_cast<uint32_t>(static_cast<uint64_t>(begin) >> 32) * 0x9e3779b9U);
+}
+
+template <typename F>
+void split_by_high(int64_t begin, int64_t end, const F& run) {
+  while (begin < end) {
+    const int64_t next =
+        std::min(end, static_cast<int64_t>((static_cast<uint64_t>(begin) | 0xffffffffULL) + 1));
+    run(begin, next);
+    begin = next;
+  }
+}
+
+// The float32 passes, compiled for the machine's widest vectors (the loops
+// are 32-bit integer hashes and selects, which baseline x86-64 cannot
+// vectorise).
+
+// One function per loop: GCC vectorises only one of two loops in a clone.
+DGLD_VECTOR_CLONES
+void forward_relu_f32(const float* __restrict x, float* __restrict y, int64_t n, uint32_t lo0,
+                      uint32_t s0, uint32_t s1, uint32_t threshold, float scale) {
+  for (int64_t k = 0; k < n; ++k) {
+    const uint32_t h = mix32(mix32(lo0 + static_cast<uint32_t>(k) + s0) ^ s1);
+    // relu on the bits (a negative's sign bit spread over the word clears
+    // it): plain vector integer ops, where a compare-and-select became a
+    // masked reload of x that took most of the pass.
+    int32_t b;
+    std::memcpy(&b, x + k, sizeof b);
+    b &= ~(b >> 31);
+    float v;
+    std::memcpy(&v, &b, sizeof v);
+    y[k] = v * ((h >> 8) >= threshold ? scale : 0.f);
+  }
+}
+
+DGLD_VECTOR_CLONES
+void forward_f32(const float* __restrict x, float* __restrict y, int64_t n, uint32_t lo0,
+                 uint32_t s0, uint32_t s1, uint32_t threshold, float scale) {
+  for (int64_t k = 0; k < n; ++k) {
+    const uint32_t h = mix32(mix32(lo0 + static_cast<uint32_t>(k) + s0) ^ s1);
+    y[k] = x[k] * ((h >> 8) >= threshold ? scale : 0.f);
+  }
+}
+
+DGLD_VECTOR_CLONES
+void backward_from_mask_f32(const float* __restrict g, float* __restrict gx, int64_t n,
+                            uint32_t lo0, uint32_t s0, uint32_t s1, uint32_t threshold,
+                            float scale) {
+  for (int64_t k = 0; k < n; ++k) {
+    const uint32_t h = mix32(mix32(lo0 + static_cast<uint32_t>(k) + s0) ^ s1);
+    gx[k] = (h >> 8) >= threshold ? g[k] * scale : 0.f;
+  }
+}
+
+DGLD_VECTOR_CLONES
+void backward_from_output_f32(const float* __restrict g, const float* __restrict y,
+                              float* __restrict gx, int64_t n, float scale) {
+  for (int64_t k = 0; k < n; ++k) gx[k] = y[k] > 0.f ? g[k] * scale : 0.f;
+}
+
+// The same for other floating types (plain loops); the overloads below pick
+// the float32 passes.
+template <typename T>
+void forward_run(const T* x, T* y, int64_t n, uint32_t lo0, const KeepRule& r, uint32_t s1, T scale,
+                 bool relu) {
+  for (int64_t k = 0; k < n; ++k) {
+    const bool kept =
+        (mix32(mix32(lo0 + static_cast<uint32_t>(k) + r.s0) ^ s1) >> 8) >= r.threshold;
+    y[k] = (kept && (!relu || x[k] > T(0))) ? x[k] * scale : T(0);
+  }
+}
+
+void forward_run(const float* x, float* y, int64_t n, uint32_t lo0, const KeepRule& r, uint32_t s1,
+                 float scale, bool relu) {
+  if (relu) {
+    forward_relu_f32(x, y, n, lo0, r.s0, s1, r.threshold, scale);
+  } else {
+    forward_f32(x, y, n, lo0, r.s0, s1, r.threshold, scale);
+  }
+}
+
+template <typename T>
+void backward_run(const T* g, const T* y, T* gx, int64_t n, uint32_t lo0, const KeepRule& r,
+                  uint32_t s1, T scale, bool relu) {
+  for (int64_t k = 0; k < n; ++k) {
+    const bool kept =
+        relu ? y[k] > T(0)
+             : (mix32(mix32(lo0 + static_cast<uint32_t>(k) + r.s0) ^ s1) >> 8) >= r.threshold;
+    gx[k] = kept ? g[k] * scale : T(0);
+  }
+}
+
+void backward_run(const float* g, const float* y, float* gx, int64_t n, uint32_t lo0,
+                  const KeepRule& r, uint32_t s1, float scale, bool relu) {
+  if (relu) {
+    backward_from_output_f32(g, y, gx, n, scale);
+  } else {
+    backward_from_mask_f32(g, gx, n, lo0, r.s0, s1, r.threshold, scale);
+  }
+}
+
+double scale_for(double p) { return p < 1.0 ? 1.0 / (1.0 - p) : 0.0; }
+
+Tensor run_forward(const Tensor& x, double p, bool relu, uint64_t seed) {
+  const Tensor xc = x.contiguous();
+  Tensor y = at::empty_like(xc);
+  const KeepRule r = keep_rule(seed, p);
+  const int64_t n = xc.numel();
+  AT_DISPATCH_FLOATING_TYPES(xc.scalar_type(), "dgld.dropout", [&] {
+    const scalar_t* xp = xc.data_ptr<scalar_t>();
+    scalar_t* yp = y.data_ptr<scalar_t>();
+    const auto scale = static_cast<scalar_t>(scale_for(p));
+    at::parallel_for(0, n, kGrain, [&](int64_t b, int64_t e) {
+      split_by_high(b, e, [&](int64_t lo, int64_t hi) {
+        forward_run(xp + lo, yp + lo, hi - lo, static_cast<uint32_t>(lo), r, high_salt(r, lo),
+                    scale, relu);
+      });
+    });
+  });
+  return y;
+}
+
+Tensor run_backward(const Tensor& grad, const Tensor& y, double p, bool relu, uint64_t seed) {
+  const Tensor gc = grad.contiguous();
+  Tensor gx = at::empty_like(gc);
+  const KeepRule r = keep_rule(seed, p);
+  const int64_t n = gc.numel();
+  AT_DISPATCH_FLOATING_TYPES(gc.scalar_type(), "dgld.dropout_backward", [&] {
+    const scalar_t* gp = gc.data_ptr<scalar_t>();
+    const scalar_t* yp = relu ? y.data_ptr<scalar_t>() : nullptr;
+    scalar_t* gxp = gx.data_ptr<scalar_t>();
+    const auto scale = static_cast<scalar_t>(scale_for(p));
+    at::parallel_for(0, n, kGrain, [&](int64_t b, int64_t e) {
+      split_by_high(b, e, [&](int64_t lo, int64_t hi) {
+        backward_run(gp + lo, relu ? yp + lo : nullptr, gxp + lo, hi - lo,
+                     static_cast<uint32_t>(lo), r, high_salt(r, lo), scale, relu);
+      });
+    });
+  });
+  return gx;
+}
+
+class DropoutFn : public torch::autograd::Function<DropoutFn> {
+ public:
+  static Tensor forward(AutogradContext* ctx, const Tensor& x, double p, bool relu, int64_t seed) {
+    Tensor y = run_forward(x, p, relu, static_cast<uint64_t>(seed));
+    ctx->saved_data["p"] = p;
+    ctx->saved_data["relu"] = relu;
+    ctx->saved_data["seed"] = seed;
+    // relu: the output says which elements passed (y > 0 exactly when x > 0
+    // and the element was kept, as the scale is at least 1).
+    if (relu) ctx->save_for_backward({y});
+    return y;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const bool relu = ctx->saved_data["relu"].toBool();
+    const Tensor y = relu ? ctx->get_saved_variables()[0] : Tensor();
+    Tensor gx = run_backward(grads[0], y, ctx->saved_data["p"].toDouble(), relu,
+                             static_cast<uint64_t>(ctx->saved_data["seed"].toInt()));
+    return {gx, Tensor(), Tensor(), Tensor()};
+  }
+};
+
+uint64_t draw_seed() {
+  auto gen = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  return gen.get<at::CPUGeneratorImpl>()->random64();
+}
+
+}  // namespace
+
+Tensor dropout(const Tensor& x, double p, bool training, bool relu) {
+  TORCH_CHECK(p >= 0.0 && p <= 1.0, "dgld.dropout: p must be in [0, 1], got ", p);
+  TORCH_CHECK(at::isFloatingType(x.scalar_type()),
+              "dgld.dropout: a floating-point tensor is needed, got ", x.scalar_type());
+  if (!training || p == 0.0) return relu ? torch::relu(x) : x;
+  return DropoutFn::apply(x, p, relu, static_cast<int64_t>(draw_seed()));
+}
+
+Tensor dropout_keep_mask(uint64_t seed, int64_t n, double p) {
+  const Tensor ones = torch::ones({n}, torch::kFloat32);
+  return run_forward(ones, p, /*relu=*/false, seed).gt(0).to(torch::kUInt8);
+}
+
+}  // namespace dgld::ops
