@@ -6,16 +6,6 @@
 
 namespace dgld::trainer {
 
-double estimate_model_flops(const std::vector<Block>& blocks, const std::vector<int64_t>& dims, int maps) {
-  double forward = 0;
-  for (size_t l = 0; l < blocks.size() && l + 1 < dims.size(); ++l) {
-    const auto d_in = static_cast<double>(dims[l]), d_out = static_cast<double>(dims[l + 1]);
-    forward += static_cast<double>(blocks[l].num_edges()) * d_in;
-    forward += 2.0 * maps * static_cast<double>(blocks[l].num_dst()) * d_in * d_out;
-  }
-  return 3 * forward;
-}
-
 EpochAccounting::EpochAccounting(TrainingBackend& backend) : b_(backend) {}
 
 void EpochAccounting::start() {
@@ -23,6 +13,8 @@ void EpochAccounting::start() {
   c_.num_machines = b_.num_machines();
   c_.link_bytes.assign(static_cast<size_t>(c_.num_machines) * static_cast<size_t>(c_.num_machines), 0);
   own_batches_ = {};
+  own_flops_ = 0;
+  own_feature_bytes_ = 0;
   own_start_ = b_.own_traffic();
 }
 
@@ -32,8 +24,10 @@ void EpochAccounting::add_link(int from, int to, int64_t bytes) {
   c_.link_bytes[static_cast<size_t>(from) * static_cast<size_t>(n) + static_cast<size_t>(to)] += bytes;
 }
 
-void EpochAccounting::add_batch(const client::Batch& batch, double flops) {
+void EpochAccounting::add_batch(const client::Batch& batch, double flops, int64_t feature_bytes) {
   const int me = b_.machine_id();
+  own_flops_ += flops;
+  own_feature_bytes_ += feature_bytes;
   c_.batches += 1;
   c_.seeds += static_cast<int64_t>(batch.mini_batch.seeds.size());
   c_.input_rows += static_cast<int64_t>(batch.mini_batch.input_nodes.size());
@@ -86,6 +80,8 @@ Status EpochAccounting::finish(EpochMetrics& m) {
   c_.compute_cpu_s = m.compute_cpu_s;
   c_.allreduce_cpu_s = m.allreduce_cpu_s;
   c_.process_cpu_s = m.process_cpu_s;
+  m.model_flops = own_flops_;
+  m.feature_bytes = own_feature_bytes_;
 
   // One sum over the trainers: float64 is exact for these counts (< 2^53).
   std::vector<double> v = {static_cast<double>(c_.seeds),         static_cast<double>(c_.batches),
@@ -127,6 +123,36 @@ Status EpochAccounting::finish(EpochMetrics& m) {
   o.process_cpu_s = next();
   for (size_t k = 0; k < o.link_bytes.size(); ++k) o.link_bytes[k] = static_cast<int64_t>(v[scalars + k] + 0.5);
   return Status::ok();
+}
+
+std::vector<std::string> epoch_log_lines(const EpochMetrics& m) {
+  std::vector<std::string> lines;
+  lines.push_back(fmt::format(
+      "Epoch {:05d} | Loss {:.4f} | Train Acc {:.4f} | Time {:.3f} s (sample {:.3f}, fetch {:.3f}, compute {:.3f}, "
+      "allreduce {:.3f}, wait {:.3f}) | {:.0f} seeds/s | CPU {:.3f} s (sample {:.3f}, fetch {:.3f}, compute {:.3f}, "
+      "allreduce {:.3f})",
+      m.epoch, m.loss, m.train_acc, m.time_s, m.sample_s, m.fetch_s, m.compute_s, m.allreduce_s, m.wait_s,
+      m.seeds_per_s, m.process_cpu_s, m.sample_cpu_s, m.fetch_cpu_s, m.compute_cpu_s, m.allreduce_cpu_s));
+  if (m.model_flops > 0) {
+    std::string peak = m.gemm_peak_gflops > 0 ? fmt::format(", {:.0f} % of the GEMM peak ({:.1f} GFLOP/s)",
+                                                            100 * m.peak_fraction(), m.gemm_peak_gflops)
+                                              : std::string();
+    lines.push_back(fmt::format("Epoch {:05d} | model step {:.1f} GFLOP at {:.1f} GFLOP/s{} | input features {} at "
+                                "{:.2f} GB/s of fetch time",
+                                m.epoch, m.model_flops / 1e9, m.model_gflops(), peak,
+                                human_bytes(static_cast<double>(m.feature_bytes)), m.gather_gb_per_s()));
+  }
+  if (const EpochCluster& k = m.cluster; k.num_machines > 1) {
+    lines.push_back(fmt::format(
+        "Epoch {:05d} | traffic between machines {} (batches {}, allreduce {}, other {}) | {:.0f} B/seed | remote "
+        "feature rows {:.1f} % | {:.1f} round trips/batch",
+        m.epoch, human_bytes(static_cast<double>(k.network_bytes())), human_bytes(static_cast<double>(k.batch_bytes)),
+        human_bytes(static_cast<double>(k.allreduce_bytes)), human_bytes(static_cast<double>(k.other_bytes)),
+        k.seeds ? static_cast<double>(k.network_bytes()) / static_cast<double>(k.seeds) : 0.0,
+        k.input_rows ? 100.0 * static_cast<double>(k.remote_rows) / static_cast<double>(k.input_rows) : 0.0,
+        k.batches ? static_cast<double>(k.round_trips) / static_cast<double>(k.batches) : 0.0));
+  }
+  return lines;
 }
 
 std::string human_bytes(double bytes) {

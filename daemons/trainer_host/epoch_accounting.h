@@ -20,19 +20,14 @@ namespace dgld::trainer {
 
 class TrainingBackend;
 
-// Estimated FLOPs of a forward and backward pass (3x the forward) of a
-// message-passing model over `blocks`, whose layer l maps dims[l] to
-// dims[l + 1] wide rows: per layer, each edge's message (one add per input
-// value) and `maps` dense maps of the destination rows (SAGE: self and
-// neighbour, 2; GCN, GAT: 1). Attention and activations are not counted.
-double estimate_model_flops(const std::vector<Block>& blocks, const std::vector<int64_t>& dims, int maps);
-
 class EpochAccounting {
  public:
   explicit EpochAccounting(TrainingBackend& backend);
   // At the epoch's start: this trainer's own traffic so far.
   void start();
-  void add_batch(const client::Batch& batch, double flops);
+  // A batch this trainer trained on: its model step's FLOPs (model_cost.h)
+  // and the bytes of its input feature rows.
+  void add_batch(const client::Batch& batch, double flops, int64_t feature_bytes);
   // One gradient allreduce of `bytes` among the trainers.
   void add_allreduce(int64_t bytes);
   // Sums every trainer's figures (a collective: every trainer calls it at
@@ -46,7 +41,13 @@ class EpochAccounting {
   EpochCluster c_;
   net::TrafficSnapshot own_start_;
   net::CallCost own_batches_;  // RPCs of the batches this trainer made itself (already in its own traffic)
+  double own_flops_ = 0;           // this trainer's model steps
+  int64_t own_feature_bytes_ = 0;  // this trainer's input feature rows
 };
+
+// The log lines of an epoch: times, CPU, the model step against the GEMM
+// peak, and (several machines) the traffic.
+std::vector<std::string> epoch_log_lines(const EpochMetrics& m);
 
 // "12.3 MB" style sizes for log lines.
 std::string human_bytes(double bytes);

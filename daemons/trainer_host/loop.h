@@ -17,6 +17,7 @@
 
 #include "common/logging.h"
 #include "common/checkpoint_store.h"
+#include "daemons/trainer_host/step_profile.h"
 #include "daemons/trainer_host/training_loop.h"
 
 namespace dgld::trainer {
@@ -39,6 +40,10 @@ class Loop {
   // the figures of the steps before it).
   Status train_epoch(int epoch, int64_t first_step, EpochMetrics& m);
   std::vector<int64_t> layer_dims(int64_t in) const;
+  // Whether step `step` of epoch `epoch` is profiled (--profile-steps).
+  bool profiled(int epoch, int64_t step) const;
+  // Once the profiled steps are done: the table in the log, the figures in r_.
+  void finish_profile();
   Result<EvalMetrics> evaluate(int epoch);
   // The backend's layer-wise inference of the model in eval mode, no gradients.
   Result<EvalCounts> layerwise(const LayerwiseRequest& request);
@@ -118,6 +123,10 @@ class Loop {
   PartialEpoch partial_;
   TrainResult r_;
   std::vector<std::pair<std::string, int64_t>> stage_peaks_;
+  // --profile-steps: the profiler and what it has recorded so far.
+  StepProfiler profiler_;
+  int profiled_steps_ = 0;
+  double profiled_s_ = 0;
   int64_t peak_rss_seen_ = 0;
   double previous_time_s_ = 0;  // total_time_s of the run a resume continues
 };

@@ -96,6 +96,12 @@ ParsedTrainerHostOptions parse_trainer_host_options(int argc, const char* const 
       ("checkpoint-dir", po::value(&t.checkpoint_dir), "write checkpoints here (one directory per trainer rank)")
       ("checkpoint-every", po::value(&t.checkpoint_every)->default_value(t.checkpoint_every),
        "with --checkpoint-dir: a checkpoint after every N-th epoch (and the last)")
+      ("profile-steps", po::value(&t.profile_steps)->default_value(t.profile_steps),
+       "profile this many model steps of the second epoch (the first when there is one) by operator: a table in "
+       "the log and metrics.json's \"profile\" (docs/performance.md)")
+      ("measure-peak", po::value(&t.measure_peak)->default_value(t.measure_peak),
+       "measure the GEMM rate of the model's shapes on the first batch (about 0.2 s): each epoch then reports its "
+       "model step's share of it")
       ("checkpoint-every-steps", po::value(&t.checkpoint_every_steps)->default_value(t.checkpoint_every_steps),
        "with --checkpoint-dir: also a checkpoint after every N-th step (0: none); a resumed run continues "
        "from that step")

@@ -97,6 +97,9 @@ Status validate_train_config(const TrainConfig& c) {
     }
   }
   if (c.num_bases < 0) return invalid_argument(fmt::format("--num-bases must be >= 0, got {}", c.num_bases));
+  if (c.profile_steps < 0) {
+    return invalid_argument(fmt::format("--profile-steps must be >= 0, got {}", c.profile_steps));
+  }
   if (c.model_file.empty()) {
     DGLD_ASSIGN_OR_RETURN(const ModelKindInfo info, builtin_model_info(c.model));
     if (info.uses_edge_types) {
@@ -222,7 +225,9 @@ nlohmann::json config_json(const TrainConfig& c) {
           {"neg_sampler", c.neg_sampler},
           {"neg_exclude_positives", c.neg_exclude_positives},
           {"exclude", c.exclude},
-          {"keep_best", c.keep_best}};
+          {"keep_best", c.keep_best},
+          {"profile_steps", c.profile_steps},
+          {"measure_peak", c.measure_peak}};
 }
 
 nlohmann::json link_metrics_json(const LinkMetrics& m) {
@@ -294,6 +299,20 @@ EpochCluster cluster_from_json(const nlohmann::json& j) {
   return c;
 }
 
+// --profile-steps: the model step by operator category and operator, seconds per step.
+nlohmann::json step_profile_json(const StepProfile& p) {
+  const double steps = std::max(1, p.steps);
+  nlohmann::json j = {{"steps", p.steps}, {"step_s", p.wall_s / steps}};
+  j["categories"] = nlohmann::json::object();
+  for (const auto& [name, s] : p.categories) j["categories"][name] = s / steps;
+  j["ops"] = nlohmann::json::array();
+  for (const OpTime& t : p.ops) {
+    j["ops"].push_back({{"name", t.name}, {"category", t.category}, {"calls_per_step", t.calls / steps},
+                        {"self_s", t.self_s / steps}, {"total_s", t.total_s / steps}});
+  }
+  return j;
+}
+
 }  // namespace
 
 std::string metrics_json(const TrainResult& r) {
@@ -320,6 +339,12 @@ std::string metrics_json(const TrainResult& r) {
                            {"cpu", stage_cpu_json(e.sample_cpu_s, e.fetch_cpu_s, e.compute_cpu_s, e.allreduce_cpu_s,
                                                   e.process_cpu_s)},
                            {"peak_rss_bytes", e.peak_rss_bytes},
+                           {"model", {{"flops", e.model_flops},
+                                      {"gflops_per_s", e.model_gflops()},
+                                      {"gemm_peak_gflops", e.gemm_peak_gflops},
+                                      {"peak_fraction", e.peak_fraction()}}},
+                           {"feature_bytes", e.feature_bytes},
+                           {"gather_gb_per_s", e.gather_gb_per_s()},
                            {"end_unix_s", e.end_unix_s},
                            {"cluster", cluster_json(e.cluster)},
                            {"step_losses", e.step_losses}});
@@ -356,6 +381,8 @@ std::string metrics_json(const TrainResult& r) {
     j["test"] = link_metrics_json(r.test_link);
   }
   if (r.config.keep_best != "off") j["best_epoch"] = r.best_epoch;
+  if (r.profile.steps > 0) j["profile"] = step_profile_json(r.profile);
+  j["gemm_peak_gflops"] = r.gemm_peak_gflops;
   j["total_time_s"] = r.total_time_s;
   if (!r.output_files.empty()) {
     j["output_files"] = r.output_files;
@@ -386,6 +413,12 @@ Status history_from_metrics_json(const std::string& text, TrainResult& into) {
         read_stage_cpu(e.at("cpu"), m.sample_cpu_s, m.fetch_cpu_s, m.compute_cpu_s, m.allreduce_cpu_s, m.process_cpu_s);
       }
       m.end_unix_s = e.value("end_unix_s", 0.0);
+      m.peak_rss_bytes = e.value("peak_rss_bytes", int64_t{-1});
+      if (e.contains("model")) {
+        m.model_flops = e.at("model").value("flops", 0.0);
+        m.gemm_peak_gflops = e.at("model").value("gemm_peak_gflops", 0.0);
+      }
+      m.feature_bytes = e.value("feature_bytes", int64_t{0});
       if (e.contains("cluster")) m.cluster = cluster_from_json(e.at("cluster"));
       into.epochs.push_back(m);
     }

@@ -12,6 +12,7 @@
 #include "common/process_memory.h"
 #include "common/status.h"
 #include "common/sampling/sampling_spec.h"
+#include "daemons/trainer_host/step_profile.h"
 
 namespace dgld::trainer {
 
@@ -101,6 +102,12 @@ struct TrainConfig {
   // without one by a learnable embedding (DistEmbedding, sparse optimiser).
   std::string target_ntype;
   int num_bases = 0;
+  // --profile-steps: LibTorch's profiler over this many model steps of the
+  // second epoch (the first when there is one), by operator (step_profile.h).
+  int profile_steps = 0;
+  // Measure the GEMM rate of the model's shapes on the first batch, for the
+  // epochs' share of the machine's limit (model_cost.h).
+  bool measure_peak = true;
 };
 
 // "10,25" -> {10, 25}; invalid_argument naming the bad item.
@@ -156,6 +163,16 @@ struct EpochMetrics {
   double sample_cpu_s = 0, fetch_cpu_s = 0, compute_cpu_s = 0, allreduce_cpu_s = 0, process_cpu_s = 0;
   std::vector<double> step_losses;  // each step's loss, averaged over the trainers
   int64_t peak_rss_bytes = -1;      // this trainer's peak resident memory so far, at the epoch's end
+  // The model step against the machine's limit (model_cost.h): this
+  // trainer's FLOPs (forward and backward) and input feature bytes, and the
+  // rate of products of the model's shapes measured in the run (0: not measured).
+  double model_flops = 0;
+  int64_t feature_bytes = 0;
+  double gemm_peak_gflops = 0;
+  double model_gflops() const { return compute_s > 0 ? model_flops / compute_s / 1e9 : 0.0; }
+  double peak_fraction() const { return gemm_peak_gflops > 0 ? model_gflops() / gemm_peak_gflops : 0.0; }
+  // Input feature bytes per second of the time spent fetching them.
+  double gather_gb_per_s() const { return fetch_s > 0 ? static_cast<double>(feature_bytes) / fetch_s / 1e9 : 0.0; }
   double end_unix_s = 0;            // wall clock (Unix seconds) at the epoch's end, to line up outside measurements
   EpochCluster cluster;             // every trainer's, summed
 };
@@ -207,6 +224,8 @@ struct TrainResult {
   std::vector<std::string> output_files;  // inference outputs written (rank 0), and the saved model
   double inference_time_s = 0;
   MemoryReport memory;
+  StepProfile profile;  // --profile-steps (steps == 0: none)
+  double gemm_peak_gflops = 0;  // measured on the first batch's shapes (--measure-peak); 0: not measured
 };
 
 // The metrics JSON trainer-host writes (rank 0):

@@ -22,6 +22,7 @@
 #include "common/job_env.h"
 #include "common/logging.h"
 #include "daemons/trainer_host/epoch_accounting.h"
+#include "daemons/trainer_host/model_cost.h"
 #include "daemons/trainer_host/progress.h"
 
 namespace dgld::trainer {
@@ -259,12 +260,24 @@ Status Loop::train_epoch(int epoch, int64_t first_step, EpochMetrics& m) {
     if (!x.is_ok()) return x.status().with_context(where + ": embedding lookup");
     auto input = make_model_input(batch.mini_batch, *x);
     if (!input.is_ok()) return input.status().with_context(where);
-    acc.add_batch(batch, estimate_model_flops(batch.mini_batch.blocks, layer_dims(x->size(1)), model_->dense_maps()));
+    const StepWork work = model_step_work(batch.mini_batch.blocks, layer_dims(x->size(1)), model_->dense_maps(),
+                                          x->requires_grad());
+    acc.add_batch(batch, work.flops(), n_in * b_.feat_dim() * static_cast<int64_t>(sizeof(float)));
+    if (c_.measure_peak && r_.gemm_peak_gflops == 0) {
+      // Once, on the first batch's shapes, while the other trainers do the same.
+      r_.gemm_peak_gflops = measure_gemm_gflops(work.products);
+      log_->info("the products of a model step ({:.2f} GFLOP of {:.2f}) run at {:.1f} GFLOP/s through LibTorch's "
+                 "BLAS with {} thread(s): the model step's limit", work.dense_flops / 1e9, work.flops() / 1e9,
+                 r_.gemm_peak_gflops, at::get_num_threads());
+    }
     const auto labels = ids_tensor(batch.labels);
     m.fetch_s += batch.timings.fetch_s;
     m.fetch_cpu_s += batch.timings.fetch_cpu_s;
     stage.lap(&m.fetch_s, &m.fetch_cpu_s);
 
+    const bool profile = profiled(epoch, step);
+    if (profile) profiler_.start();
+    const auto t_model = Clock::now();
     auto logits = forward_checked(*model_, *input);
     if (!logits.is_ok()) return logits.status().with_context(where);
     torch::Tensor loss;
@@ -314,6 +327,11 @@ Status Loop::train_epoch(int epoch, int64_t first_step, EpochMetrics& m) {
       if (Status st = embedding_->step(); !st.is_ok()) return st.with_context(where + ": sparse optimiser");
     }
     stage.lap(&m.compute_s, &m.compute_cpu_s);
+    if (profile) {
+      profiler_.pause();
+      profiled_s_ += seconds_since(t_model);
+      if (++profiled_steps_ == c_.profile_steps || step + 1 == steps) finish_profile();
+    }
 
     loss_sum += step_loss;
     m.step_losses.push_back(step_loss);
@@ -343,7 +361,18 @@ Status Loop::train_epoch(int epoch, int64_t first_step, EpochMetrics& m) {
   m.peak_rss_bytes = peak_rss();
   m.seeds_per_s = m.time_s > 0 ? seeds_sum / m.time_s : 0.0;
   m.end_unix_s = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  m.gemm_peak_gflops = r_.gemm_peak_gflops;
   return acc.finish(m).with_context(fmt::format("epoch {}", epoch));
+}
+
+bool Loop::profiled(int epoch, int64_t step) const {
+  const int epoch_profiled = std::min(1, c_.num_epochs - 1);
+  return c_.profile_steps > 0 && epoch == epoch_profiled && profiled_steps_ < c_.profile_steps && r_.profile.steps == 0;
+}
+
+void Loop::finish_profile() {
+  r_.profile = profiler_.result(profiled_steps_, profiled_s_);
+  log_->info("{}", format_step_profile(r_.profile));
 }
 
 // The widths of the model's layers from input to output, for FLOP estimates:
@@ -375,21 +404,7 @@ Result<TrainResult> Loop::run() {
     m.epoch = epoch;
     DGLD_RETURN_IF_ERROR(train_epoch(epoch, epoch == start.epoch ? start.step : 0, m));
     end_stage("training");
-    log_->info("Epoch {:05d} | Loss {:.4f} | Train Acc {:.4f} | Time {:.3f} s (sample {:.3f}, fetch {:.3f}, "
-               "compute {:.3f}, allreduce {:.3f}, wait {:.3f}) | {:.0f} seeds/s | CPU {:.3f} s (sample {:.3f}, "
-               "fetch {:.3f}, compute {:.3f}, allreduce {:.3f})",
-               epoch, m.loss, m.train_acc, m.time_s, m.sample_s, m.fetch_s, m.compute_s, m.allreduce_s, m.wait_s,
-               m.seeds_per_s, m.process_cpu_s, m.sample_cpu_s, m.fetch_cpu_s, m.compute_cpu_s, m.allreduce_cpu_s);
-    if (const EpochCluster& k = m.cluster; k.num_machines > 1) {
-      log_->info("Epoch {:05d} | traffic between machines {} (batches {}, allreduce {}, other {}) | {:.0f} B/seed | "
-                 "remote feature rows {:.1f} % | {:.1f} round trips/batch",
-                 epoch, human_bytes(static_cast<double>(k.network_bytes())),
-                 human_bytes(static_cast<double>(k.batch_bytes)), human_bytes(static_cast<double>(k.allreduce_bytes)),
-                 human_bytes(static_cast<double>(k.other_bytes)),
-                 k.seeds ? static_cast<double>(k.network_bytes()) / static_cast<double>(k.seeds) : 0.0,
-                 k.input_rows ? 100.0 * static_cast<double>(k.remote_rows) / static_cast<double>(k.input_rows) : 0.0,
-                 k.batches ? static_cast<double>(k.round_trips) / static_cast<double>(k.batches) : 0.0);
-    }
+    for (const std::string& line : epoch_log_lines(m)) log_->info("{}", line);
     r_.epochs.push_back(m);
     const bool last = epoch == c_.num_epochs - 1;
     if (c_.eval_every >= 0 && (last || (c_.eval_every > 0 && (epoch + 1) % c_.eval_every == 0))) {

@@ -284,14 +284,29 @@ TEST_CASE("trainer-host binary: standalone run writes metrics, distributed mode 
   const fs::path metrics = sbm().dir.path() / "metrics.json";
   const fs::path log = sbm().dir.path() / "trainer.log";
   const std::string run = "'" + exe.string() + "' --standalone --part-config '" + sbm().config.string() +
-                          "' --num-epochs 1 --num-threads 2 --metrics-out '" + metrics.string() + "' > '" +
-                          log.string() + "' 2>&1";
+                          "' --num-epochs 1 --num-threads 2 --profile-steps 3 --metrics-out '" + metrics.string() +
+                          "' > '" + log.string() + "' 2>&1";
   REQUIRE(std::system(run.c_str()) == 0);
   auto text = read_file(metrics);
   REQUIRE(text.is_ok());
   auto j = nlohmann::json::parse(*text);
   CHECK(j["epochs"].size() == 1);
   CHECK(j["test_acc"].is_number());
+  // The model step against the machine's limit, and its operators.
+  const auto& e = j["epochs"][0];
+  CHECK(e["model"]["flops"].get<double>() > 0);
+  CHECK(e["model"]["gflops_per_s"].get<double>() > 0);
+  CHECK(j["gemm_peak_gflops"].get<double>() > 0);
+  CHECK(e["model"]["peak_fraction"].get<double>() == Approx(e["model"]["gflops_per_s"].get<double>() /
+                                                            j["gemm_peak_gflops"].get<double>()));
+  CHECK(e["feature_bytes"].get<int64_t>() > 0);
+  CHECK(j["profile"]["steps"] == 3);
+  CHECK(j["profile"]["categories"].contains("dense products"));
+  CHECK(j["profile"]["categories"].contains("aggregation"));
+  auto logged = read_file(log);
+  REQUIRE(logged.is_ok());
+  CHECK(logged->find("model step by operator over 3 steps") != std::string::npos);
+  CHECK(logged->find("% of the GEMM peak") != std::string::npos);
 
   const std::string dist = "'" + exe.string() + "' --part-config '" + sbm().config.string() + "' > '" +
                            log.string() + "' 2>&1";
