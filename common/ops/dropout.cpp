@@ -106,6 +106,14 @@ void backward_from_mask_f32(const float* __restrict g, float* __restrict gx, int
 }
 
 DGLD_VECTOR_CLONES
+void bernoulli_f32(float* __restrict y, int64_t n, uint32_t lo0, uint32_t s0, uint32_t s1, uint32_t below) {
+  for (int64_t k = 0; k < n; ++k) {
+    const uint32_t h = mix32(mix32(lo0 + static_cast<uint32_t>(k) + s0) ^ s1);
+    y[k] = h < below ? 1.f : 0.f;
+  }
+}
+
+DGLD_VECTOR_CLONES
 void backward_from_output_f32(const float* __restrict g, const float* __restrict y,
                               float* __restrict gx, int64_t n, float scale) {
   for (int64_t k = 0; k < n; ++k) gx[k] = y[k] > 0.f ? g[k] * scale : 0.f;
@@ -215,13 +223,41 @@ class DropoutFn : public torch::autograd::Function<DropoutFn> {
   }
 };
 
-uint64_t draw_seed() {
-  auto gen = at::detail::getDefaultCPUGenerator();
+}  // namespace
+
+uint64_t draw_seed(c10::optional<at::Generator> given) {
+  at::Generator gen = given.has_value() && given->defined() ? *given : at::detail::getDefaultCPUGenerator();
   std::lock_guard<std::mutex> lock(gen.mutex());
   return gen.get<at::CPUGeneratorImpl>()->random64();
 }
 
-}  // namespace
+void fill_bernoulli(Tensor& self, double p, uint64_t seed) {
+  TORCH_CHECK(p >= 0.0 && p <= 1.0, "bernoulli_: p must be in [0, 1], got ", p);
+  TORCH_CHECK(self.is_contiguous() && (self.scalar_type() == torch::kFloat32 || self.scalar_type() == torch::kFloat64),
+              "dgld fill_bernoulli: a contiguous float32 or float64 tensor is needed");
+  if (p == 0.0 || p == 1.0) {
+    self.fill_(p);
+    return;
+  }
+  const KeepRule r = keep_rule(seed, 0.0);
+  const auto below = static_cast<uint32_t>(std::min(std::nearbyint(p * 4294967296.0), 4294967295.0));
+  const int64_t n = self.numel();
+  const bool f32 = self.scalar_type() == torch::kFloat32;
+  void* data = self.data_ptr();
+  at::parallel_for(0, n, kGrain, [&](int64_t b, int64_t e) {
+    split_by_high(b, e, [&](int64_t lo, int64_t hi) {
+      const uint32_t s1 = high_salt(r, lo), lo0 = static_cast<uint32_t>(lo);
+      if (f32) {
+        bernoulli_f32(static_cast<float*>(data) + lo, hi - lo, lo0, r.s0, s1, below);
+      } else {
+        double* y = static_cast<double*>(data) + lo;
+        for (int64_t k = 0; k < hi - lo; ++k) {
+          y[k] = mix32(mix32(lo0 + static_cast<uint32_t>(k) + r.s0) ^ s1) < below ? 1.0 : 0.0;
+        }
+      }
+    });
+  });
+}
 
 Tensor dropout(const Tensor& x, double p, bool training, bool relu) {
   TORCH_CHECK(p >= 0.0 && p <= 1.0, "dgld.dropout: p must be in [0, 1], got ", p);

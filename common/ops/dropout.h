@@ -32,4 +32,14 @@ torch::Tensor dropout(const torch::Tensor& x, double p, bool training, bool relu
 // dropout uses, for tests.
 torch::Tensor dropout_keep_mask(uint64_t seed, int64_t n, double p);
 
+// Fills `self` (float32 or float64, contiguous) with 1 where a 32-bit hash of
+// (seed, element) falls below p * 2^32, else 0: Bernoulli(p) draws to within
+// 2^-32, in one parallel vectorised pass (Tensor.bernoulli_(p) for the
+// Python package, python/src/torch_kernels.cpp). p in [0, 1].
+void fill_bernoulli(torch::Tensor& self, double p, uint64_t seed);
+
+// A seed from LibTorch's default CPU generator (torch::manual_seed sets it),
+// or from `gen` when given.
+uint64_t draw_seed(c10::optional<at::Generator> gen = c10::nullopt);
+
 }  // namespace dgld::ops

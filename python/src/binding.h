@@ -80,5 +80,6 @@ void bind_loaders(py::module_& m);      // loaders.cpp: make_block, DataLoader, 
 void bind_partition(py::module_& m);    // partition.cpp: partition_graph, load_partition
 void bind_partition_book(py::module_& m);  // partition_book.cpp: PartitionBook
 void bind_checkpoint(py::module_& m);   // checkpoint.cpp: CheckpointStore, the position exchange, progress_line
+bool install_torch_kernels();            // torch_kernels.cpp: faster LibTorch kernels in place of its own (false: DGLD_TORCH_KERNELS=0)
 
 }  // namespace dgld::python
