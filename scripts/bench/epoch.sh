@@ -11,34 +11,70 @@
 # lr 0.01, on an SBM graph (avg degree 20, 100-dim features, 47 classes).
 # The epoch time of a run is the median of its epochs after the first.
 # Also printed, for reference: the same single-process run on a 200 k-node
-# graph, beside the DistDGL figures measured on this kind of machine
-# (docs/dgl-reference: 4.06 s/epoch one machine, 3.37 s two machines).
-#
+# graph, beside historical DistDGL 1.1.3 figures measured earlier on this
+# kind of machine (4.06 s/epoch one machine, 3.37 s two; not measured by
+# this script: --dgl-config --distdgl measures DistDGL itself).
 #
 # --dgl-config: instead, the configuration DistDGL was measured in (issue 16,
-# docs/dgl-reference.md): a 200,000-node graph with 4.09 M directed edges,
+# docs/performance.md): a 200,000-node graph with 4.09 M directed edges,
 # 100-dim features, 47 classes; 2 machines x 1 trainer (2 graph-servers and
-# 2 trainer-hosts on this machine), no sampler processes, GraphSAGE hidden
-# 16, fanout 10,25, batch 1000, lr 0.01, 10 epochs, epochs 2-10 averaged,
-# and layer-wise evaluation of every node after the last (as DistDGL's
-# train_dist.py), inside the measured peak memory.
-# Runs alternate the fused kernels and the index_add reference (--kernels),
-# print every phase, and end with the ratio of their compute time (target
-# <= 0.5) and the fused run's epoch time (target <= 1.0 s on a quiet
-# 2-core machine). Every run also records each process's peak resident
-# memory (VmHWM, polled): ratio lines give the trainer's and the
-# graph-server's against their targets (500 and 250 MiB) and against the
-# bytes of a partition's files. --baseline-build DIR adds, in every round,
-# the fused run with DIR's binaries (a build of an earlier commit), and the
-# ratios of this build's epoch time and peak memory over it.
-# --python (with --dgl-config) adds, in every round, the same job trained by
-# examples/python/train_dist.py (DGL's script: its own layer-wise inference
-# with DGL's batch_size_eval of 100000) under dgl-launch --local, and with
-# --baseline-build also by DIR's package and example; ratio lines give the
-# Python trainer's peak and epoch (and over the baseline's).
+# 2 trainer-hosts on this machine), no sampler processes, and one of two
+# models (--model; `both` runs the example's rounds, then the paper's, each
+# with its own table and ratio lines):
+#   example  DGL's example model (the default): GraphSAGE 2 layers, hidden
+#            16, fanout 10,25, batch 1000, lr 0.01, 10 epochs, and layer-wise
+#            evaluation of every node after the last (as DistDGL's
+#            train_dist.py), inside the measured peak memory
+#   paper    DistDGL's paper model: 3 layers, hidden 256, fanout 15,10,5,
+#            batch 1000, lr 0.003, dropout 0.5, 3 epochs, no evaluation
+# (dropout is 0.5 in both: every trainer's default). A run's epoch time and
+# phases are the means of its epochs after the first (2-10, 2-3); a kind's,
+# the median over rounds. Each round runs every kind once, alternating:
+#   fused      trainer-host, fused kernels
+#   reference  (example model) the index_add path (--kernels reference):
+#              ratio of their compute time (target <= 0.5) and the fused
+#              run's epoch time (target <= 1.0 s on a quiet 2-core machine)
+#   baseline   --baseline-build DIR: the fused run with DIR's binaries (a
+#              build of an earlier commit): ratios of this build's epoch time
+#              and peak memory over it
+#   python     --python: the same job trained by examples/python/train_dist.py
+#              (DGL's script: its own layer-wise inference with DGL's
+#              batch_size_eval of 100000) under dgl-launch --local; with
+#              --baseline-build also by DIR's package and example
+#              (python-baseline)
+#   distdgl    --distdgl DIR: DistDGL itself, DGL 1.1.3's
+#              examples/pytorch/graphsage/dist/train_dist.py from DIR (a DGL
+#              checkout with its C++ library built, DGL importable with
+#              DGLBACKEND=pytorch PYTHONPATH=DIR/python /usr/bin/python3), on
+#              the same graph partitioned by DGL's own partition_graph (METIS;
+#              the graph goes to DGL through dgl-partition --to-chunks and
+#              scripts/bench/lib/dgl_partition_chunks.py), 1 server and 1
+#              trainer per machine as DGL's launch.py starts them, each
+#              machine in its own network namespace with a private /dev/shm
+#              (scripts/bench/lib/distdgl.sh): needs root. Its epoch figures
+#              are rank 0's log lines ("sample" is its sample+data_copy).
+#              A run over 20 minutes is an error.
+# Every run records each trainer's peak resident memory (VmHWM, polled), and
+# the graph-servers' (not for python runs). The table gives, per kind, the
+# phases per epoch and, for trainer-host, the model step's GFLOP/s and its
+# share of the GEMM peak trainer-host measured (peak_fraction), and the
+# feature bytes gathered per second of fetch; memcpy's bandwidth (one thread,
+# 256 MiB, best of 5) is measured once for comparison. Ratio lines, for the
+# example model: compute fused over index_add, epoch, the trainer's and the
+# graph-server's peak against their targets (500 and 250 MiB) and against
+# a partition's bytes, and over the baseline; for the paper model:
+# paper_model_step_peak_fraction (target >= 0.5) and the peaks for
+# reference; for both, <model>_gather_over_memcpy (for reference), and with
+# --python / --distdgl: trainer-host over the script (target <= 0.95), over
+# DistDGL (example <= 0.15, paper <= 0.35), the script over DistDGL (paper
+# <= 0.40), the example script's peak over DistDGL's trainer's (<= 0.6).
+# Without --distdgl, historical DistDGL figures (issues 16 and 29) are
+# printed under the example model's tables, labelled as such.
 #
 # Usage: scripts/bench/epoch.sh [--nodes N] [--epochs E] [--rounds R] [--build DIR]
-#        scripts/bench/epoch.sh --dgl-config [--python] [--rounds R] [--build DIR] [--baseline-build DIR]
+#        scripts/bench/epoch.sh --dgl-config [--model example|paper|both] [--python]
+#                               [--distdgl DGL_DIR] [--rounds R] [--build DIR] [--baseline-build DIR]
+# e.g.   scripts/bench/epoch.sh --dgl-config --model both --python --distdgl /work/distdgl/dgl
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 nodes=1000000
@@ -48,6 +84,8 @@ build=build
 baseline=""
 dgl_config=0
 python=0
+models=example
+distdgl=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --nodes) nodes="$2"; shift 2 ;;
@@ -56,12 +94,22 @@ while [[ $# -gt 0 ]]; do
     --build) build="$2"; shift 2 ;;
     --baseline-build) baseline="$2"; shift 2 ;;
     --dgl-config) dgl_config=1; shift ;;
+    --model) models="$2"; shift 2 ;;
     --python) python=1; shift ;;
-    -h|--help) sed -n '2,42p' "$0"; exit 0 ;;
+    --distdgl) distdgl="$2"; shift 2 ;;
+    -h|--help) awk 'NR > 1 && /^#/ {print; next} NR > 1 {exit}' "$0"; exit 0 ;;
     *) echo "epoch.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
 [[ "$epochs" -ge 2 ]] || { echo "epoch.sh: --epochs must be >= 2 (the first is warm-up)" >&2; exit 2; }
+case $models in
+  example|paper) ;;
+  both) models="example paper" ;;
+  *) echo "epoch.sh: --model is example, paper or both" >&2; exit 2 ;;
+esac
+if [[ $dgl_config == 0 && ( $python == 1 || -n $baseline || -n $distdgl || $models != example ) ]]; then
+  echo "epoch.sh: --model, --python, --baseline-build and --distdgl go with --dgl-config" >&2; exit 2
+fi
 part="$build/partition/dgl-partition"
 server="$build/daemons/graph_server/graph-server"
 trainer="$build/daemons/trainer_host/trainer-host"
@@ -69,27 +117,36 @@ for b in "$part" "$server" "$trainer"; do
   [[ -x "$b" ]] || { echo "epoch.sh: build first ($b missing)" >&2; exit 1; }
 done
 if [[ $python == 1 ]]; then
-  [[ $dgl_config == 1 ]] || { echo "epoch.sh: --python goes with --dgl-config" >&2; exit 2; }
   for d in "$build" $baseline; do
     [[ -x "$d/launcher/launch/dgl-launch" ]] && ls "$d"/python/dgld/_C*.so >/dev/null 2>&1 || {
       echo "epoch.sh: --python needs dgl-launch and the dgld package built in $d" >&2; exit 1; }
   done
 fi
 if [[ -n "$baseline" ]]; then
-  [[ $dgl_config == 1 ]] || { echo "epoch.sh: --baseline-build goes with --dgl-config" >&2; exit 2; }
   for b in "$baseline/daemons/graph_server/graph-server" "$baseline/daemons/trainer_host/trainer-host"; do
     [[ -x "$b" ]] || { echo "epoch.sh: --baseline-build: $b missing" >&2; exit 1; }
   done
 fi
 
+source scripts/bench/lib/peaks.sh
+source scripts/bench/lib/distdgl.sh
+if [[ -n $distdgl ]]; then
+  distdgl=$(realpath "$distdgl")
+  distdgl_check "$distdgl" || { echo "epoch.sh: --distdgl $distdgl cannot run DistDGL (above)" >&2; exit 1; }
+fi
+
 work="$(mktemp -d "${TMPDIR:-/tmp}/dgld-epoch-bench.XXXXXX")"
 pids=()
 cleanup() {
+  distdgl_stop
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
   rm -rf "$work"
 }
 trap cleanup EXIT
+# A signal ends the script through exit, so that the EXIT trap stops everything.
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 gen="sbm:nodes=${nodes},avg_degree=20,classes=47,feat_dim=100,seed=1"
 if [[ $dgl_config == 0 ]]; then
@@ -113,8 +170,6 @@ run_single() {  # $1 config, $2 metrics
   OMP_NUM_THREADS=2 "$trainer" --standalone --part-config "$1" --num-threads 2 "${model[@]}" \
     --metrics-out "$2" --log-level warn
 }
-
-source scripts/bench/lib/peaks.sh
 
 # $1 metrics, $2 partition config (default: the 2-part one), then extra trainer
 # flags. Binaries: $run_server / $run_trainer (default: this build's). Writes
@@ -152,8 +207,8 @@ run_distributed() {
 
 # $1 metrics, $2 build dir, $3 example script: examples/python/train_dist.py
 # on $work/d2 (2 machines x 1 trainer, dgl-launch --local), the model flags
-# of --dgl-config, evaluation after the last epoch. Writes "0 0 <trainer0>
-# <trainer1>" peak KiB to $1.rss (the servers are not polled here).
+# of $py_model. Writes "0 0 <trainer0> <trainer1>" peak KiB to $1.rss (the
+# servers are not polled here).
 run_python() {
   local metrics="$1" b script; b="$(realpath "$2")"; script="$(realpath "$3")"
   local base=$(( 20000 + RANDOM % 20000 ))
@@ -161,8 +216,8 @@ run_python() {
   (cd "$work" && exec "$b/launcher/launch/dgl-launch" --local --no-copy --workspace "$work" --ip-config ip_config.txt \
      --part-config d2/g.json --num-servers 1 --num-trainers 1 --extra-envs "PYTHONPATH=$b/python" \
      --extra-envs OMP_NUM_THREADS=1 -- /usr/bin/python3 "$script" --graph_name g --ip_config ip_config.txt \
-     --part_config d2/g.json --num_epochs 10 --eval_every 0 --lr 0.01 --log_every 0 --seed 1 --num_hidden 16 \
-     --fan_out 10,25 --batch_size 1000 --metrics_out "$metrics" > "$work/python.log" 2>&1) &
+     --part_config d2/g.json "${py_model[@]}" --log_every 0 --seed 1 \
+     --metrics_out "$metrics" > "$work/python.log" 2>&1) &
   local launcher=$! trainers=() p
   pids+=("$launcher")
   while [[ ${#trainers[@]} -lt 2 ]] && kill -0 "$launcher" 2>/dev/null; do
@@ -180,92 +235,112 @@ run_python() {
   echo "0 0 $peaks" > "$metrics.rss"
 }
 
+# $1 metrics: DistDGL's train_dist.py on $work/dgl2 (DGL's partitions of the
+# graph), the model flags of $dgl_model; rank 0's epochs go to $1 as
+# {"epochs": [...]}, the peaks (KiB) of its servers and trainers to $1.rss.
+distdgl_timeout_s=1200
+run_distdgl() {
+  local metrics="$1" out="${1%.json}"
+  distdgl_run "$distdgl" "$work/dgl2/g.json" "$out" "$distdgl_timeout_s" --graph_name g "${dgl_model[@]}" \
+    --log_every 1000000
+  distdgl_metrics "$out" "$metrics"
+  cp "$out/peaks" "$metrics.rss"
+}
+
+# GB/s (1e9 bytes) of copying 256 MiB in one thread, best of 5: what the
+# trainers' feature gathering (one thread each) is compared with. 0 when
+# numpy is not there.
+memcpy_gb_per_s() {
+  /usr/bin/python3 - <<'PY' 2>/dev/null || echo 0
+import time
+import numpy as np
+src = np.ones(256 << 20, np.uint8)
+dst = np.empty_like(src)
+best = float("inf")
+for _ in range(5):
+    start = time.perf_counter()
+    np.copyto(dst, src)
+    best = min(best, time.perf_counter() - start)
+print(f"{src.nbytes / best / 1e9:.2f}")
+PY
+}
+
+# Sets each kind's flags for model $1 (example or paper): $model for
+# trainer-host, $py_model for examples/python/train_dist.py, $dgl_model for
+# DistDGL's train_dist.py. Dropout is every trainer's default, 0.5. DGL's
+# script evaluates after epoch e (from 1) when e % eval_every == 0: 10 is
+# after the 10th and last, 1000 never; ours take 0 for "after the last" and
+# -1 for never.
+set_model() {
+  case $1 in
+    example)
+      model=(--num-epochs 10 --eval-every 0 --lr 0.01 --num-hidden 16 --num-layers 2 --fan-out "10,25")
+      py_model=(--num_epochs 10 --eval_every 0 --lr 0.01 --num_hidden 16 --num_layers 2 --fan_out "10,25")
+      dgl_model=(--num_epochs 10 --eval_every 10 --lr 0.01 --num_hidden 16 --num_layers 2 --fan_out "10,25") ;;
+    paper)
+      model=(--num-epochs 3 --eval-every -1 --lr 0.003 --num-hidden 256 --num-layers 3 --fan-out "15,10,5")
+      py_model=(--num_epochs 3 --eval_every -1 --lr 0.003 --num_hidden 256 --num_layers 3 --fan_out "15,10,5")
+      dgl_model=(--num_epochs 3 --eval_every 1000 --lr 0.003 --num_hidden 256 --num_layers 3 --fan_out "15,10,5") ;;
+  esac
+  model+=(--batch-size 1000 --log-every 0 --no-progress --seed 1)
+  py_model+=(--batch_size 1000)
+  dgl_model+=(--batch_size 1000)
+}
+
 if [[ $dgl_config == 1 ]]; then
   gen="sbm:nodes=200000,avg_degree=21.2,classes=47,feat_dim=100,seed=1"
   echo "partitioning the DistDGL benchmark graph (200000 nodes, ~4.09 M edges) into 2 parts..."
   "$part" --log-level warn --generate "$gen" --num-parts 2 --graph-name g --output "$work/d2" | sed -n 2,3p
-  model=(--num-epochs 10 --eval-every 0 --lr 0.01 --log-every 0 --no-progress --seed 1 --num-hidden 16
-         --fan-out 10,25 --batch-size 1000)
-  runs=()
-  kinds=(fused reference)
-  [[ -n "$baseline" ]] && kinds+=(baseline)
-  [[ $python == 1 ]] && kinds+=(python)
-  [[ $python == 1 && -n "$baseline" ]] && kinds+=(python-baseline)
+  if [[ -n $distdgl ]]; then
+    echo "partitioning the same graph into 2 parts with DGL's partition_graph (METIS) for DistDGL..."
+    "$part" --log-level warn --generate "$gen" --to-chunks 1 --graph-name g --output "$work/chunks" >/dev/null
+    DGLBACKEND=pytorch PYTHONPATH="$distdgl/python" "$distdgl_python" scripts/bench/lib/dgl_partition_chunks.py \
+        "$work/chunks" "$work/dgl2" 2 g > "$work/dgl-partition.log" 2>&1 || {
+      echo "epoch.sh: DGL's partition_graph failed:" >&2; tail -20 "$work/dgl-partition.log" >&2; exit 1; }
+    rm -rf "$work/chunks"
+  fi
+  memcpy=$(memcpy_gb_per_s)
+  echo "memcpy (one thread, 256 MiB, best of 5): $memcpy GB/s"
+  part_bytes=$(cat "$work"/d2/part0/* | wc -c)
   example=examples/python/train_dist.py
   baseline_example="$baseline/../examples/python/train_dist.py"
   [[ -f "$baseline_example" ]] || baseline_example=$example
-  for ((r = 1; r <= rounds; r++)); do
-    for k in "${kinds[@]}"; do
-      case $k in
-        python) what="examples/python/train_dist.py" ;;
-        python-baseline) what="the Python example with $baseline's package" ;;
-        *) what="${k/baseline/fused kernels of $baseline}" ;;
-      esac
-      echo "round $r/$rounds: 2 servers + 2 trainers, $what..."
-      if [[ $k == python ]]; then
-        run_python "$work/dgl-$k-$r.json" "$build" "$example"
-      elif [[ $k == python-baseline ]]; then
-        run_python "$work/dgl-$k-$r.json" "$baseline" "$baseline_example"
-      elif [[ $k == baseline ]]; then
-        run_server="$baseline/daemons/graph_server/graph-server" run_trainer="$baseline/daemons/trainer_host/trainer-host" \
-          run_distributed "$work/dgl-$k-$r.json" "$work/d2/g.json" --kernels fused
-      else
-        run_distributed "$work/dgl-$k-$r.json" "$work/d2/g.json" --kernels "$k"
-      fi
-      runs+=("$k:$work/dgl-$k-$r.json")
-    done
-  done
-  part_bytes=$(cat "$work"/d2/part0/* | wc -c)
   mkdir -p bench-results
-  python3 - "$part_bytes" "${runs[@]}" <<'PY'
-import json, statistics, sys
-phases = ["time_s", "sample_s", "fetch_s", "compute_s", "allreduce_s", "wait_s"]
-part_bytes = int(sys.argv[1])
-by, rss = {}, {}
-for arg in sys.argv[2:]:
-    kind, path = arg.split(":", 1)
-    epochs = json.load(open(path))["epochs"][1:]  # epochs 2..10
-    by.setdefault(kind, []).append({p: statistics.mean(e.get(p, 0.0) for e in epochs) for p in phases})
-    s0, s1, t0, t1 = (int(x) * 1024 for x in open(path + ".rss").read().split())
-    rss.setdefault(kind, []).append({"server": max(s0, s1), "trainer": max(t0, t1)})
-print()
-print(f"{'kernels':<11}" + "".join(f"{p[:-2]:>11}" for p in phases) + "   (s per epoch, mean of epochs 2-10, median of rounds)")
-med, mem = {}, {}
-mib = 1 << 20
-for kind, runs in by.items():
-    med[kind] = {p: statistics.median(r[p] for r in runs) for p in phases}
-    mem[kind] = {w: statistics.median(r[w] for r in rss[kind]) for w in ("server", "trainer")}
-    print(f"{kind:<11}" + "".join(f"{med[kind][p]:>11.3f}" for p in phases))
-print("DistDGL 1.1.3, same configuration (issue 16): epoch 2.68-5.96 s, forward+backward+update 0.95-1.37 s")
-print()
-print(f"{'run':<11}{'server MiB':>12}{'trainer MiB':>13}   (peak RSS, the larger of the two processes, median of rounds;"
-      f" partition 0's files: {part_bytes / mib:.0f} MiB)")
-for kind in by:
-    server = f"{mem[kind]['server'] / mib:>12.0f}" if mem[kind]["server"] else f"{'-':>12}"
-    print(f"{kind:<11}{server}{mem[kind]['trainer'] / mib:>13.0f}")
-print("DistDGL 1.1.3, same configuration (issue 29): graph-server 483 MiB, trainer 984 MiB")
-ratio = med["fused"]["compute_s"] / med["reference"]["compute_s"]
-json.dump({"runs": by, "median": med, "compute_ratio": ratio, "peak_rss_bytes": mem, "partition_bytes": part_bytes},
-          open("bench-results/epoch-dgl-config.json", "w"), indent=2)
-print(f"ratio: dgl_config_compute_fused_over_index_add {ratio:.2f} (target <= 0.5)")
-print(f"ratio: dgl_config_epoch_s {med['fused']['time_s']:.2f} (target <= 1.0)")
-print(f"ratio: dgl_config_trainer_peak_rss_mib {mem['fused']['trainer'] / mib:.0f} (target <= 500)")
-print(f"ratio: dgl_config_server_peak_rss_mib {mem['fused']['server'] / mib:.0f} (target <= 250)")
-print(f"ratio: dgl_config_trainer_peak_rss_over_partition_bytes {mem['fused']['trainer'] / part_bytes:.2f}")
-print(f"ratio: dgl_config_server_peak_rss_over_partition_bytes {mem['fused']['server'] / part_bytes:.2f}")
-if "baseline" in by:
-    print(f"ratio: dgl_config_epoch_over_baseline {med['fused']['time_s'] / med['baseline']['time_s']:.2f} (target <= 1.0)")
-    print(f"ratio: dgl_config_trainer_peak_rss_over_baseline {mem['fused']['trainer'] / mem['baseline']['trainer']:.2f}")
-    print(f"ratio: dgl_config_server_peak_rss_over_baseline {mem['fused']['server'] / mem['baseline']['server']:.2f}")
-if "python" in by:
-    print(f"ratio: dgl_config_python_epoch_s {med['python']['time_s']:.2f}")
-    print(f"ratio: dgl_config_python_trainer_peak_rss_mib {mem['python']['trainer'] / mib:.0f} (target <= 500)")
-if "python-baseline" in by:
-    print(f"ratio: dgl_config_python_epoch_over_baseline "
-          f"{med['python']['time_s'] / med['python-baseline']['time_s']:.2f} (target <= 1.0)")
-    print(f"ratio: dgl_config_python_trainer_peak_rss_over_baseline "
-          f"{mem['python']['trainer'] / mem['python-baseline']['trainer']:.2f}")
-PY
+  for m in $models; do
+    set_model "$m"
+    runs=()
+    kinds=(fused)
+    [[ $m == example ]] && kinds+=(reference)  # the index_add path is slow: the example model only
+    [[ -n "$baseline" ]] && kinds+=(baseline)
+    [[ $python == 1 ]] && kinds+=(python)
+    [[ $python == 1 && -n "$baseline" ]] && kinds+=(python-baseline)
+    [[ -n $distdgl ]] && kinds+=(distdgl)
+    for ((r = 1; r <= rounds; r++)); do
+      for k in "${kinds[@]}"; do
+        case $k in
+          python) what="examples/python/train_dist.py" ;;
+          python-baseline) what="the Python example with $baseline's package" ;;
+          distdgl) what="DistDGL 1.1.3's train_dist.py" ;;
+          *) what="${k/baseline/fused kernels of $baseline}" ;;
+        esac
+        echo "$m model, round $r/$rounds: 2 servers + 2 trainers, $what..."
+        metrics="$work/dgl-$m-$k-$r.json"
+        case $k in
+          python) run_python "$metrics" "$build" "$example" ;;
+          python-baseline) run_python "$metrics" "$baseline" "$baseline_example" ;;
+          distdgl) run_distdgl "$metrics" ;;
+          baseline)
+            run_server="$baseline/daemons/graph_server/graph-server" run_trainer="$baseline/daemons/trainer_host/trainer-host" \
+              run_distributed "$metrics" "$work/d2/g.json" --kernels fused ;;
+          *) run_distributed "$metrics" "$work/d2/g.json" --kernels "$k" ;;
+        esac
+        runs+=("$k:$metrics")
+      done
+    done
+    out=bench-results/epoch-dgl-config.json
+    [[ $m == paper ]] && out=bench-results/epoch-dgl-config-paper.json
+    python3 scripts/bench/lib/dgl_config_summary.py "$m" "$part_bytes" "$memcpy" "$out" "${runs[@]}"
+  done
   exit 0
 fi
 
@@ -297,7 +372,8 @@ print()
 print(f"{'run':<40} {'epoch s':>9}")
 print(f"{'single process (2 threads)':<40} {s:>9.2f}   rounds: {', '.join(f'{x:.2f}' for x in single)}")
 print(f"{'distributed (2 servers, 2 trainers)':<40} {d:>9.2f}   rounds: {', '.join(f'{x:.2f}' for x in dist)}")
-print(f"{'single process, 200k-node graph':<40} {ref:>9.2f}   (DistDGL 1.1.3 measured on this kind of machine: 4.06 one machine, 3.37 two)")
+print(f"{'single process, 200k-node graph':<40} {ref:>9.2f}   (historical DistDGL 1.1.3 figures on this kind of"
+      " machine, not measured here: 4.06 one machine, 3.37 two)")
 json.dump({"nodes": nodes, "single_epoch_s": single, "distributed_epoch_s": dist,
            "ratio": d / s, "reference_200k_single_epoch_s": ref},
           open("bench-results/epoch.json", "w"), indent=2)
