@@ -28,6 +28,10 @@ struct GraphServerOptions {
                              // GraphServer::handle (fuzzers)
   std::string job_id;        // names shared-memory segments; default from graph and port
   bool verify_checksums = true;
+  // Stop once num_clients clients have been served and every one of them
+  // has left or gone (DGL's DistGraphServer with keep_alive=False); off: the
+  // server runs until a Shutdown request or a signal (dgl-launch stops it).
+  bool exit_when_clients_leave = false;
   std::chrono::milliseconds heartbeat_interval{1000};
   std::chrono::milliseconds heartbeat_timeout{10000};
   std::chrono::milliseconds attach_timeout{120000};  // backup waiting for the main server

@@ -160,8 +160,19 @@ void GraphServer::Impl::end_session(const void* caller_id, const Status& st) {
     if (it == sessions.end()) return;
     s = it->second;
     sessions.erase(it);
+    clients_gone.insert(s.client_id);
+    stop_when_clients_gone_locked();
   }
   if (membership && !s.left) membership->connection_lost(s.client_id, st.message());
+}
+
+void GraphServer::Impl::stop_when_clients_gone_locked() {
+  if (!opts.exit_when_clients_leave || opts.num_clients <= 0) return;
+  if (static_cast<int>(clients_gone.size()) < opts.num_clients) return;
+  for (const auto& [caller, s] : sessions) {
+    if (!s.left) return;
+  }
+  request_stop(fmt::format("all {} clients of the job left", opts.num_clients));
 }
 
 void GraphServer::Impl::register_handlers() {

@@ -13,6 +13,7 @@
 #include <array>
 #include <condition_variable>
 #include <map>
+#include <set>
 #include <mutex>
 #include <thread>
 
@@ -131,6 +132,7 @@ struct GraphServer::Impl {
   };
   std::mutex sessions_mu;
   std::map<const void*, Session> sessions;  // by RequestContext::caller_id
+  std::set<int> clients_gone;               // client ids that left or whose connection closed
 
   mutable std::mutex stats_mu;
   std::map<std::string, KindStats> stats;
@@ -151,6 +153,9 @@ struct GraphServer::Impl {
            std::function<void(const RequestContext&, Message&&)> fn);
   Result<Session> session_of(const RequestContext& ctx);
   void end_session(const void* caller_id, const Status& st);
+  // opts.exit_when_clients_leave: stops the server once every expected client
+  // is gone and no session is open (called with sessions_mu held).
+  void stop_when_clients_gone_locked();
   void request_stop(const std::string& reason);
   std::string stats_json() const;
   // The process's memory as read (common/process_memory.h), its partition

@@ -66,15 +66,15 @@ void GraphServer::Impl::on_barrier(const RequestContext& ctx, Message&& m) {
 
 void GraphServer::Impl::on_leave(const RequestContext& ctx, Message&& m) {
   int id = m.as<fbs::Leave>()->client_id();
-  {
-    std::lock_guard lock(sessions_mu);
-    sessions[ctx.caller_id()].left = true;
-  }
   if (membership) {
     if (Status st = membership->leave(id); !st.is_ok()) return ctx.reply_error(st);
   }
   flatbuffers::FlatBufferBuilder fbb;
   ctx.reply(finish(fbs::MessageKind::LeaveReply, fbb, [](auto& b) { return fbs::CreateLeaveReply(b); }));
+  std::lock_guard lock(sessions_mu);
+  sessions[ctx.caller_id()].left = true;
+  clients_gone.insert(id);
+  stop_when_clients_gone_locked();
 }
 
 void GraphServer::Impl::on_shutdown(const RequestContext& ctx, Message&& m) {

@@ -8,6 +8,7 @@
 #include <torch/csrc/jit/python/pybind_utils.h>
 #include <torch/extension.h>
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -79,7 +80,24 @@ void bind_dist_tensor(py::module_& m);  // dist_tensor.cpp: DistTensor
 void bind_loaders(py::module_& m);      // loaders.cpp: make_block, DataLoader, EdgeDataLoader
 void bind_partition(py::module_& m);    // partition.cpp: partition_graph, load_partition
 void bind_partition_book(py::module_& m);  // partition_book.cpp: PartitionBook
-void bind_checkpoint(py::module_& m);   // checkpoint.cpp: CheckpointStore, the position exchange, progress_line
+void bind_checkpoint(py::module_& m);
+void bind_servers(py::module_& m);      // servers.cpp: GraphServer (in this process), GraphServerOptions   // checkpoint.cpp: CheckpointStore, the position exchange, progress_line
 bool install_torch_kernels();            // torch_kernels.cpp: faster LibTorch kernels in place of its own (false: DGLD_TORCH_KERNELS=0)
+
+// Waits `step` at a time with the GIL released until `ready` says so,
+// checking for a pending signal (Ctrl-C) in between: every wait of the
+// binding that may be long.
+template <typename Ready>
+void wait_interruptibly(Ready&& ready, std::chrono::milliseconds step = std::chrono::milliseconds(100)) {
+  for (;;) {
+    bool done = false;
+    {
+      py::gil_scoped_release release;
+      done = ready(step);
+    }
+    if (done) return;
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+  }
+}
 
 }  // namespace dgld::python

@@ -14,21 +14,6 @@
 namespace dgld::python {
 namespace {
 
-// Waits `step` at a time with the GIL released until `ready` says so,
-// checking for a pending signal (Ctrl-C) in between.
-template <typename Ready>
-void wait_interruptibly(Ready&& ready, std::chrono::milliseconds step = std::chrono::milliseconds(100)) {
-  for (;;) {
-    bool done = false;
-    {
-      py::gil_scoped_release release;
-      done = ready(step);
-    }
-    if (done) return;
-    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-  }
-}
-
 // The next batch of a loader (DistDataLoader, DistEdgeDataLoader), waiting
 // with the GIL released and Ctrl-C checked every 100 ms, at most
 // `next_timeout`; nullopt at the end of the epoch.

@@ -3,6 +3,7 @@ for module as DGL lays it out:
 
     dist_context.py          initialize, exit_client (joining and leaving the job)
     dist_graph.py            DistGraph, node_split, edge_split
+    dist_graph_server.py     DistGraphServer (a graph-server in this process, for custom launchers)
     dist_tensor.py           DistTensor
     graph_partition_book.py  GraphPartitionBook and the partition policies
     graph_services.py        sample_neighbors
@@ -27,6 +28,7 @@ from .checkpoint import Checkpointer
 from .dist_context import exit_client, initialize, is_initialized
 from .dist_dataloader import DistDataLoader, DistEdgeDataLoader, DistNodeDataLoader
 from .dist_graph import DistGraph, edge_split, node_split
+from .dist_graph_server import DistGraphServer
 from .dist_tensor import DistTensor
 from .graph_partition_book import EdgePartitionPolicy, GraphPartitionBook, NodePartitionPolicy, PartitionPolicy
 from .graph_services import sample_neighbors
@@ -35,7 +37,7 @@ from .optim import SparseAdagrad, SparseAdam
 from .partition import load_partition, load_partition_book, load_partition_feats, partition_graph
 
 __all__ = [
-    "initialize", "exit_client", "is_initialized", "DistGraph", "DistTensor", "GraphPartitionBook",
+    "initialize", "exit_client", "is_initialized", "DistGraph", "DistGraphServer", "DistTensor", "GraphPartitionBook",
     "PartitionPolicy", "NodePartitionPolicy", "EdgePartitionPolicy", "node_split", "edge_split", "sample_neighbors",
     "DistEmbedding", "SparseAdagrad", "SparseAdam", "NeighborSampler", "DistNodeDataLoader", "DistEdgeDataLoader",
     "DistDataLoader", "optim", "Checkpointer", "partition_graph", "load_partition", "load_partition_book", "load_partition_feats",

@@ -12,15 +12,19 @@ this module under its old name.
 """
 
 import atexit
+import json
 import operator
 import os
+import shutil
+import socket
+import tempfile
 
 from .. import _C
 from .._errors import DGLError, InvalidArgument, NotFound
 from .graph_partition_book import GraphPartitionBook
 
 _state = {"ip_config": None, "client": None, "book": None, "options": {}, "interrupted": False,
-          "role": "trainer", "group": -1}
+          "role": "trainer", "group": -1, "standalone": False, "server": None, "scratch": None}
 _exit_hooks = []
 _DEFAULT_TIMEOUT_S = 600.0
 
@@ -121,6 +125,20 @@ def initialize_options(args=(), kwargs=None):
     }
 
 
+def standalone_mode(ip_config=None):
+    """Whether this process runs DGL's standalone mode: DGL_DIST_MODE is
+    'standalone', or (DGL's default) it is unset in a process no launcher
+    started (no DGL_ROLE, no DGLD_JOB_ID) whose ip_config does not exist."""
+    mode = os.environ.get("DGL_DIST_MODE", "")
+    if mode:
+        if mode not in ("standalone", "distributed"):
+            raise InvalidArgument(f"DGL_DIST_MODE={mode!r}: expected 'standalone' or 'distributed'")
+        return mode == "standalone"
+    launched = os.environ.get("DGL_ROLE") or os.environ.get("DGLD_JOB_ID")
+    ip_config = ip_config or os.environ.get("DGL_IP_CONFIG")
+    return not launched and not (ip_config and os.path.isfile(ip_config))
+
+
 def initialize(ip_config=None, *args, **kwargs):
     """Joins the job described by ip_config (DGL's dgl.distributed.initialize).
 
@@ -140,11 +158,29 @@ def initialize(ip_config=None, *args, **kwargs):
 
     When the partition config is known here ($DGL_CONF_PATH, as dgl-launch
     sets it, or part_config) the process connects to every graph-server now;
-    otherwise when DistGraph is created."""
+    otherwise when DistGraph is created.
+
+    Standalone mode (standalone_mode(): DGL_DIST_MODE=standalone): no
+    servers, no launcher, ip_config unused; DistGraph serves its one
+    partition from this process (a graph-server in a thread of its own on a
+    private loopback port, reached through the same calls)."""
     options = initialize_options(args, kwargs)
     if _state["client"] is not None:
         raise DGLError("dgld.distributed.initialize was called twice in this process")
+    if standalone_mode(ip_config):
+        if options["num_workers"] > 0:
+            raise InvalidArgument("standalone mode runs no sampler processes: num_workers must be 0, got "
+                                  f"{options['num_workers']}")
+        _state["standalone"] = True
+        _state["ip_config"] = os.fspath(ip_config) if ip_config else ""
+        _state["options"] = options
+        part_config = options["part_config"]
+        if part_config:
+            _connect(part_config)
+        return
     ip_config = ip_config or os.environ.get("DGL_IP_CONFIG")
+    if ip_config is not None:
+        ip_config = os.fspath(ip_config)
     if not ip_config:
         raise InvalidArgument("initialize needs ip_config (or DGL_IP_CONFIG in the environment)")
     if not os.path.isfile(ip_config):
@@ -162,11 +198,63 @@ def _connect(part_config):
         return _state["client"]
     if _state["ip_config"] is None:
         raise DGLError("call dgld.distributed.initialize(ip_config) before creating a DistGraph")
+    part_config = os.fspath(part_config)
+    if _state["standalone"]:
+        return _connect_standalone(part_config)
     o = _client_options(part_config)
     o.machine_id = _env_int("DGLD_MACHINE_ID", -1)
     o.rank = _env_int("DGLD_TRAINER_RANK", -1)
     o.num_trainers = _env_int("DGLD_NUM_TRAINERS", 0)
     o.job_id = os.environ.get("DGLD_JOB_ID", "")
+    return _open(o, part_config)
+
+
+def _free_loopback_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _connect_standalone(part_config):
+    """Standalone mode: a graph-server for the config's one partition in this
+    process, on a loopback port of its own with a secret of its own, and this
+    process its only trainer."""
+    if not os.path.isfile(part_config):
+        raise NotFound(f"partition config {part_config!r} does not exist")
+    with open(part_config) as f:
+        num_parts = json.load(f).get("num_parts")
+    if num_parts != 1:
+        raise InvalidArgument(f"standalone mode serves one partition, but {part_config} has {num_parts}: partition "
+                              "the graph with num_parts=1, or run the job with dgl-launch")
+    scratch = tempfile.mkdtemp(prefix="dgld-standalone-")
+    _state["scratch"] = scratch
+    ip_config = os.path.join(scratch, "ip_config.txt")
+    secret = os.path.join(scratch, "secret")
+    _C.write_new_secret_file(secret)
+    job_id = f"standalone-{os.getpid()}-{os.path.basename(scratch).rsplit('-', 1)[-1]}"
+    last = None
+    for _ in range(5):  # another process may take the port between its choice and the bind
+        with open(ip_config, "w") as f:
+            f.write(f"127.0.0.1 {_free_loopback_port()}\n")
+        so = _C.GraphServerOptions()
+        so.part_config, so.ip_config = part_config, ip_config
+        so.server_id, so.num_servers, so.num_clients, so.num_samplers = 0, 1, 1, 0
+        so.job_id = job_id
+        so.set_secret_file(secret)
+        try:
+            _state["server"] = _C.GraphServer(so)
+            break
+        except DGLError as e:
+            last = e
+            if "cannot listen" not in str(e):
+                raise
+    else:
+        raise last
+    _state["ip_config"] = ip_config
+    o = _client_options(part_config)
+    o.machine_id, o.rank, o.num_trainers = 0, 0, 1
+    o.job_id = job_id
+    o.secret_file = secret
     return _open(o, part_config)
 
 
@@ -275,6 +363,14 @@ def exit_client():
             c.close(abort=_state["interrupted"])
         except DGLError:
             pass  # the servers may already be gone at exit
+    server = _state["server"]
+    if server is not None:  # standalone mode's: it goes with its only client
+        _state["server"] = None
+        server.stop("standalone mode's client left")
+        del server
+    if _state["scratch"] is not None:
+        shutil.rmtree(_state["scratch"], ignore_errors=True)
+        _state["scratch"] = None
 
 
 def _interrupted():

@@ -1,0 +1,129 @@
+"""DGL's standalone mode and DGL's DistGraphServer on dgld
+(dgld/distributed/dist_context.py, dist_graph_server.py), each in a process
+of its own as DGL's scripts and tests run them:
+- DGL_DIST_MODE=standalone: a script on a 1-partition graph with no servers
+  and no launcher (an ip_config that does not exist, as DGL's tests pass):
+  DistGraph, node data, a new DistTensor, node_split, a loader; nothing left
+  in /dev/shm; a graph of 2 partitions is refused by name.
+- DistGraphServer in spawned processes (DGL's tests, GraphStorm): client_g
+  and the partition book before start(); start() serves until the job's
+  clients have all left, then returns; keep_alive keeps it up."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from conftest import BUILD, binary, free_port_block
+
+ENV = dict(os.environ, PYTHONPATH=str(BUILD / "python"), OMP_NUM_THREADS="1")
+GRAPH = "sbm:nodes=3000,avg_degree=8,classes=4,feat_dim=8,seed=3"
+
+
+def parts(out, n):
+    subprocess.run([binary("partition/dgl-partition"), "--log-level", "warn", "--generate", GRAPH, "--num-parts",
+                    str(n), "--graph-name", "g", "--output", str(out)], check=True, stdout=subprocess.DEVNULL)
+    return out / "g.json"
+
+
+def run(code, cwd, env=None, timeout=120):
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=cwd, env=env or ENV, text=True,
+                       capture_output=True, timeout=timeout)
+    return r.returncode, r.stdout, r.stderr
+
+
+def shm_of(pid_marker):
+    return [f for f in os.listdir("/dev/shm") if pid_marker in f]
+
+
+def test_standalone_mode_runs_a_script_on_one_partition_without_servers(tmp_path):
+    config = parts(tmp_path / "p1", 1)
+    rc, out, err = run(f"""
+        import os, torch
+        os.environ["DGL_DIST_MODE"] = "standalone"
+        import dgld as dgl
+        dgl.distributed.initialize("kv_ip_config.txt")  # does not exist: unused in standalone mode
+        g = dgl.distributed.DistGraph("g", part_config={str(config)!r})
+        assert g.num_nodes() == 3000 and g.ndata["features"][torch.arange(4)].shape == (4, 8)
+        t = dgl.distributed.DistTensor((g.num_nodes(), 2), torch.float32, "t")
+        t[torch.arange(3)] = torch.ones(3, 2)
+        assert t[torch.arange(4)].sum().item() == 6
+        nids = dgl.distributed.node_split(g.ndata["train_mask"], g.get_partition_book())
+        loader = dgl.dataloading.DistNodeDataLoader(g, nids, dgl.dataloading.NeighborSampler([5, 5]),
+                                                    batch_size=100)
+        seeds = sum(len(out) for _, out, _ in loader)
+        assert seeds == len(nids) > 0, (seeds, len(nids))
+        print("PID", os.getpid())
+        dgl.distributed.exit_client()
+        print("OK")
+    """, tmp_path)
+    assert rc == 0 and "OK" in out, err[-3000:]
+    pid = out.split("PID ")[1].split()[0]
+    assert shm_of(f"standalone-{pid}-") == []
+
+
+def test_standalone_mode_refuses_a_graph_of_several_partitions(tmp_path):
+    config = parts(tmp_path / "p2", 2)
+    rc, out, err = run(f"""
+        import dgld as dgl
+        dgl.distributed.initialize("none.txt")
+        dgl.distributed.DistGraph("g", part_config={str(config)!r})
+    """, tmp_path, env=dict(ENV, DGL_DIST_MODE="standalone"))
+    assert rc != 0 and "standalone mode serves one partition" in err and "has 2" in err, err[-2000:]
+
+
+SERVER_SCRIPT = """
+import multiprocessing as mp, os, sys, torch
+import dgld as dgl
+from dgld.distributed import DistGraphServer
+
+def serve(sid, keep_alive):
+    s = DistGraphServer(sid, "ip.txt", 1, 2, sys.argv[1], keep_alive=keep_alive)
+    assert s.part_id == sid and not s.is_backup_server() and s.gpb.partid == sid
+    assert s.client_g.num_nodes() > 1000
+    s.start()
+    print("server", sid, "returned", flush=True)
+
+def train(rank):
+    os.environ["DGL_DIST_MODE"] = "distributed"
+    os.environ["DGLD_MACHINE_ID"] = str(rank)
+    dgl.distributed.initialize("ip.txt")
+    g = dgl.distributed.DistGraph("g", part_config=sys.argv[1])
+    assert g.ndata["features"][torch.arange(3000)].shape == (3000, 8)
+    dgl.distributed.exit_client()
+
+if __name__ == "__main__":
+    keep_alive = sys.argv[2] == "keep"
+    ctx = mp.get_context("spawn")
+    servers = [ctx.Process(target=serve, args=(i, keep_alive)) for i in range(2)]
+    clients = [ctx.Process(target=train, args=(r,)) for r in range(2)]
+    for p in servers + clients:
+        p.start()
+    for p in clients:
+        p.join(60)
+        assert p.exitcode == 0, p.exitcode
+    for p in servers:
+        p.join(2 if keep_alive else 20)  # keep_alive: still up after 2 s
+    print("servers alive", [p.is_alive() for p in servers], flush=True)
+    for p in servers:
+        if p.is_alive():
+            p.terminate()
+            p.join(20)
+"""
+
+
+@pytest.mark.parametrize("keep_alive", [False, True])
+def test_dist_graph_servers_in_spawned_processes_serve_until_their_clients_leave(tmp_path, keep_alive):
+    config = parts(tmp_path / "p2", 2)
+    base = free_port_block(20)
+    (tmp_path / "ip.txt").write_text(f"127.0.0.1 {base}\n127.0.0.1 {base + 10}\n")
+    (tmp_path / "serve.py").write_text(SERVER_SCRIPT)
+    r = subprocess.run([sys.executable, "serve.py", str(config), "keep" if keep_alive else "leave"], cwd=tmp_path,
+                       env=ENV, text=True, capture_output=True, timeout=180)
+    assert r.returncode == 0, r.stderr[-3000:]
+    if keep_alive:
+        assert "servers alive [True, True]" in r.stdout, r.stdout
+    else:
+        assert "server 0 returned" in r.stdout and "server 1 returned" in r.stdout, r.stdout
+        assert "servers alive [False, False]" in r.stdout, r.stdout
