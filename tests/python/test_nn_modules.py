@@ -163,12 +163,17 @@ def test_gatv2conv(share_weights):
                                       share_weights=share_weights))
     x = inputs()
     fs = layer.fc_src(x).view(-1, 2, 3)
-    # On a block, as DGL's GATv2Conv: the destination rows of fc_src's output,
-    # with or without share_weights (fc_dst is left unused).
-    fd = fs[:ND]
+    # On a block, as DGL's GATv2Conv (1.1.3 and 2.x): fc_dst(h)[:num_dst],
+    # fc_src's rows only with share_weights.
+    fd = fs[:ND] if share_weights else layer.fc_dst(x).view(-1, 2, 3)[:ND]
     e = (F.leaky_relu(fs[src] + fd[dst], 0.2) * layer.attn).sum(-1)
     want = attention_ref(g, e, fs[src]) + layer.res_fc(x[:ND]).view(ND, 2, 3)
     assert torch.allclose(layer(g, x), want, atol=1e-10)
+    # Every parameter gets a gradient on a block (DDP without
+    # find_unused_parameters needs it).
+    layer.zero_grad()
+    layer(g, x).sum().backward()
+    assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in layer.parameters())
     # On a whole graph fc_dst projects the destination nodes (unless shared).
     whole = dgld.graph((src, dst), num_nodes=NS)
     fd_all = fs if share_weights else layer.fc_dst(x).view(-1, 2, 3)

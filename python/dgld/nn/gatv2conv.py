@@ -2,10 +2,12 @@
 per head, alpha the softmax of e over v's in-edges (attention dropout
 after), h_v' = sum_u alpha_uv W_s h_u (+ residual, activation). DGL's
 parameter names (fc_src, fc_dst, attn, res_fc), share_weights, bias inside
-the projections, and initialisation. As in DGL, a block given one feature
-tensor takes its destination rows from fc_src's output (fc_dst then goes
-unused); a whole graph projects them with fc_dst. A scripted layer always
-gets a block. Scripts with torch.jit.script."""
+the projections, and initialisation. As in DGL (1.1.3 and 2.x), the
+destination rows are projected with fc_dst (fc_src's output only with
+share_weights), on a block from the first num_dst rows of a single feature
+tensor: DGL computes fc_dst(h)[:num_dst], the same rows and gradients as
+fc_dst(h[:num_dst]), which is what runs here. Scripts with
+torch.jit.script."""
 
 from typing import Tuple, Union
 
@@ -64,9 +66,7 @@ class GATv2Conv(nn.Module):
                 nn.init.constant_(self.res_fc.bias, 0)
 
     def forward(self, graph: Block, feat: Union[Tensor, Tuple[Tensor, Tensor]]) -> Tensor:
-        is_block = True
         if not torch.jit.is_scripting():
-            is_block = bool(getattr(graph, "is_block", True))
             graph = native_block(graph)
         check_zero_in_degree(graph, self._allow_zero_in_degree)
         nd = graph.num_dst_nodes()
@@ -76,7 +76,7 @@ class GATv2Conv(nn.Module):
             check_width("GATv2Conv", "source node", h_src, self._in_src_feats)
             h_dst = h_src[:nd]
             feat_src = self.fc_src(h_src).view(-1, heads, out)
-            if self.share_weights or is_block:
+            if self.share_weights:
                 feat_dst = feat_src[:nd]
             else:
                 feat_dst = self.fc_dst(h_dst).view(-1, heads, out)
