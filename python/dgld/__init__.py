@@ -20,7 +20,8 @@ from .base import ALL, EID, ETYPE, NID, NTYPE
 
 from . import function  # noqa: E402
 from .heterograph import DGLBlock, DGLGraph, DGLHeteroGraph  # noqa: E402
-from .convert import create_block, graph, heterograph, to_block  # noqa: E402
+from .convert import (bipartite_from_scipy, create_block, from_scipy, graph, heterograph, rand_bipartite,  # noqa: E402
+                      rand_graph, to_block)
 from .transforms import (add_self_loop, compact_graphs, edge_subgraph, in_subgraph, node_subgraph,  # noqa: E402
                          remove_edges, remove_self_loop, reverse)
 from . import ops  # noqa: E402
@@ -28,8 +29,10 @@ from . import distributed  # noqa: E402
 from . import dataloading  # noqa: E402
 from . import nn  # noqa: E402
 from . import data  # noqa: E402
+from . import backend  # noqa: E402
 
 __all__ = ["DGLError", "NID", "EID", "NTYPE", "ETYPE", "ALL", "DGLGraph", "DGLBlock", "DGLHeteroGraph", "graph",
            "heterograph", "create_block", "to_block", "add_self_loop", "remove_self_loop", "reverse", "remove_edges",
            "edge_subgraph", "node_subgraph", "in_subgraph", "compact_graphs", "function", "ops", "distributed",
-           "dataloading", "nn", "data"]
+           "dataloading", "nn", "data", "backend", "rand_graph", "rand_bipartite", "from_scipy",
+           "bipartite_from_scipy"]

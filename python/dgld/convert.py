@@ -1,8 +1,11 @@
 """Making graphs: dgld.graph, dgld.heterograph, dgld.create_block,
 dgld.to_block (DGL's dgl.graph, dgl.heterograph, dgl.create_block,
-dgl.to_block), and the wrapping of the loaders' native blocks
+dgl.to_block), random graphs and graphs of SciPy matrices
+(dgld.rand_graph, rand_bipartite, from_scipy, bipartite_from_scipy, as
+DGL's), and the wrapping of the loaders' native blocks
 (torch.classes.dgld.Block) as DGLBlock objects."""
 
+import numpy as np
 import torch
 
 from ._errors import DGLError
@@ -11,7 +14,8 @@ from .base import EID, NID, as_ids
 from .graph import HomoBlock, HomoGraph
 from .typed_graph import block_relations, heterograph_relations, typed_graph
 
-__all__ = ["graph", "heterograph", "create_block", "to_block", "block_from_native", "pair_graph"]
+__all__ = ["graph", "heterograph", "create_block", "to_block", "rand_graph", "rand_bipartite", "from_scipy",
+           "bipartite_from_scipy", "block_from_native", "pair_graph"]
 
 
 def graph(data, num_nodes=None, idtype=None, device=None, row_sorted=False, col_sorted=False, **kwargs):
@@ -156,4 +160,122 @@ def pair_graph(src, dst, node_ids):
     rows of the batch's seed nodes, ndata[dgl.NID] their global ids."""
     g = HomoGraph._from_coo(src, dst, node_ids.numel(), node_ids.numel())
     g.ndata[NID] = node_ids
+    return g
+
+
+# ---------------------------------------------------------------------------
+# Random graphs and SciPy matrices (DGL's dgl.rand_graph, dgl.rand_bipartite,
+# dgl.from_scipy, dgl.bipartite_from_scipy).
+
+
+def _distinct_draws(population, count, what):
+    """`count` distinct integers drawn uniformly from [0, population) with
+    torch's default generator (torch.manual_seed makes them repeatable),
+    in the order drawn: every ordered choice without replacement is equally
+    likely. A permutation of the population when it is small or `count`
+    a large part of it; otherwise draws with rejection of repeats, which
+    needs memory for `count` ids only (population may be n * n of a large
+    graph)."""
+    population, count = int(population), int(count)
+    if count < 0:
+        raise DGLError(f"{what}: the number of edges must be >= 0, got {count}")
+    if count > population:
+        raise DGLError(f"{what}: cannot choose {count} distinct edges from {population} possible node pairs")
+    if population >= 2 ** 63:
+        raise DGLError(f"{what}: {population} possible node pairs exceed 64-bit ids")
+    if population <= (1 << 22) or count * 4 >= population:
+        return torch.randperm(population, dtype=torch.int64)[:count]
+    drawn = torch.empty(0, dtype=torch.int64)
+    while drawn.numel() < count:
+        need = count - drawn.numel()
+        extra = torch.randint(0, population, (need + need // 8 + 16,), dtype=torch.int64)
+        # Earlier draws come first, so they keep their places.
+        drawn, _ = _ordered_unique(torch.cat([drawn, extra]))
+    return drawn[:count]
+
+
+def _check_count(n, what, name):
+    if int(n) < 0:
+        raise DGLError(f"{what}: {name} must be >= 0, got {n}")
+    return int(n)
+
+
+def rand_graph(num_nodes, num_edges, idtype=torch.int64, device=torch.device("cpu")):
+    """A graph of num_nodes nodes and num_edges edges chosen uniformly
+    without replacement among all num_nodes^2 ordered node pairs (self-loops
+    possible, no parallel edges), as DGL's dgl.rand_graph. The draws use
+    torch's generator: torch.manual_seed makes them repeatable (DGL uses
+    its own generator, seeded by dgl.seed)."""
+    n = _check_count(num_nodes, "rand_graph", "num_nodes")
+    _check_device(device)
+    idtype = _idtype_of(idtype)
+    pairs = _distinct_draws(n * n, num_edges, "rand_graph")
+    src, dst = pairs // max(n, 1), pairs % max(n, 1)
+    return HomoGraph._from_coo(src, dst, n, n, idtype)
+
+
+def rand_bipartite(utype, etype, vtype, num_src_nodes, num_dst_nodes, num_edges, idtype=torch.int64,
+                   device=torch.device("cpu")):
+    """A typed graph with one relation (utype, etype, vtype) of num_edges
+    edges chosen uniformly without replacement among all num_src_nodes x
+    num_dst_nodes pairs, as DGL's dgl.rand_bipartite (torch's generator, as
+    rand_graph)."""
+    ns = _check_count(num_src_nodes, "rand_bipartite", "num_src_nodes")
+    nd = _check_count(num_dst_nodes, "rand_bipartite", "num_dst_nodes")
+    _check_device(device)
+    pairs = _distinct_draws(ns * nd, num_edges, "rand_bipartite")
+    src, dst = pairs // max(nd, 1), pairs % max(nd, 1)
+    return heterograph({(utype, etype, vtype): (src, dst)}, {utype: ns, vtype: nd}, idtype=idtype)
+
+
+def _scipy_edges(sp_mat, what):
+    """(src, dst, values) of a SciPy sparse matrix's stored entries, in
+    storage order: row by row for CSR, column by column for CSC, the
+    entries' order for COO (others are converted with tocoo(), as DGL
+    does). Stored zeros and repeated entries are edges too."""
+    fmt = getattr(sp_mat, "format", None)
+    if fmt is None or not hasattr(sp_mat, "shape"):
+        raise DGLError(f"{what} takes a SciPy sparse matrix, got {type(sp_mat).__name__}")
+    if fmt in ("csr", "csc"):
+        indptr = torch.as_tensor(np.asarray(sp_mat.indptr, dtype=np.int64))
+        inner = torch.as_tensor(np.asarray(sp_mat.indices, dtype=np.int64))
+        outer = torch.repeat_interleave(torch.arange(indptr.numel() - 1, dtype=torch.int64),
+                                        indptr[1:] - indptr[:-1])
+        src, dst = (outer, inner) if fmt == "csr" else (inner, outer)
+        values = sp_mat.data
+    else:
+        coo = sp_mat.tocoo()
+        src = torch.as_tensor(np.asarray(coo.row, dtype=np.int64))
+        dst = torch.as_tensor(np.asarray(coo.col, dtype=np.int64))
+        values = coo.data
+    return src, dst, values
+
+
+def from_scipy(sp_mat, eweight_name=None, idtype=None, device=None):
+    """A graph of a square SciPy sparse matrix's N x N adjacency: one edge
+    i -> j per stored entry (i, j), in storage order (_scipy_edges), N
+    nodes; with eweight_name, edata[eweight_name] holds the entries'
+    values (DGL's dgl.from_scipy)."""
+    rows, cols = sp_mat.shape
+    if rows != cols:
+        raise DGLError("Expect the number of rows to be the same as the number of columns for sp_mat, "
+                       f"got {rows} and {cols}.")
+    _check_device(device)
+    src, dst, values = _scipy_edges(sp_mat, "from_scipy")
+    g = HomoGraph._from_coo(src, dst, rows, rows, _idtype_of(idtype))
+    if eweight_name is not None:
+        g.edata[eweight_name] = torch.as_tensor(np.asarray(values))
+    return g
+
+
+def bipartite_from_scipy(sp_mat, utype, etype, vtype, eweight_name=None, idtype=None, device=None):
+    """A typed graph of one relation (utype, etype, vtype) from an N x M
+    SciPy sparse matrix: N utype nodes, M vtype nodes, an edge per stored
+    entry (DGL's dgl.bipartite_from_scipy)."""
+    _check_device(device)
+    rows, cols = sp_mat.shape
+    src, dst, values = _scipy_edges(sp_mat, "bipartite_from_scipy")
+    g = heterograph({(utype, etype, vtype): (src, dst)}, {utype: rows, vtype: cols}, idtype=idtype)
+    if eweight_name is not None:
+        g.edges[(utype, etype, vtype)].data[eweight_name] = torch.as_tensor(np.asarray(values))
     return g
