@@ -75,8 +75,8 @@ def sage_ref(layer, g, x, ew=None):
             _, (h, _) = layer.lstm(seq)
             rows.append(h.reshape(-1))
         neigh = layer.fc_neigh(torch.stack(rows))
-    rst = neigh if kind == "gcn" else layer.fc_self(h_dst) + neigh
-    return rst + layer.bias
+    # DGL's parameters: fc_self carries the bias; gcn has a bias of its own.
+    return neigh + layer.bias if kind == "gcn" else layer.fc_self(h_dst) + neigh
 
 
 @pytest.mark.parametrize("kind", ["mean", "gcn", "pool", "lstm"])
@@ -300,3 +300,21 @@ def test_constructor_errors():
         dglnn.RelGraphConv(5, 4, 3, regularizer="bdd", num_bases=2)
     with pytest.raises(ValueError, match="GINConv: aggregator_type"):
         dglnn.GINConv(None, "prod")
+
+
+@pytest.mark.parametrize("kind,names", [
+    ("mean", {"fc_self.weight", "fc_self.bias", "fc_neigh.weight"}),
+    ("pool", {"fc_pool.weight", "fc_pool.bias", "fc_self.weight", "fc_self.bias", "fc_neigh.weight"}),
+    ("gcn", {"fc_neigh.weight", "bias"}),
+])
+def test_sageconv_has_dgls_parameters(kind, names):
+    """DGL's SAGEConv keeps the bias in fc_self (nn.Linear's initial values);
+    only gcn, which has no fc_self, has a zero-initialised bias of its own."""
+    layer = dglnn.SAGEConv(5, 3, kind)
+    assert {n for n, _ in layer.named_parameters()} == names
+    if kind == "gcn":
+        assert layer.bias.abs().sum() == 0
+    else:
+        assert 0 < layer.fc_self.bias.abs().max() <= 1 / 5 ** 0.5
+    assert {n for n, _ in dglnn.SAGEConv(5, 3, kind, bias=False).named_parameters()} == names - {"fc_self.bias",
+                                                                                                 "bias"}

@@ -135,7 +135,7 @@ TEST_CASE("SAGEConv mean: W_self h_dst + W_neigh mean(h_src) + b") {
   Conv conv("sage", 2, 2, 1, any_kernels());
   conv.set("fc_self.weight", torch::eye(2));
   conv.set("fc_neigh.weight", 2 * torch::eye(2));
-  conv.set("bias", torch::tensor({0.5f, -0.5f}));
+  conv.set("fc_self.bias", torch::tensor({0.5f, -0.5f}));  // DGL's SAGEConv: the bias is fc_self's
   // dst 0: (1,2) + 2*(5,6) + b;  dst 1: (3,4) + 2*(1,2) + b;  dst 2: (5,6) + 0 + b.
   expect_rows(conv.forward(t, h_src4()), {{11.5, 13.5}, {5.5, 7.5}, {5.5, 5.5}});
 
@@ -143,7 +143,7 @@ TEST_CASE("SAGEConv mean: W_self h_dst + W_neigh mean(h_src) + b") {
     Conv narrow("sage", 2, 1, 1, conv.kernels);
     narrow.set("fc_self.weight", torch::tensor({{1.f, 1.f}}));
     narrow.set("fc_neigh.weight", torch::tensor({{1.f, -1.f}}));
-    narrow.set("bias", torch::ones({1}));
+    narrow.set("fc_self.bias", torch::ones({1}));
     // dst 0: 3 + (5-6) + 1;  dst 1: 7 + (1-2) + 1;  dst 2: 11 + 0 + 1.
     expect_rows(narrow.forward(t, h_src4()), {{3}, {7}, {12}});
   }

@@ -177,8 +177,8 @@ TEST_CASE("layer-wise evaluation gives the same accuracy in small chunks as in o
 TEST_CASE("--keep-best puts back the weights of the best validation accuracy", "[sbm]") {
   testing::TempDir dir{"dgld-keep-best"};
   // A high learning rate, so that validation accuracy goes up and down on
-  // its plateau (seed 7: best at epoch 18, 0.941, the last 0.929).
-  TrainConfig c = short_run(20, 7, 0.2, 1);
+  // its plateau (seed 4: best at epoch 14, 0.937, the last 0.922).
+  TrainConfig c = short_run(20, 4, 0.2, 1);
   c.keep_best = "acc";
   c.save_model = (dir.path() / "best.pt").string();
   auto r = train_standalone(sbm().config.string(), c);

@@ -5,12 +5,13 @@ aggregators with DGL's parameter names, initialisation and formula:
     gcn:  rst = fc_neigh((sum_{u->v} h_u + h_dst) / (in_degree + 1))
     pool: rst = fc_self(h_dst) + fc_neigh(max_{u->v} relu(fc_pool(h_u)))
     lstm: rst = fc_self(h_dst) + fc_neigh(LSTM over v's messages in edge order)
-    then + bias, activation, norm. With edge_weight each message is scaled
-    by its edge's weight.
+    then activation, norm; the bias is fc_self's (gcn: a `bias` of its own,
+    as DGL's). With edge_weight each message is scaled by its edge's weight.
 
 Scripts with torch.jit.script (then the graph is a torch.classes.dgld.Block);
 eager, it also takes dgld.DGLGraph / DGLBlock."""
 
+import math
 from typing import List, Optional, Tuple, Union
 
 import torch
@@ -78,15 +79,19 @@ class SAGEConv(nn.Module):
             self.lstm = nn.LSTM(self._in_src_feats, self._in_src_feats, batch_first=True)
         else:
             self.register_module("lstm", None)
+        # DGL's parameters: the bias is fc_self's (nn.Linear's own initial
+        # values), and a separate zero-initialised `bias` only for gcn, which
+        # has no fc_self.
+        self.fc_neigh = nn.Linear(self._in_src_feats, self._out_feats, bias=False)
         if aggregator_type != "gcn":
-            self.fc_self = nn.Linear(self._in_dst_feats, self._out_feats, bias=False)
+            self.fc_self = nn.Linear(self._in_dst_feats, self._out_feats, bias=bias)
+            self.register_buffer("bias", None)
         else:
             self.register_module("fc_self", None)
-        self.fc_neigh = nn.Linear(self._in_src_feats, self._out_feats, bias=False)
-        if bias:
-            self.bias = nn.Parameter(torch.zeros(self._out_feats))
-        else:
-            self.register_buffer("bias", None)
+            if bias:
+                self.bias = nn.Parameter(torch.zeros(self._out_feats))
+            else:
+                self.register_buffer("bias", None)
         self.reset_parameters()
 
     @torch.jit.export
@@ -101,16 +106,16 @@ class SAGEConv(nn.Module):
         if fc_self is not None:
             nn.init.xavier_uniform_(fc_self.weight, gain=relu_gain())
         nn.init.xavier_uniform_(self.fc_neigh.weight, gain=relu_gain())
-        bias = self.bias
-        if bias is not None:
-            nn.init.zeros_(bias)
+        # The biases keep their values, as DGL's reset_parameters leaves them.
 
     @torch.jit.export
     def resize(self, in_feats: int, out_feats: int):
         """The layer for in_feats -> out_feats wide rows, its parameters drawn
         again (reset_parameters): how a model scripted at one width is sized
         for a graph (dgld.models, trainer-host's built-in models). The mean
-        and gcn aggregators (pool and lstm have weights of other shapes)."""
+        and gcn aggregators (pool and lstm have weights of other shapes).
+        Biases start as at construction: fc_self's as nn.Linear draws it,
+        gcn's at zero."""
         if self.fc_pool is not None or self._aggre_type == "lstm":
             raise RuntimeError("SAGEConv.resize: only the mean and gcn aggregators can be resized")
         self._in_src_feats = in_feats
@@ -119,10 +124,16 @@ class SAGEConv(nn.Module):
         fc_self = self.fc_self
         if fc_self is not None:
             set_shape(fc_self.weight, [out_feats, in_feats])
+            self_bias = fc_self.bias
+            if self_bias is not None:
+                set_shape(self_bias, [out_feats])
+                bound = 1.0 / math.sqrt(in_feats)
+                nn.init.uniform_(self_bias, -bound, bound)
         set_shape(self.fc_neigh.weight, [out_feats, in_feats])
         bias = self.bias
         if bias is not None:
             set_shape(bias, [out_feats])
+            nn.init.zeros_(bias)
         if not torch.jit.is_scripting():
             for fc in (self.fc_self, self.fc_neigh):
                 if fc is not None:
@@ -156,10 +167,10 @@ class SAGEConv(nn.Module):
             if bias is not None:
                 rst = rst + bias
         else:
-            # bias + h_dst W_self^T + h_neigh W_neigh^T with the products
-            # accumulating into one output (addmm's C += A B): no [num_dst, out]
-            # temporary for either term and no separate passes adding them.
-            rst = torch.addmm(bias, h_dst, fc_self.weight.t()) if bias is not None else fc_self(h_dst)
+            # fc_self(h_dst) + h_neigh W_neigh^T with the products accumulating
+            # into one output (addmm's C += A B): no [num_dst, out] temporary
+            # for either term and no separate pass adding them.
+            rst = fc_self(h_dst)
             rst = rst.add_(h) if projected else rst.addmm_(h, self.fc_neigh.weight.t())
         if self.activation is not None:
             rst = self.activation(rst)
