@@ -63,17 +63,19 @@ def test_four_machines_train_over_ssh_account_their_traffic_and_a_killed_machine
     c = Cluster("t-n4", 4, "10g")
     try:
         c.partition("sbm:nodes=20000,avg_degree=10,classes=8,feat_dim=32,seed=7", 4)
-        # Three epochs leave the model near chance (loss 3.2, 8 classes): seeds 0-3
-        # give test accuracy 0.196, 0.215, 0.243, 0.238 (c830c32's dropout stream:
-        # 0.205-0.245), so the check that it learned at all runs with seed 2.
         common = ["--num-epochs", "3", "--batch-size", "200", "--fan-out", "5,10", "--num-hidden", "16", "--lr", "0.01",
-                  "--eval-every", "0", "--no-progress", "--metrics-out", "metrics.json", "--seed", "2"]
+                  "--eval-every", "0", "--no-progress", "--metrics-out", "metrics.json"]
         log = tmp_path / "train.log"
         p = c.launch(["--num-trainers", "1", "--num-samplers", "1"], common, log)
         assert p.wait(timeout=150) == 0, log.read_text()[-4000:]
         metrics = json.loads((c.src / "metrics.json").read_text())
         assert metrics["num_trainers"] == 4 and len(metrics["epochs"]) == 3
-        assert metrics["test_acc"] > 0.2, metrics["test_acc"]  # 8 classes: chance is 0.125
+        # It learned: three epochs leave the model near chance (8 classes: 0.125;
+        # the loss 5.3 -> 3.2), its test accuracy 0.18-0.27 over seeds 1-5 (0.2
+        # was once the bound here, and seeds 0, 2 and 5 fall below it).
+        losses = [e["loss"] for e in metrics["epochs"]]
+        assert losses[2] < losses[1] < losses[0], losses
+        assert metrics["test_acc"] > 0.15, metrics["test_acc"]
         for e in metrics["epochs"]:
             k = e["cluster"]
             assert k["num_machines"] == 4 and k["seeds"] > 0 and k["round_trips"] > 0
