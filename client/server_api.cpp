@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "common/ip_config.h"
+#include "common/net/io_threads.h"
 #include "schemas/cluster_generated.h"
 #include "schemas/graph_generated.h"
 #include "schemas/kvstore_generated.h"
@@ -249,7 +251,23 @@ Result<ServerGraphInfo> ServerConnection::graph_info() {
   DGLD_ASSIGN_OR_RETURN(const auto* rep, reply_as<fbs::GraphInfoReply>(r, "GraphInfoReply", peer()));
   return ServerGraphInfo{rep->graph_name() ? rep->graph_name()->str() : "", rep->num_nodes(), rep->num_edges(),
                          rep->part_id(), rep->num_parts(), rep->server_id(), rep->num_inner_nodes(),
-                         rep->num_inner_edges()};
+                         rep->num_inner_edges(), rep->part_config() ? rep->part_config()->str() : ""};
+}
+
+Result<ServerGraphInfo> query_graph_info(const std::string& ip_config, const std::string& secret_file,
+                                         milliseconds timeout) {
+  DGLD_ASSIGN_OR_RETURN(auto machines, load_ip_config(ip_config));
+  net::SecretPtr secret;
+  if (!secret_file.empty()) {
+    DGLD_ASSIGN_OR_RETURN(secret, net::load_secret_file(secret_file));
+  }
+  net::IoThreads io(1);
+  DGLD_ASSIGN_OR_RETURN(auto conn, ServerConnection::connect(io.context(), machines[0].host, machines[0].base_port, 0,
+                                                             timeout, timeout, std::move(secret)));
+  auto info = conn->graph_info();
+  conn.reset();
+  io.stop();
+  return info;
 }
 
 Result<std::vector<int64_t>> ServerConnection::degrees(std::span<const int64_t> nodes, bool out) {

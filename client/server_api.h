@@ -40,6 +40,7 @@ struct ServerGraphInfo {
   int64_t num_nodes = 0, num_edges = 0;
   int part_id = 0, num_parts = 0, server_id = 0;
   int64_t num_inner_nodes = 0, num_inner_edges = 0;
+  std::string part_config;  // the config the server loaded (absolute, on its machine); empty from older servers
 };
 
 struct TensorInfo {
@@ -166,5 +167,12 @@ class ServerConnection {
   std::shared_ptr<net::RpcClient> rpc_;
   milliseconds timeout_;
 };
+
+// Machine 0's main server's graph info over a connection made for the
+// purpose (authenticated with `secret_file` when given): how a process that
+// was given no partition config learns the job's (DGL's DistGraph takes the
+// graph from its servers). Errors name the server or the file.
+Result<ServerGraphInfo> query_graph_info(const std::string& ip_config, const std::string& secret_file,
+                                         milliseconds timeout);
 
 }  // namespace dgld::client

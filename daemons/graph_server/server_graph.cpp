@@ -11,7 +11,8 @@ void GraphServer::Impl::on_graph_info(const RequestContext& ctx, Message&&) {
   ctx.reply(finish(fbs::MessageKind::GraphInfoReply, fbb, [&](auto& b) {
     return fbs::CreateGraphInfoReply(b, b.CreateString(config.graph_name), config.num_nodes, config.num_edges,
                                      opts.machine_id(), config.num_parts, opts.server_id, part->num_inner_nodes(),
-                                     part->num_inner_edges());
+                                     part->num_inner_edges(),
+                                     b.CreateString(std::filesystem::absolute(opts.part_config).string()));
   }));
 }
 

@@ -3,6 +3,7 @@
 #include "python/src/client.h"
 
 #include "client/dist_graph.h"
+#include "client/server_api.h"
 #include "client/split.h"
 #include "common/memory.h"
 #include "common/net/auth.h"
@@ -181,6 +182,25 @@ torch::Tensor Client::split(const torch::Tensor& mask_in, bool edges, bool force
 }
 
 void bind_client(py::module_& m) {
+  // The job's graph as machine 0's main server describes it (client/server_api.h).
+  m.def(
+      "query_graph_info",
+      [](const std::string& ip_config, const std::string& secret_file, double timeout_s) {
+        auto info = [&] {
+          py::gil_scoped_release release;
+          return client::query_graph_info(ip_config, secret_file,
+                                          std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000)));
+        }();
+        check(info.status());
+        py::dict d;
+        d["graph_name"] = info->graph_name;
+        d["part_config"] = info->part_config;
+        d["num_parts"] = info->num_parts;
+        d["num_nodes"] = info->num_nodes;
+        d["num_edges"] = info->num_edges;
+        return d;
+      },
+      py::arg("ip_config"), py::arg("secret_file") = "", py::arg("timeout_s") = 30.0);
   py::class_<ClientOptions>(m, "ClientOptions")
       .def(py::init<>())
       .def_readwrite("ip_config", &ClientOptions::ip_config)

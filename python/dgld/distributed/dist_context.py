@@ -209,6 +209,28 @@ def _connect(part_config):
     return _open(o, part_config)
 
 
+def part_config_from_servers():
+    """The partition config the job's servers loaded (machine 0's main
+    server says which): DGL's DistGraph takes the graph from the servers
+    when it is given no config. An error naming the path when this machine
+    has no file there."""
+    if _state["ip_config"] is None:
+        raise DGLError("call dgld.distributed.initialize(ip_config) before creating a DistGraph")
+    if _state["standalone"]:
+        raise InvalidArgument("standalone mode needs part_config (DistGraph(name, part_config=...)): there are no "
+                              "servers to ask")
+    info = _C.query_graph_info(_state["ip_config"], os.environ.get("DGLD_SECRET_FILE", ""),
+                               _state["options"]["connect_timeout_s"])
+    path = info["part_config"]
+    if not path:
+        raise InvalidArgument("the graph-servers did not say which partition config they loaded (an older dgld): "
+                              "pass part_config to DistGraph or set DGL_CONF_PATH")
+    if not os.path.isfile(path):
+        raise NotFound(f"the graph-servers loaded the partition config {path!r}, which this machine does not have: "
+                       "pass part_config to DistGraph or set DGL_CONF_PATH")
+    return path
+
+
 def _free_loopback_port():
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))

@@ -16,7 +16,7 @@ import torch
 from .. import _C
 from .._errors import InvalidArgument, NotFound
 from ..base import ALL, as_ids, is_all
-from .dist_context import _DEFAULT_TIMEOUT_S, _client, _connect, _state, trainer_rank
+from .dist_context import _DEFAULT_TIMEOUT_S, _client, _connect, _state, part_config_from_servers, trainer_rank
 from .dist_context import partition_book as _job_book  # node_split's argument is DGL's partition_book
 from .dist_tensor import DistTensor
 from .graph_partition_book import EdgePartitionPolicy, NodePartitionPolicy
@@ -125,7 +125,7 @@ class DistGraph:
     def __init__(self, graph_name, gpb=None, part_config=None):
         part_config = part_config or _state.get("part_config") or os.environ.get("DGL_CONF_PATH")
         if _state["client"] is None and not part_config:
-            raise InvalidArgument("DistGraph needs part_config (or DGL_CONF_PATH in the environment)")
+            part_config = part_config_from_servers()
         self._client = _connect(part_config) if _state["client"] is None else _state["client"]
         if graph_name != self._client.graph_name:
             raise InvalidArgument(f"DistGraph({graph_name!r}): the job's graph is {self._client.graph_name!r}")
