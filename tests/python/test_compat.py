@@ -62,7 +62,6 @@ def test_initialize_takes_every_dgl_versions_signature(no_launch_env, args, kwar
 
 
 @pytest.mark.parametrize("args, kwargs, error, message", [
-    ((), {"use_graphbolt": True}, dgld._errors.InvalidArgument, "GraphBolt's format is not used. Pass use_graphbolt=False"),
     ((), {"net_type": "rdma"}, dgld._errors.InvalidArgument, "net_type must be 'socket' or 'tensorpipe'"),
     ((), {"num_workers": -1}, dgld._errors.InvalidArgument, "num_workers must be an integer >= 0"),
     ((), {"num_worker_threads": 0}, dgld._errors.InvalidArgument, "num_worker_threads must be an integer >= 1"),
@@ -505,3 +504,21 @@ def test_no_module_of_dgld_imports_one_that_imports_it_back():
     r = subprocess.run([sys.executable, "-c", code, *sorted(modules)], env=dict(os.environ, PYTHONPATH=str(root.parent)),
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60)
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout
+
+
+def test_use_graphbolt_is_accepted_and_said_once(no_launch_env, tmp_path, caplog):
+    """DGL 2.x's use_graphbolt=True (initialize, partition_graph,
+    load_partition) runs on dgld's own sampler, with one warning line per
+    process saying so."""
+    from dgld.distributed import dist_context
+    no_launch_env.setattr(dist_context, "_graphbolt_noted", [])
+    caplog.set_level("WARNING", logger="dgld")
+    options = _client.initialize_options((), {"use_graphbolt": True})
+    assert options["num_workers"] == 0
+    g = dgld.graph((torch.tensor([0, 1, 2, 3]), torch.tensor([1, 2, 3, 0])))
+    g.ndata["feat"] = torch.randn(4, 3)
+    dist.partition_graph(g, "gb", 1, str(tmp_path), use_graphbolt=True)
+    lg = dist.load_partition(str(tmp_path / "gb.json"), 0, use_graphbolt=True)[0]
+    assert lg.num_nodes() == 4
+    said = [r.getMessage() for r in caplog.records if "use_graphbolt=True" in r.getMessage()]
+    assert len(said) == 1 and "GraphBolt is not used" in said[0], said

@@ -13,6 +13,7 @@ this module under its old name.
 
 import atexit
 import json
+import logging
 import operator
 import os
 import shutil
@@ -65,6 +66,20 @@ def _int_arg(name, value, low):
     return operator.index(value)
 
 
+_log = logging.getLogger("dgld")
+_graphbolt_noted = []
+
+
+def note_graphbolt(where):
+    """DGL 2.x's use_graphbolt=True (initialize, partition_graph,
+    load_partition): accepted and served by dgld's own sampling, said once
+    per process."""
+    if not _graphbolt_noted:
+        _graphbolt_noted.append(where)
+        _log.warning("%s(use_graphbolt=True): dgld samples with its own C++ sampler over dgl-partition's "
+                     "partitions (GraphBolt is not used; the batches are drawn as DGL's sampler draws them)", where)
+
+
 def initialize_options(args=(), kwargs=None):
     """initialize()'s arguments after ip_config as one dict of dgld's
     options. Positional arguments follow DGL 0.5-0.9's order (num_servers,
@@ -91,9 +106,7 @@ def initialize_options(args=(), kwargs=None):
         raise TypeError(f"initialize() got an unexpected keyword argument {unknown[0]!r}")
 
     if kwargs.get("use_graphbolt"):
-        raise InvalidArgument("initialize(use_graphbolt=True): dgld samples with its own C++ sampler over "
-                              "dgl-partition's partitions; GraphBolt's format is not used. Pass "
-                              "use_graphbolt=False (leave out --use_graphbolt)")
+        note_graphbolt("initialize")
     net_type = kwargs.get("net_type")
     if net_type not in (None, "socket", "tensorpipe"):
         raise InvalidArgument(f"initialize: net_type must be 'socket' or 'tensorpipe' (both ignored: dgld has "

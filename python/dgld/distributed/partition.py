@@ -27,6 +27,7 @@ from .._errors import AlreadyExists, InvalidArgument, NotFound
 from ..base import EID, NID
 from ..graph import HomoGraph
 from ..heterograph import DGLGraph
+from .dist_context import note_graphbolt
 from .graph_partition_book import GraphPartitionBook
 
 __all__ = ["partition_graph", "load_partition", "load_partition_book", "load_partition_feats"]
@@ -214,7 +215,7 @@ def partition_graph(g, graph_name, num_parts, out_path, num_hops=1, part_method=
     if objtype != "cut":
         _fail(f"objtype {objtype!r}: dgld's METIS call minimises the edge cut ('cut') only")
     if use_graphbolt:
-        _fail("use_graphbolt=True: dgld's partitions are in dgld's format, not GraphBolt's")
+        note_graphbolt("partition_graph")
     n, m = g.num_nodes(), g.num_edges()
     if n == 0:
         _fail("the graph has no nodes")
@@ -273,7 +274,7 @@ def load_partition(part_config, part_id, load_feats=True, use_graphbolt=False):
     nodes, ndata['part_id'] each node's owner, edata[dgl.EID] the edges'
     global ids and edata['inner_edge']."""
     if use_graphbolt:
-        raise InvalidArgument("load_partition: use_graphbolt=True: dgld's partitions are not in GraphBolt's format")
+        note_graphbolt("load_partition")
     gpb, graph_name, ntypes, etypes = load_partition_book(part_config, part_id)
     d = _C._read_partition(_config(part_config), int(part_id), True, bool(load_feats))
     indptr = d["indptr"]
