@@ -118,7 +118,7 @@ Status partition_graph(GraphSource& source, const PartitionOptions& o, Partition
   auto log = logger("partition");
   const auto t_total = PartitionClock::now();
   DGLD_RETURN_IF_ERROR(check_partition_options(o));
-  DGLD_ASSIGN_OR_RETURN(auto staging, StagingDir::create(o.output, o.overwrite));
+  DGLD_ASSIGN_OR_RETURN(auto staging, StagingDir::create(o.output, o.overwrite || o.merge_into_output));
 
   GraphData g;
   auto t = PartitionClock::now();
@@ -274,7 +274,7 @@ Status partition_graph(GraphSource& source, const PartitionOptions& o, Partition
   const std::string json_name = o.graph_name + ".json";
   DGLD_RETURN_IF_ERROR(validate_part_config(c, json_name));
   DGLD_RETURN_IF_ERROR(write_file_atomic(staging->path() / json_name, part_config_to_json(c)));
-  DGLD_RETURN_IF_ERROR(staging->commit());
+  DGLD_RETURN_IF_ERROR(o.merge_into_output ? staging->commit_into() : staging->commit());
   stats->write_s = seconds_since(t);
 
   stats->num_nodes = n;

@@ -27,6 +27,10 @@ struct PartitionOptions {
   std::filesystem::path output;
   uint64_t seed = 0;
   bool overwrite = false;             // replace an existing non-empty output directory
+  // Write into an existing directory, replacing only the entries written
+  // (<graph_name>.json, part<i>) and keeping its other files: DGL's
+  // partition_graph (the Python package's).
+  bool merge_into_output = false;
   // Link-prediction split (--link-split, --link-negatives); its seed is `seed`.
   LinkSplitOptions link;
 };

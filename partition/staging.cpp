@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace dgld {
 namespace fs = std::filesystem;
@@ -58,6 +60,46 @@ Status StagingDir::commit() {
     }
     committed_ = true;
     if (!old.empty()) fs::remove_all(old, ec);
+    return Status::ok();
+}
+
+Status StagingDir::commit_into() {
+    std::error_code ec;
+    if (!fs::exists(final_, ec)) return commit();
+    std::vector<std::pair<fs::path, fs::path>> moved_aside;  // (final entry, where it went)
+    std::vector<fs::path> placed;
+    auto undo = [&] {
+      for (const fs::path& p : placed) fs::remove_all(p, ec);
+      for (const auto& [entry, aside] : moved_aside) fs::rename(aside, entry, ec);
+    };
+    for (const auto& e : fs::directory_iterator(tmp_, ec)) {
+      const fs::path target = final_ / e.path().filename();
+      if (fs::exists(target, ec)) {
+        const fs::path aside = hidden_sibling(target, ".old-");
+        fs::rename(target, aside, ec);
+        if (ec) {
+          Status st = io_error("cannot move " + target.string() + " aside: " + ec.message());
+          undo();
+          return st;
+        }
+        moved_aside.emplace_back(target, aside);
+      }
+      fs::rename(e.path(), target, ec);
+      if (ec) {
+        Status st = io_error("cannot rename " + e.path().string() + " to " + target.string() + ": " + ec.message());
+        undo();
+        return st;
+      }
+      placed.push_back(target);
+    }
+    if (ec) {
+      Status st = io_error("cannot list " + tmp_.string() + ": " + ec.message());
+      undo();
+      return st;
+    }
+    committed_ = true;
+    for (const auto& [entry, aside] : moved_aside) fs::remove_all(aside, ec);
+    fs::remove_all(tmp_, ec);
     return Status::ok();
 }
 

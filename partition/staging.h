@@ -24,6 +24,11 @@ class StagingDir {
   // Renames the staging directory to the final name (an existing one is moved
   // aside first and deleted after).
   Status commit();
+  // Moves each entry of the staging directory into the final directory
+  // (created if absent), replacing only the entries of the same names (each
+  // moved aside first and deleted after); the final directory's other files
+  // stay: DGL's partition_graph writing into an existing folder.
+  Status commit_into();
 
  private:
   StagingDir() = default;

@@ -106,6 +106,7 @@ py::dict partition_graph(int64_t num_nodes, const torch::Tensor& src, const torc
   o.num_trainers_per_machine = num_trainers_per_machine;
   o.seed = seed;
   o.overwrite = overwrite;
+  o.merge_into_output = true;  // DGL's partition_graph: out_path's other files stay
   PartitionStats stats;
   Status st;
   {

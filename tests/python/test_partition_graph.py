@@ -319,13 +319,18 @@ def test_bad_graphs_and_arguments_are_clear_errors_leaving_nothing(tmp_path):
     a_file.write_text("keep me")
     fails(tmp_path, InvalidArgument, "is a file, not a directory", g, "g", 2, a_file)
     assert a_file.read_text() == "keep me"
+    # As DGL's: into an existing folder, replacing only what it writes; the
+    # folder's other files stay (overwrite=True, dgld's, changes nothing).
     full = tmp_path / "full"
     full.mkdir()
     (full / "data.txt").write_text("keep me")
-    fails(tmp_path, AlreadyExists, "exists and is not empty", g, "g", 2, full)
-    assert (full / "data.txt").read_text() == "keep me"
+    dist.partition_graph(g, "g", 2, full)
+    assert sorted(os.listdir(full)) == ["data.txt", "g.json", "part0", "part1"]
+    first = (full / "g.json").read_text()
     dist.partition_graph(g, "g", 2, full, overwrite=True)
-    assert sorted(os.listdir(full)) == ["g.json", "part0", "part1"]
+    dist.partition_graph(g, "other", 1, full)
+    assert sorted(os.listdir(full)) == ["data.txt", "g.json", "other.json", "part0", "part1"]
+    assert (full / "data.txt").read_text() == "keep me" and (full / "g.json").read_text() == first
 
 
 def test_load_partition_errors(tmp_path):

@@ -23,7 +23,7 @@ import os
 import torch
 
 from .. import _C
-from .._errors import AlreadyExists, InvalidArgument, NotFound
+from .._errors import InvalidArgument, NotFound
 from ..base import EID, NID
 from ..graph import HomoGraph
 from ..heterograph import DGLGraph
@@ -177,16 +177,12 @@ def _balance_args(g, n, balance_ntypes, train_mask):
     return False, inverse.to(torch.int32), int(values.numel())
 
 
-def _out_dir(out_path, overwrite):
+def _out_dir(out_path):
     path = os.fspath(out_path)
     if not path:
         _fail("out_path is empty")
-    if os.path.exists(path):
-        if not os.path.isdir(path):
-            _fail(f"out_path {path!r} is a file, not a directory")
-        if os.listdir(path) and not overwrite:
-            raise AlreadyExists(f"partition_graph: out_path {path!r} exists and is not empty (remove it, or pass "
-                                "overwrite=True to replace it)")
+    if os.path.exists(path) and not os.path.isdir(path):
+        _fail(f"out_path {path!r} is a file, not a directory")
     return path
 
 
@@ -196,8 +192,10 @@ def partition_graph(g, graph_name, num_parts, out_path, num_hops=1, part_method=
     """Partitions g into num_parts partitions under out_path with
     dgl-partition's partitioner (DGL's dgl.distributed.partition_graph).
     With return_mapping, returns (orig_nids, orig_eids): the original node
-    and edge id of every new id. dgld additions: seed (METIS's and the
-    random assignment's), overwrite (replace a non-empty out_path).
+    and edge id of every new id. As DGL's, it writes into out_path (made if
+    absent) and replaces only what it writes (<graph_name>.json, part<i>),
+    atomically; out_path's other files stay. dgld additions: seed (METIS's
+    and the random assignment's); overwrite, accepted and the same.
     graph_formats is accepted and ignored (dgld's files hold the CSC and the
     inner nodes' CSR)."""
     if not isinstance(g, DGLGraph) or g.is_block:
@@ -221,7 +219,7 @@ def partition_graph(g, graph_name, num_parts, out_path, num_hops=1, part_method=
         _fail("the graph has no nodes")
     if m == 0:
         _fail("the graph has no edges")
-    path = _out_dir(out_path, overwrite)
+    path = _out_dir(out_path)
 
     features, labels, masks, node_data = _node_arrays(g, n)
     edge_data = _edge_arrays(g, m)
