@@ -55,6 +55,14 @@ def test_standalone_mode_runs_a_script_on_one_partition_without_servers(tmp_path
                                                     batch_size=100)
         seeds = sum(len(out) for _, out, _ in loader)
         assert seeds == len(nids) > 0, (seeds, len(nids))
+        # DGL's bool DistTensors, their | and count_nonzero (DGL's test_dist_tensor).
+        m1 = dgl.distributed.DistTensor((g.num_edges(),), torch.bool, init_func=lambda s, d: torch.randn(s) > 0)
+        m2 = dgl.distributed.DistTensor((g.num_edges(),), torch.bool, init_func=lambda s, d: torch.randn(s) > 0)
+        m3 = m1 | m2
+        assert m3.dtype == torch.bool and m1[0:10].dtype == torch.bool
+        every = torch.arange(g.num_edges())
+        assert torch.equal(m3[every], m1[every] | m2[every])
+        assert m1.count_nonzero() == int(m1[every].sum()) > 0
         print("PID", os.getpid())
         dgl.distributed.exit_client()
         print("OK")

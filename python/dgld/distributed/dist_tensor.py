@@ -92,6 +92,8 @@ class DistTensor:
             else:
                 self._policy = NodePartitionPolicy(book, book.ntypes[_from.ntype] if _from.ntype >= 0 else "_N")
             self._recent = []
+            self._bool = False
+            self._persistent = True
             return
         client, book = _client(), partition_book()
         shape = tuple(int(s) for s in shape)
@@ -122,8 +124,12 @@ class DistTensor:
             persistent = False
         if type_name is not None and not name.startswith(type_name + "/"):
             name = f"{type_name}/{name}"  # the servers keep "<type>/..." per type
-        self._t = _C.DistTensor.create(client, name, list(shape), dtype, edges, "zeros", 0.0, 1.0, 0,
-                                       bool(persistent), _DEFAULT_TIMEOUT_S)
+        # torch.bool rows are kept as uint8 (one byte each, as torch stores
+        # bools) and read back as bool.
+        self._bool = dtype == torch.bool
+        self._t = _C.DistTensor.create(client, name, list(shape), torch.uint8 if self._bool else dtype, edges,
+                                       "zeros", 0.0, 1.0, 0, bool(persistent), _DEFAULT_TIMEOUT_S)
+        self._persistent = bool(persistent)
         self._policy = part_policy
         self._recent = []
         if init_func is not None:
@@ -138,8 +144,8 @@ class DistTensor:
         for m, (start, end) in enumerate(ranges):
             owner = m * per_machine if per_machine >= 1 else m % trainers
             if owner == client.rank and end > start:
-                rows = init_func((end - start,) + tuple(shape[1:]), dtype)
-                self._t.push(torch.arange(start, end, dtype=torch.int64), torch.as_tensor(rows))
+                rows = torch.as_tensor(init_func((end - start,) + tuple(shape[1:]), dtype))
+                self._t.push(torch.arange(start, end, dtype=torch.int64), self._stored(rows))
         client.barrier(f"dgld.init.{self._t.name}", _DEFAULT_TIMEOUT_S)
 
     @property
@@ -148,7 +154,10 @@ class DistTensor:
 
     @property
     def dtype(self):
-        return self._t.dtype
+        return torch.bool if self._bool else self._t.dtype
+
+    def _stored(self, rows):
+        return rows.to(torch.uint8) if self._bool else rows
 
     @property
     def name(self):
@@ -190,6 +199,8 @@ class DistTensor:
                 return rows
         scalar = isinstance(idx, (int, np.integer))
         rows = self._t.pull(self._row_ids(idx))
+        if self._bool:
+            rows = rows.bool()
         return rows[0] if scalar else rows
 
     def __setitem__(self, idx, value):
@@ -198,7 +209,44 @@ class DistTensor:
         if value.dim() == len(self.shape) - 1:
             value = value.expand((ids.numel(),) + tuple(self.shape[1:]))
         self._recent = []
-        self._t.push(ids, value)
+        self._t.push(ids, self._stored(value))
+
+    # Elementwise operators and counts over every row (DGL's DistTensor has
+    # __or__ and count_nonzero), in chunks of this many rows.
+    _CHUNK = 1 << 16
+
+    def _binary(self, other, op):
+        """A new DistTensor of op(self, other), row by row. Collective, as
+        creating a DistTensor is: every trainer computes its share of the
+        rows, then all wait for the others."""
+        if not isinstance(other, DistTensor) or other.shape != self.shape:
+            raise InvalidArgument(f"DistTensor operator: the other operand must be a DistTensor of shape "
+                                  f"{self.shape}, got {other!r}")
+        out = DistTensor(self.shape, self.dtype, part_policy=self._policy, persistent=self._persistent)
+        client = _client()
+        n, world = len(self), max(1, client.num_trainers)
+        start, end = n * max(0, client.rank) // world, n * (max(0, client.rank) + 1) // world
+        for lo in range(start, end, self._CHUNK):
+            ids = torch.arange(lo, min(end, lo + self._CHUNK), dtype=torch.int64)
+            out[ids] = op(self[ids], other[ids])
+        client.barrier(f"dgld.op.{out.name}", _DEFAULT_TIMEOUT_S)
+        return out
+
+    def __or__(self, other):
+        return self._binary(other, torch.bitwise_or)
+
+    def __and__(self, other):
+        return self._binary(other, torch.bitwise_and)
+
+    def __xor__(self, other):
+        return self._binary(other, torch.bitwise_xor)
+
+    def count_nonzero(self):
+        """The number of nonzero elements over every row."""
+        total = 0
+        for lo in range(0, len(self), self._CHUNK):
+            total += int(torch.count_nonzero(self[torch.arange(lo, min(len(self), lo + self._CHUNK))]))
+        return total
 
     def __repr__(self):
         return f"DistTensor(name={self.name!r}, shape={self.shape}, dtype={self.dtype})"
