@@ -7,25 +7,37 @@
 # test file (passed / failed / skipped / not applicable), the totals over the
 # applicable items, then the first line of every failure.
 #
+# DGL's tests load Cora with CitationGraphDataset("cora") and no path:
+# DGL_DOWNLOAD_DIR is kept when set, else ../shared/datasets when it holds a
+# cora copy (dgld.data reads DGL's download or OGB's raw layout; nothing is
+# downloaded). They also write their partitions to the fixed /tmp/dist_graph,
+# which is removed before and after the run (a failed test leaves it, and the
+# next run's partition_graph would find stale files there).
+#
 # Not applicable (counted apart, with the reason): the items that test DGL's
 # own Python RPC layer and Python KVStore internals, which dgld replaces with
 # its daemons (test_rpc.py; test_new_kvstore.py's test_kv_store and
 # test_kv_multi_role).
 #
-# Usage: scripts/dgl_suite.sh DGL_CHECKOUT [--build DIR] [--timeout S] [-- PYTEST_ARGS...]
+# Each item has --item-timeout seconds (default 180; pytest-timeout, Debian's
+# python3-pytest-timeout, which scripts/setup.sh installs), the run --timeout.
+#
+# Usage: scripts/dgl_suite.sh DGL_CHECKOUT [--build DIR] [--timeout S] [--item-timeout S] [-- PYTEST_ARGS...]
 #   e.g. scripts/dgl_suite.sh /work/distdgl/dgl -- -k test_dist_tensor
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
-[[ $# -ge 1 && $1 != -h && $1 != --help ]] || { sed -n '2,18p' "$0"; exit 2; }
+[[ $# -ge 1 && $1 != -h && $1 != --help ]] || { sed -n '2,28p' "$0"; exit 2; }
 dgl_src=$(realpath "$1"); shift
 build=build
 timeout_s=1800
+item_timeout_s=180
 extra=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --build) build="$2"; shift 2 ;;
     --timeout) timeout_s="$2"; shift 2 ;;
+    --item-timeout) item_timeout_s="$2"; shift 2 ;;
     --) shift; extra=("$@"); break ;;
     *) echo "dgl_suite.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
@@ -39,7 +51,11 @@ build=$(realpath "$build")
 # DGL's tests write into the current directory and /tmp: run them in a
 # scratch directory of their own, removed at the end.
 work=$(mktemp -d "${TMPDIR:-/tmp}/dgld-dgl-suite.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+rm -rf /tmp/dist_graph
+trap 'rm -rf "$work" /tmp/dist_graph' EXIT
+if [[ -z ${DGL_DOWNLOAD_DIR:-} && -d ../shared/datasets/cora ]]; then
+  export DGL_DOWNLOAD_DIR=$(realpath ../shared/datasets)
+fi
 not_applicable=(
   "test_rpc.py::DGL's Python RPC layer (dgld's daemons speak their own protocol, docs/formats.md)"
   "test_new_kvstore.py::test_kv_store::DGL's Python KVStore server internals (dgld's KVStore is the graph-server)"
@@ -59,7 +75,8 @@ rc=0
 (cd "$work" && PYTHONPATH="$repo/tests/dgl_alias:$dgl_src/tests:$build/python" DGLBACKEND=pytorch \
    DGLD_BUILD_ROOT="$build" OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE \
    timeout "$timeout_s" /usr/bin/python3 -m pytest -p no:cacheprovider -q -rN --junitxml="$work/junit.xml" \
-     --rootdir="$suite" "${deselect[@]}" "$suite" "${extra[@]}" > "$work/pytest.log" 2>&1) || rc=$?
+     --continue-on-collection-errors --timeout="$item_timeout_s" --rootdir="$suite" "${deselect[@]}" "$suite" \
+     "${extra[@]}" > "$work/pytest.log" 2>&1) || rc=$?
 if [[ ! -s $work/junit.xml ]]; then
   echo "dgl_suite.sh: pytest wrote no results (exit $rc):" >&2; tail -30 "$work/pytest.log" >&2; exit 1
 fi

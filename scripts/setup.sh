@@ -20,6 +20,7 @@ PACKAGES=(
   catch2
   # the Python package dgld (python/): Debian's torch 1.13 (= libtorch-dev), pybind11, numpy; pytest for its tests
   python3-dev python3-torch python3-numpy pybind11-dev python3-pytest
+  python3-pytest-timeout  # scripts/dgl_suite.sh: a deadline per DGL test item
   # fast BLAS for libtorch (Debian's default libblas.so.3 is the slow reference one)
   libopenblas0-openmp
   # launcher, multi-host tests, demo

@@ -241,13 +241,17 @@ def test_dgl_style_unnamed_client_barrier(g):
     g.barrier()
 
 
-def test_dgl_data_imports_and_refuses_loading():
+def test_dgl_data_loads_only_local_copies(tmp_path, monkeypatch):
     import argparse
     from dgld.data import load_data, register_data_args
     from dgld.data.utils import load_graphs
     args = register_data_args(argparse.ArgumentParser()).parse_args(["--dataset", "cora"])
     assert args.dataset == "cora"
-    with pytest.raises(dgld.DGLError, match="no built-in datasets"):
+    # No copy where DGL keeps its downloads: an error naming where it looked
+    # (dgld downloads nothing; tests/python/test_dgl_data.py loads copies).
+    monkeypatch.setenv("DGL_DOWNLOAD_DIR", str(tmp_path))
+    with pytest.raises(dgld.DGLError, match=f"no local copy of the dataset; looked in {tmp_path}.*dgld downloads "
+                                            "nothing"):
         load_data(args)
     with pytest.raises(dgld.DGLError, match="binary graph files are not supported"):
         load_graphs("graph.bin")
