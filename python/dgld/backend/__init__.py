@@ -19,31 +19,14 @@ import json
 import os
 import warnings
 
+from ._interface import INTERFACE
 from . import pytorch
 from .pytorch import *  # noqa: F401,F403
 
 backend_name = "pytorch"
 
-# Every name of DGL's backend interface, in dgl/backend/backend.py's order.
-_INTERFACE = (
-    "data_type_dict", "cpu", "tensor", "as_scalar", "get_preferred_sparse_format", "sparse_matrix",
-    "sparse_matrix_indices", "is_tensor", "shape", "dtype", "ndim", "context", "device_type", "device_id",
-    "to_backend_ctx", "astype", "asnumpy", "copy_to", "is_pinned", "sum", "floor_div", "reduce_sum", "cumsum",
-    "mean", "reduce_mean", "max", "reduce_max", "min", "reduce_min", "argsort", "topk", "argtopk", "exp",
-    "inverse", "sqrt", "softmax", "cat", "stack", "split", "repeat", "gather_row", "slice_axis", "take",
-    "narrow_row", "scatter_row", "index_add_inplace", "scatter_row_inplace", "squeeze", "unsqueeze", "reshape",
-    "swapaxes", "empty", "zeros", "zeros_like", "ones", "uniform", "randint", "pad_packed_tensor",
-    "pack_padded_tensor", "boolean_mask", "equal", "allclose", "logical_not", "logical_and", "clone", "clamp",
-    "replace_inf_with_zero", "count_nonzero", "unique", "full_1d", "nonzero_1d", "sort_1d", "arange",
-    "rand_shuffle", "zerocopy_to_dlpack", "zerocopy_from_dlpack", "zerocopy_to_numpy", "zerocopy_from_numpy",
-    "zerocopy_to_dgl_ndarray", "zerocopy_to_dgl_ndarray_for_write", "zerocopy_from_dgl_ndarray",
-    "binary_reduce", "copy_reduce", "gspmm", "gspmm_hetero", "gsddmm", "gsddmm_hetero", "edge_softmax",
-    "edge_softmax_hetero", "segment_reduce", "scatter_add", "csrmm", "csrsum", "csrmask", "gather_mm",
-    "segment_mm", "sync", "attach_grad", "backward", "grad", "is_no_grad", "is_recording", "record_grad",
-    "no_grad", "NodeEmbedding",
-)
 
-_enabled = frozenset(name for name in _INTERFACE if name in pytorch.__all__)
+_enabled = frozenset(name for name in INTERFACE if name in pytorch.__all__)
 
 
 def _missing(api):
@@ -53,7 +36,7 @@ def _missing(api):
     return missing
 
 
-for _api in _INTERFACE:
+for _api in INTERFACE:
     if _api not in _enabled:
         globals()[_api] = _missing(_api)
 
@@ -113,6 +96,6 @@ if get_preferred_backend() != "pytorch":
 
 __all__ = (["backend_name", "data_type_dict", "reverse_data_type_dict", "is_enabled", "to_dgl_nd", "from_dgl_nd",
             "get_preferred_backend", "load_backend", "pytorch"]
-           + list(data_type_dict) + list(_INTERFACE))
+           + list(data_type_dict) + list(INTERFACE))
 
 del _api, _name, _dt

@@ -18,9 +18,8 @@ import warnings
 import torch
 
 from ..._errors import DGLError
+from .._interface import INTERFACE
 
-__all__ = ["gspmm", "gsddmm", "gspmm_hetero", "gsddmm_hetero", "edge_softmax", "edge_softmax_hetero",
-           "segment_reduce", "scatter_add", "csrmm", "csrsum", "csrmask", "gather_mm", "segment_mm"]
 
 
 def _homo(gidx, what):
@@ -270,3 +269,8 @@ def csrmask(A, A_weights, B):
     out = w[pos]
     mask = found.reshape((-1,) + (1,) * (out.dim() - 1))
     return torch.where(mask, out, torch.zeros_like(out))
+
+
+# The interface's names this module defines (the list is written once, in
+# dgld/backend/_interface.py).
+__all__ = [name for name in INTERFACE if name in globals()]
