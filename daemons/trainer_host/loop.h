@@ -40,8 +40,8 @@ class Loop {
   // the figures of the steps before it).
   Status train_epoch(int epoch, int64_t first_step, EpochMetrics& m);
   std::vector<int64_t> layer_dims(int64_t in) const;
-  // Whether step `step` of epoch `epoch` is profiled (--profile-steps).
-  bool profiled(int epoch, int64_t step) const;
+  // Whether the next step of epoch `epoch` is profiled (--profile-steps).
+  bool profiled(int epoch) const;
   // Once the profiled steps are done: the table in the log, the figures in r_.
   void finish_profile();
   Result<EvalMetrics> evaluate(int epoch);

@@ -263,19 +263,21 @@ Status Loop::train_epoch(int epoch, int64_t first_step, EpochMetrics& m) {
     const StepWork work = model_step_work(batch.mini_batch.blocks, layer_dims(x->size(1)), model_->dense_maps(),
                                           x->requires_grad());
     acc.add_batch(batch, work.flops(), n_in * b_.feat_dim() * static_cast<int64_t>(sizeof(float)));
-    if (c_.measure_peak && r_.gemm_peak_gflops == 0) {
-      // Once, on the first batch's shapes, while the other trainers do the same.
-      r_.gemm_peak_gflops = measure_gemm_gflops(work.products);
-      log_->info("the products of a model step ({:.2f} GFLOP of {:.2f}) run at {:.1f} GFLOP/s through LibTorch's "
-                 "BLAS with {} thread(s): the model step's limit", work.dense_flops / 1e9, work.flops() / 1e9,
-                 r_.gemm_peak_gflops, at::get_num_threads());
-    }
     const auto labels = ids_tensor(batch.labels);
     m.fetch_s += batch.timings.fetch_s;
     m.fetch_cpu_s += batch.timings.fetch_cpu_s;
     stage.lap(&m.fetch_s, &m.fetch_cpu_s);
+    if (c_.measure_peak && r_.gemm_peak_gflops == 0) {
+      // Once, on the first batch's shapes, while the other trainers do the
+      // same; in no stage's time (the epoch's only).
+      r_.gemm_peak_gflops = measure_gemm_gflops(work.products);
+      log_->info("the products of a model step ({:.2f} GFLOP of {:.2f}) run at {:.1f} GFLOP/s through LibTorch's "
+                 "BLAS with {} thread(s): the model step's limit", work.dense_flops / 1e9, work.flops() / 1e9,
+                 r_.gemm_peak_gflops, at::get_num_threads());
+      stage.restart();
+    }
 
-    const bool profile = profiled(epoch, step);
+    const bool profile = profiled(epoch);
     if (profile) profiler_.start();
     const auto t_model = Clock::now();
     auto logits = forward_checked(*model_, *input);
@@ -365,7 +367,7 @@ Status Loop::train_epoch(int epoch, int64_t first_step, EpochMetrics& m) {
   return acc.finish(m).with_context(fmt::format("epoch {}", epoch));
 }
 
-bool Loop::profiled(int epoch, int64_t step) const {
+bool Loop::profiled(int epoch) const {
   const int epoch_profiled = std::min(1, c_.num_epochs - 1);
   return c_.profile_steps > 0 && epoch == epoch_profiled && profiled_steps_ < c_.profile_steps && r_.profile.steps == 0;
 }
