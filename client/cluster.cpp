@@ -117,21 +117,26 @@ Result<int> detect_machine_id(const std::vector<MachineAddress>& machines,
       }
     }
   }
-  if (matches.size() == 1) return matches[0];
   if (matches.empty()) {
     return invalid_argument("no machine of " + source + " is this host: none of its " +
                             std::to_string(machines.size()) + " lines names a local address (" +
                             join(local_addresses) + "); pass --machine-id");
   }
-  std::string lines;
-  for (int m : matches) {
-    lines += (lines.empty() ? "" : ", ") + std::string("machine ") + std::to_string(m) + " (line " +
-             std::to_string(machines[m].line) + ", " + machines[m].host + ":" +
-             std::to_string(machines[m].base_port) + ")";
+  if (matches.size() > 1) {
+    // One box simulating several machines (DGL's tests, custom launchers):
+    // DGL's client takes the first line that is this host; so does dgld,
+    // saying so, since a trainer meant for another line must say which.
+    std::string lines;
+    for (int m : matches) {
+      lines += (lines.empty() ? "" : ", ") + std::string("machine ") + std::to_string(m) + " (line " +
+               std::to_string(machines[m].line) + ", " + machines[m].host + ":" +
+               std::to_string(machines[m].base_port) + ")";
+    }
+    log()->warn("several machines of {} are this host: {}; taking machine {}, the first (DGL's rule); pass "
+                "--machine-id (DGLD_MACHINE_ID) to be another",
+                source, lines, matches[0]);
   }
-  return invalid_argument(
-      "several machines of " + source + " are this host: " + lines +
-      "; one box simulates several machines, so pass --machine-id to say which");
+  return matches[0];
 }
 
 struct Cluster::Heartbeat {

@@ -71,9 +71,10 @@ Result<ClusterOptions> join_options(const JoinFlags& flags);
 
 // IPv4 addresses of this host's interfaces (getifaddrs), "127.0.0.1" included.
 Result<std::vector<std::string>> local_ipv4_addresses();
-// The machine whose ip_config line resolves to one of `local_addresses`.
-// invalid_argument, asking for --machine-id, when no line or several lines
-// match (one box simulating several machines). `source` names the file.
+// The machine whose ip_config line resolves to one of `local_addresses`;
+// when several lines do (one box simulating several machines), the first,
+// with a warning (DGL's rule). invalid_argument, asking for --machine-id,
+// when no line matches. `source` names the file.
 Result<int> detect_machine_id(const std::vector<MachineAddress>& machines,
                               const std::vector<std::string>& local_addresses,
                               const std::string& source);
