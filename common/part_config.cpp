@@ -296,9 +296,16 @@ Status parse_hetero(const json& root, const std::string& src, PartitionConfig* c
   std::vector<int64_t> etype_count;
   DGLD_RETURN_IF_ERROR(parse_typed_map(root, src, "edge_map", "edge", t.etypes, c->num_parts, c->num_edges,
                                        &t.etype_map, &etype_count, &c->edge_map));
-  const json& d = root["dgld"];
+  // DGL's own configs have no "dgld" object: the counts are the ranges' sizes.
+  static const json kNone = json::object();
+  auto dgld = root.find("dgld");
+  const json& d = dgld != root.end() && dgld->is_object() ? *dgld : kNone;
   const std::string dw = src + ": field 'dgld'";
   auto counts = d.find("etype_counts");
+  if (counts == d.end() && !d.contains("heterogeneous")) {
+    t.etype_count = etype_count;
+    return Status::ok();
+  }
   if (counts == d.end() || !counts->is_array() || counts->size() != t.etypes.size()) {
     return invalid_argument(dw + ".'etype_counts': expected one edge count per edge type (" +
                             std::to_string(t.etypes.size()) + ")");
@@ -510,6 +517,13 @@ Result<PartitionConfig> parse_part_config(const std::string& text, const std::st
   bool hetero = false;
   if (auto d = root.find("dgld"); d != root.end() && d->is_object() && d->contains("heterogeneous")) {
     DGLD_RETURN_IF_ERROR(get_field(*d, src + ": field 'dgld'", "heterogeneous", &hetero));
+  } else {
+    // DGL's own config of a typed graph: one node_map / edge_map entry per type.
+    auto several = [&](const char* key) {
+      auto it = root.find(key);
+      return it != root.end() && it->is_object() && it->size() > 1;
+    };
+    hetero = several("node_map") || several("edge_map");
   }
   if (hetero) {
     DGLD_RETURN_IF_ERROR(parse_hetero(root, src, &c));
@@ -544,6 +558,14 @@ Result<PartitionConfig> parse_part_config(const std::string& text, const std::st
     }
     if (it->contains("num_trainers_per_machine")) {
       DGLD_RETURN_IF_ERROR(get_field(*it, where, "num_trainers_per_machine", &c.num_trainers_per_machine));
+    }
+    if (it->contains("graph_formats")) {
+      DGLD_RETURN_IF_ERROR(get_field(*it, where, "graph_formats", &c.graph_formats));
+      for (const std::string& f : c.graph_formats) {
+        if (f != "coo" && f != "csr" && f != "csc") {
+          return invalid_argument(where + ".'graph_formats': expected \"coo\", \"csr\" or \"csc\", got \"" + f + "\"");
+        }
+      }
     }
     if (auto ls = it->find("link_split"); ls != it->end()) {
       DGLD_RETURN_IF_ERROR(parse_link_split(*ls, where + ".'link_split'", &c.link_split));
@@ -601,6 +623,7 @@ std::string part_config_to_json(const PartitionConfig& c) {
   }
   root["dgld"] = {{"format_version", c.format_version},
                   {"num_trainers_per_machine", c.num_trainers_per_machine}};
+  if (!c.graph_formats.empty()) root["dgld"]["graph_formats"] = c.graph_formats;
   if (t.present()) {
     root["dgld"]["heterogeneous"] = true;
     root["dgld"]["etype_counts"] = t.etype_count;

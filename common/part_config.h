@@ -97,6 +97,10 @@ struct PartitionConfig {
   int num_trainers_per_machine = 1;
   LinkSplitInfo link_split;
   GraphTypeInfo types;  // heterogeneous graphs only
+  // DGL's graph_formats the graph was partitioned with ("coo", "csr", "csc";
+  // "dgld"."graph_formats"): the sparse formats load_partition creates. Empty:
+  // none named (COO).
+  std::vector<std::string> graph_formats;
 
   // Directory holding the JSON; relative paths are resolved against it.
   std::filesystem::path base_dir;

@@ -83,14 +83,18 @@ struct GraphTypes {
 
 // A node or edge tensor carried into the partitions under its own name (any
 // data of an in-memory graph besides features, labels and masks): one row per
-// node (edge), by original id. Each partition's node (edge) tensor file holds
-// it as "<type>/<name>" with the rows of its inner nodes (inner edges) in
-// local order (docs/partition-format.md).
+// node (edge), by original id; on a heterogeneous graph one row per node (edge)
+// of its type. Each partition's node (edge) tensor file holds it as
+// "<type>/<name>" with the rows of its inner nodes (inner edges) in local order
+// (docs/partition-format.md).
 struct NamedTensor {
   std::string name;                  // without the type prefix: "year"
   DType dtype = DType::float32;      // one a partition file can hold (not int8)
   std::vector<int64_t> shape;        // [rows, ...], 1 to 4 dims
   const std::byte* data = nullptr;   // row-major; borrowed, the source keeps it alive
+  // Heterogeneous graphs: the node (edge) type whose rows it holds, by per-type
+  // original id (original id minus the type's first); -1 on a homogeneous graph.
+  int32_t type = -1;
   int64_t row_bytes() const {
     int64_t b = static_cast<int64_t>(dtype_size(dtype));
     for (size_t i = 1; i < shape.size(); ++i) b *= shape[i];

@@ -46,6 +46,7 @@ class MemorySource final : public GraphSource {
       src[i] = static_cast<int32_t>(m_.src[i]);
       dst[i] = static_cast<int32_t>(m_.dst[i]);
     }
+    if (!m_.ntypes.empty()) return load_typed(std::move(src), std::move(dst), g);
     build_csc(n, src, dst, g);
     if (sort_rows_check_simple(g) && symmetric(*g)) {
       g->symmetric_simple = true;
@@ -61,6 +62,53 @@ class MemorySource final : public GraphSource {
     g->node_tensors = m_.node_tensors;
     g->edge_tensors = m_.edge_tensors;
     g->feat_dim = m_.features.empty() ? 0 : m_.feat_dim;
+    return Status::ok();
+  }
+
+  // The typed graph's structure and types (memory_input.h); src and dst are
+  // checked to lie in [0, num_nodes).
+  Status load_typed(std::vector<int32_t> src, std::vector<int32_t> dst, GraphData* g) {
+    const int64_t n = m_.num_nodes;
+    const int nt = static_cast<int>(m_.ntypes.size()), et = static_cast<int>(m_.etypes.size());
+    if (!m_.features.empty() || !m_.labels.empty() || !m_.train_mask.empty() || !m_.val_mask.empty() ||
+        !m_.test_mask.empty() || !m_.balance_type.empty()) {
+      return invalid_argument(m_.name + ": a typed graph's data are named tensors (no features, labels, masks or "
+                              "balance types of its own)");
+    }
+    if (static_cast<int>(m_.ntype_offset.size()) != nt + 1 || m_.ntype_offset.front() != 0 ||
+        m_.ntype_offset.back() != n || !std::is_sorted(m_.ntype_offset.begin(), m_.ntype_offset.end())) {
+      return invalid_argument(m_.name + ": node type offsets must rise from 0 to the node count " +
+                              std::to_string(n) + ", one more than the " + std::to_string(nt) + " node types");
+    }
+    if (et < 1 || m_.edge_type.size() != src.size()) {
+      return invalid_argument(m_.name + ": " + std::to_string(m_.edge_type.size()) + " edge types for " +
+                              std::to_string(src.size()) + " edges of " + std::to_string(et) + " edge types");
+    }
+    GraphTypes& ty = g->types;
+    ty.ntypes = m_.ntypes;
+    ty.ntype_offset = m_.ntype_offset;
+    ty.etypes = m_.etypes;
+    ty.feat_dim.assign(nt, 0);
+    ty.type_features.assign(nt, {});
+    ty.etype_first_orig.assign(et, static_cast<int64_t>(src.size()));
+    std::vector<int32_t> etype(m_.edge_type.begin(), m_.edge_type.end());
+    for (size_t i = 0; i < etype.size(); ++i) {
+      const int32_t t = etype[i];
+      if (t < 0 || t >= et || (i > 0 && t < etype[i - 1])) {
+        return invalid_argument(m_.name + ": edge " + std::to_string(i) + " has edge type " + std::to_string(t) +
+                                "; types must lie in [0, " + std::to_string(et) + ") and not decrease");
+      }
+      const CanonicalEtype& c = ty.etypes[t];
+      if (ty.type_of(src[i]) != c.src_type || ty.type_of(dst[i]) != c.dst_type) {
+        return invalid_argument(m_.name + ": edge " + std::to_string(i) + " (" + std::to_string(src[i]) + " -> " +
+                                std::to_string(dst[i]) + ") does not join node types '" + c.src + "' and '" +
+                                c.dst + "' of its edge type " + c.name());
+      }
+      if (i == 0 || t != etype[i - 1]) ty.etype_first_orig[t] = static_cast<int64_t>(i);
+    }
+    build_typed_csc(n, src, dst, etype, g);
+    g->node_tensors = m_.node_tensors;
+    g->edge_tensors = m_.edge_tensors;
     return Status::ok();
   }
 

@@ -31,6 +31,16 @@ struct MemoryGraph {
   std::span<const int32_t> balance_type;             // [num_nodes] in [0, num_balance_types), or empty
   int32_t num_balance_types = 0;
   std::vector<NamedTensor> node_tensors, edge_tensors;
+  // A typed graph (DGL's heterograph) when ntypes is not empty: node type t
+  // holds the ids [ntype_offset[t], ntype_offset[t + 1]), edge i has type
+  // edge_type[i] (non-decreasing: each type's edges are consecutive, in
+  // etypes order), and every named tensor names its type (NamedTensor::type).
+  // Features, labels, masks and balance types stay empty: its data are named
+  // tensors, kept under their own names.
+  std::vector<std::string> ntypes;
+  std::vector<int64_t> ntype_offset;  // [ntypes + 1]
+  std::vector<CanonicalEtype> etypes;
+  std::span<const int32_t> edge_type;
 };
 
 std::unique_ptr<GraphSource> make_memory_source(MemoryGraph g);

@@ -108,7 +108,9 @@ class PartitionWriter::Impl {
 
   // Heterogeneous graphs: "<ntype>/features" for each type with features, the
   // target type's labels and masks, each over the partition's nodes of that
-  // type (docs/heterogeneous.md); "_N/trainer_id" over every inner node.
+  // type (docs/heterogeneous.md); "_N/trainer_id" over every inner node (and
+  // "<ntype>/trainer_id" per type with several trainers per machine); the
+  // named tensors of an in-memory input under their types.
   Status write_typed_node_feats(const fs::path& path);
 
   Status write_node_feats(const fs::path& path);
@@ -117,7 +119,9 @@ class PartitionWriter::Impl {
   // graph's named edge tensors.
   Status write_edge_feats(const fs::path& path);
   // Heterogeneous graphs: "<src:rel:dst>/features" for each edge type with
-  // features, rows in edge id order over the partition's edges of that type.
+  // features, "<src:rel:dst>/trainer_id" with several trainers per machine and
+  // the named tensors, rows in edge id order over the partition's edges of
+  // that type.
   Status write_typed_edge_feats(const fs::path& path);
 
   // A named tensor's array: `rows` rows under "<prefix><name>".
@@ -368,6 +372,13 @@ Status PartitionWriter::Impl::write_typed_node_feats(const fs::path& path) {
     if (target >= 0 && !m->empty()) specs.push_back({tp + name, DType::uint8, {tr.size()}});
   }
   specs.push_back({"_N/trainer_id", DType::int64, {n_inner_}});
+  const bool trainers = o_.num_trainers_per_machine > 1;  // DGL's "<ntype>/trainer_id" as well
+  for (int t = 0; trainers && t < ty.num_ntypes(); ++t) {
+    specs.push_back({ty.ntypes[t] + "/trainer_id", DType::int64, {L_.ntype_map[t][p_].size()}});
+  }
+  for (const NamedTensor& x : g_.node_tensors) {
+    specs.push_back(named_spec(ty.ntypes[x.type] + "/", x, L_.ntype_map[x.type][p_].size()));
+  }
   DGLD_ASSIGN_OR_RETURN(auto w, ArrayFileWriter::create(path, ArrayFileKind::node_features, std::move(specs)));
   for (int t : featured) {
     Appender<float> a(*w);
@@ -384,6 +395,15 @@ Status PartitionWriter::Impl::write_typed_node_feats(const fs::path& path) {
     if (target >= 0 && !m->empty()) DGLD_RETURN_IF_ERROR(write_node_column<uint8_t>(*w, *m, tr));
   }
   DGLD_RETURN_IF_ERROR(write_node_column<int64_t>(*w, L_.piece));
+  for (int t = 0; trainers && t < ty.num_ntypes(); ++t) {
+    DGLD_RETURN_IF_ERROR(write_node_column<int64_t>(*w, L_.piece, L_.ntype_map[t][p_]));
+  }
+  for (const NamedTensor& x : g_.node_tensors) {
+    DGLD_RETURN_IF_ERROR(write_named_rows(*w, x, [&](auto&& row) {
+      const IdRange r = L_.ntype_map[x.type][p_];
+      for (int64_t v = r.start; v < r.end; ++v) row(L_.new2orig[v] - ty.ntype_offset[x.type]);
+    }));
+  }
   return w->finish();
 }
 
@@ -434,14 +454,26 @@ Status PartitionWriter::Impl::write_typed_edge_feats(const fs::path& path) {
                        {L_.etype_map[t][p_].size(), ty.edge_feat_dim[t]}});
     }
   }
+  const bool trainers = o_.num_trainers_per_machine > 1;  // DGL's "<etype>/trainer_id": its destination's
+  for (int t = 0; trainers && t < ty.num_etypes(); ++t) {
+    specs.push_back({ty.etypes[t].name() + "/trainer_id", DType::int64, {L_.etype_map[t][p_].size()}});
+  }
+  for (const NamedTensor& x : g_.edge_tensors) {
+    specs.push_back(named_spec(ty.etypes[x.type].name() + "/", x, L_.etype_map[x.type][p_].size()));
+  }
+  const bool empty = specs.empty();
   DGLD_ASSIGN_OR_RETURN(auto w, ArrayFileWriter::create(path, ArrayFileKind::edge_features, std::move(specs)));
-  if (featured.empty()) return w->finish();
-  // Original CSC position of each inner edge, by edge id.
+  if (empty) return w->finish();
+  // Original CSC position and destination of each inner edge, by edge id.
   const IdRange er = L_.edge_map[p_];
   std::vector<int64_t> by_eid(static_cast<size_t>(er.size()));
+  std::vector<int32_t> dst_of(static_cast<size_t>(er.size()));
   for (int64_t v = range_.start; v < range_.end; ++v) {
     const int32_t o = L_.new2orig[v];
-    for (int64_t k = g_.indptr[o]; k < g_.indptr[o + 1]; ++k) by_eid[L_.new_eid(o, k) - er.start] = k;
+    for (int64_t k = g_.indptr[o]; k < g_.indptr[o + 1]; ++k) {
+      by_eid[L_.new_eid(o, k) - er.start] = k;
+      dst_of[L_.new_eid(o, k) - er.start] = o;
+    }
   }
   for (int t : featured) {
     Appender<float> a(*w);
@@ -454,6 +486,19 @@ Status PartitionWriter::Impl::write_typed_edge_feats(const fs::path& path) {
     }
     DGLD_RETURN_IF_ERROR(a.finish());
   }
+  for (int t = 0; trainers && t < ty.num_etypes(); ++t) {
+    Appender<int64_t> a(*w);
+    for (int64_t e = L_.etype_map[t][p_].start; e < L_.etype_map[t][p_].end; ++e) a.push(L_.piece[dst_of[e - er.start]]);
+    DGLD_RETURN_IF_ERROR(a.finish());
+  }
+  for (const NamedTensor& x : g_.edge_tensors) {
+    DGLD_RETURN_IF_ERROR(write_named_rows(*w, x, [&](auto&& row) {
+      const IdRange tr = L_.etype_map[x.type][p_];
+      for (int64_t e = tr.start; e < tr.end; ++e) {
+        row(g_.orig_edge_id(by_eid[e - er.start]) - ty.etype_first_orig[x.type]);
+      }
+    }));
+  }
   return w->finish();
 }
 
@@ -464,11 +509,21 @@ Status PartitionWriter::Impl::write_edge_feats(const fs::path& path) {
   std::vector<ArraySpec> specs;
   const bool mask = link_.present;
   if (mask) specs.push_back({link_train_mask_name(PartitionConfig{}), DType::uint8, {e_inner}});
+  const bool trainers = o_.num_trainers_per_machine > 1;  // DGL's: each edge's destination's trainer
+  if (trainers) specs.push_back({et + "trainer_id", DType::int64, {e_inner}});
   for (const NamedTensor& t : g_.edge_tensors) specs.push_back(named_spec(et, t, e_inner));
   DGLD_ASSIGN_OR_RETURN(auto w, ArrayFileWriter::create(path, ArrayFileKind::edge_features, std::move(specs)));
   if (mask) {
     Appender<uint8_t> a(*w);
     for_each_inner_edge([&](int64_t k) { a.push(g_.edge_train_mask[k]); });
+    DGLD_RETURN_IF_ERROR(a.finish());
+  }
+  if (trainers) {
+    Appender<int64_t> a(*w);
+    for (int64_t v = range_.start; v < range_.end; ++v) {
+      const int32_t o = L_.new2orig[v];
+      for (int64_t k = g_.indptr[o]; k < g_.indptr[o + 1]; ++k) a.push(L_.piece[o]);
+    }
     DGLD_RETURN_IF_ERROR(a.finish());
   }
   for (const NamedTensor& t : g_.edge_tensors) {

@@ -68,10 +68,40 @@ Status check_named_tensors(const std::vector<NamedTensor>& ts, const char* kind,
   return Status::ok();
 }
 
+// Each type's named tensors of a heterogeneous input: `counts[t]` rows of type
+// t, names under "<type name>/".
+Status check_typed_tensors(const std::vector<NamedTensor>& ts, const char* kind, const std::vector<int64_t>& counts,
+                           const std::vector<std::string>& names, const std::string& what) {
+  for (size_t t = 0; t < names.size(); ++t) {
+    std::vector<NamedTensor> of_type;
+    for (const NamedTensor& x : ts) {
+      if (x.type == static_cast<int32_t>(t)) of_type.push_back(x);
+    }
+    DGLD_RETURN_IF_ERROR(check_named_tensors(of_type, kind, counts[t], names[t] + "/", {"trainer_id"}, what));
+  }
+  for (const NamedTensor& x : ts) {
+    if (x.type < 0 || x.type >= static_cast<int32_t>(names.size())) {
+      return invalid_argument(what + ": " + kind + " data '" + x.name + "' has type " + std::to_string(x.type) +
+                              ", outside [0, " + std::to_string(names.size()) + ")");
+    }
+  }
+  return Status::ok();
+}
+
 // The named tensors and balance types of an in-memory input (graph_data.h).
 Status check_named_data(const GraphData& g, const PartitionOptions& o, const std::string& what) {
-  if (g.types.present() && (!g.node_tensors.empty() || !g.edge_tensors.empty() || !g.balance_type.empty())) {
-    return invalid_argument(what + ": named tensors and balance types of heterogeneous graphs are not supported yet");
+  if (g.types.present()) {
+    if (!g.balance_type.empty()) {
+      return invalid_argument(what + ": balance types of heterogeneous graphs are not supported yet");
+    }
+    const GraphTypes& ty = g.types;
+    std::vector<int64_t> ncount, ecount(ty.num_etypes(), 0);
+    std::vector<std::string> enames;
+    for (int t = 0; t < ty.num_ntypes(); ++t) ncount.push_back(ty.count(t));
+    for (int32_t e : g.edge_type) ++ecount[e];
+    for (const CanonicalEtype& e : ty.etypes) enames.push_back(e.name());
+    DGLD_RETURN_IF_ERROR(check_typed_tensors(g.node_tensors, "node", ncount, ty.ntypes, what));
+    return check_typed_tensors(g.edge_tensors, "edge", ecount, enames, what);
   }
   if (!g.balance_type.empty()) {
     if (o.balance_train) return invalid_argument(what + ": balance types and --balance-train exclude each other");
@@ -91,7 +121,7 @@ Status check_named_data(const GraphData& g, const PartitionOptions& o, const std
   DGLD_RETURN_IF_ERROR(check_named_tensors(
       g.node_tensors, "node", g.num_nodes, names.ntype + "/",
       {"features", "labels", "train_mask", "val_mask", "test_mask", "trainer_id", "orig_id"}, what));
-  std::vector<std::string> edge_reserved;
+  std::vector<std::string> edge_reserved{"trainer_id"};
   if (o.link.random || g.edge_split.present) edge_reserved.push_back("train_mask");
   return check_named_tensors(g.edge_tensors, "edge", g.num_edges(), names.etype + "/", edge_reserved, what);
 }
@@ -111,6 +141,11 @@ Status check_partition_options(const PartitionOptions& o) {
     return invalid_argument("--graph-name must be a non-empty file name, got '" + o.graph_name + "'");
   }
   if (o.output.empty()) return invalid_argument("--output is required");
+  for (const std::string& f : o.graph_formats) {
+    if (f != "coo" && f != "csr" && f != "csc") {
+      return invalid_argument("graph_formats: expected \"coo\", \"csr\" or \"csc\", got \"" + f + "\"");
+    }
+  }
   return check_link_split_options(o.link);
 }
 
@@ -211,6 +246,7 @@ Status partition_graph(GraphSource& source, const PartitionOptions& o, Partition
   c.node_map = L.node_map;
   c.edge_map = L.edge_map;
   c.num_trainers_per_machine = o.num_trainers_per_machine;
+  c.graph_formats = o.graph_formats;
   if (g.types.present()) {
     GraphTypeInfo& ti = c.types;
     ti.ntypes = g.types.ntypes;

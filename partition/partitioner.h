@@ -31,6 +31,9 @@ struct PartitionOptions {
   // (<graph_name>.json, part<i>) and keeping its other files: DGL's
   // partition_graph (the Python package's).
   bool merge_into_output = false;
+  // DGL's graph_formats ("coo", "csr", "csc"): recorded in the config for
+  // load_partition (the files hold the same arrays whatever it names).
+  std::vector<std::string> graph_formats;
   // Link-prediction split (--link-split, --link-negatives); its seed is `seed`.
   LinkSplitOptions link;
 };

@@ -371,6 +371,42 @@ class HomoGraph(DGLGraph):
         eid = perm[pos]
         return int(eid[0]) if scalar else self._ids_out(eid)
 
+    # ------------------------------------------------------------ sparse formats
+
+    _FORMATS = ("coo", "csr", "csc")
+
+    def _out_csr(self):
+        """The out-edge CSR (src-major: indptr, dst ids, edge ids), made once."""
+        if getattr(self, "_out", None) is None:
+            src, dst = self._coo()
+            order = torch.argsort(src, stable=True)
+            indptr = torch.zeros(self._num_src + 1, dtype=torch.int64)
+            if src.numel():
+                torch.cumsum(torch.bincount(src, minlength=self._num_src), 0, out=indptr[1:])
+            self._out = (indptr, dst[order], order)
+        return self._out
+
+    def formats(self, formats=None):
+        """DGL's formats. With no argument, {'created': [...], 'not created':
+        [...]}: the sparse formats this graph holds now ('coo' its edge list,
+        'csc' the in-edge index message passing uses, 'csr' the out-edge
+        index). With a format or a list of them, a graph of the same
+        structure and data with those formats made (DGL's clone; dgld's graphs
+        allow every format, so the others are made when needed)."""
+        made = {"coo": self._src is not None, "csc": self._native is not None,
+                "csr": getattr(self, "_out", None) is not None}
+        if formats is None:
+            return {"created": [f for f in self._FORMATS if made[f]],
+                    "not created": [f for f in self._FORMATS if not made[f]]}
+        wanted = [formats] if isinstance(formats, str) else list(formats)
+        bad = [f for f in wanted if f not in self._FORMATS]
+        if bad:
+            raise DGLError(f"formats: unknown sparse format {bad[0]!r} (DGL's are 'coo', 'csr' and 'csc')")
+        g = self._shallow_copy()
+        for f in wanted:
+            {"coo": g._coo, "csc": g._csr, "csr": g._out_csr}[f]()
+        return g
+
     # ------------------------------------------------------------ message passing
 
     def update_all(self, message_func, reduce_func, apply_node_func=None, etype=None):

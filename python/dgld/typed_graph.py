@@ -24,6 +24,7 @@ import torch
 
 from ._errors import DGLError
 from ._graph_data import _uv
+from .base import ALL
 from .frame import Frame
 from .graph import HomoBlock, HomoGraph
 from .heterograph import DGLBlock, DGLGraph
@@ -164,7 +165,8 @@ class TypedGraph(DGLGraph):
             self._srcframes = {t: Frame(n, f"node data of {t!r}") for t, n in self._num_src.items()}
             self._dstframes = self._srcframes
         self._rels = {}
-        for (s, e, d), (u, v) in relations.items():
+        # DGL's order of the edge types: sorted canonical triples.
+        for (s, e, d), (u, v) in sorted(relations.items(), key=lambda kv: kv[0]):
             ns, nd = self._num_src[s], self._num_dst[d]
             if is_block:
                 rel = HomoBlock._from_coo(u, v, ns, nd, idtype)
@@ -225,6 +227,40 @@ class TypedGraph(DGLGraph):
 
     def to_canonical_etype(self, etype):
         return self._canonical(etype)
+
+    def get_ntype_id(self, ntype):
+        """A node type's id: its index in ntypes (DGL's)."""
+        if ntype is None and len(self.ntypes) == 1:
+            return 0
+        if ntype not in self.ntypes:
+            raise DGLError(f"node type {ntype!r} does not exist (types: {', '.join(self.ntypes)})")
+        return self.ntypes.index(ntype)
+
+    def get_etype_id(self, etype):
+        """An edge type's id: its index in canonical_etypes (DGL's)."""
+        return self.canonical_etypes.index(self._canonical(etype))
+
+    # Queries of one relation, as DGL's heterographs take them (etype=...).
+    def edge_ids(self, u, v, return_uv=False, etype=None):
+        return self[etype].edge_ids(u, v, return_uv=return_uv)
+
+    def find_edges(self, eid, etype=None):
+        return self[etype].find_edges(eid)
+
+    def has_edges_between(self, u, v, etype=None):
+        return self[etype].has_edges_between(u, v)
+
+    def in_degrees(self, v=ALL, etype=None):
+        return self[etype].in_degrees(v)
+
+    def out_degrees(self, u=ALL, etype=None):
+        return self[etype].out_degrees(u)
+
+    def in_edges(self, v, form="uv", etype=None):
+        return self[etype].in_edges(v, form=form)
+
+    def out_edges(self, u, form="uv", etype=None):
+        return self[etype].out_edges(u, form=form)
 
     def __getitem__(self, key):
         """The relation graph of an edge type (name or canonical triple)."""

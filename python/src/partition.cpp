@@ -6,12 +6,15 @@
 //   _partition_orig_ids  the new -> original node and edge id maps of a
 //                      partitioned graph (node/orig_id, edge/orig_id)
 //   _read_partition    one partition's local graph and tensors (copies)
+#include <algorithm>
 #include <cstring>
+#include <tuple>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "common/partition/partition.h"
+#include "common/partition/partition_book.h"
 #include "partition/memory_input.h"
 #include "partition/partitioner.h"
 #include "python/src/binding.h"
@@ -19,7 +22,9 @@
 namespace dgld::python {
 namespace {
 
-using NamedTensors = std::vector<std::pair<std::string, torch::Tensor>>;
+// (name, tensor, type): type -1 on a homogeneous graph, else the node (edge)
+// type whose rows the tensor holds.
+using NamedTensors = std::vector<std::tuple<std::string, torch::Tensor, int>>;
 
 // `t` as a contiguous CPU tensor of `type`, or an undefined tensor for None.
 torch::Tensor typed(const std::optional<torch::Tensor>& t, at::ScalarType type, const char* what) {
@@ -40,7 +45,7 @@ std::span<const T> span_as(const torch::Tensor& t) {
 // copies their data points into.
 std::vector<NamedTensor> named(const NamedTensors& in, const char* kind, std::vector<torch::Tensor>* keep) {
   std::vector<NamedTensor> out;
-  for (const auto& [name, tensor] : in) {
+  for (const auto& [name, tensor, type] : in) {
     if (!tensor.device().is_cpu()) {
       throw StatusError(invalid_argument(std::string(kind) + " data '" + name + "': the tensor must be on the CPU"));
     }
@@ -54,6 +59,7 @@ std::vector<NamedTensor> named(const NamedTensors& in, const char* kind, std::ve
     const torch::Tensor& t = keep->back();
     NamedTensor nt;
     nt.name = name;
+    nt.type = type;
     nt.dtype = *dt;
     nt.shape.assign(t.sizes().begin(), t.sizes().end());
     nt.data = static_cast<const std::byte*>(t.data_ptr());
@@ -70,11 +76,16 @@ py::dict partition_graph(int64_t num_nodes, const torch::Tensor& src, const torc
                          const NamedTensors& node_tensors, const NamedTensors& edge_tensors,
                          const std::string& graph_name, int num_parts, const std::string& out_path, int num_hops,
                          const std::string& part_method, bool balance_train, bool balance_edges,
-                         int num_trainers_per_machine, uint64_t seed, bool overwrite) {
+                         int num_trainers_per_machine, uint64_t seed, bool overwrite,
+                         const std::vector<std::string>& graph_formats, const std::vector<std::string>& ntypes,
+                         const std::vector<int64_t>& ntype_offset,
+                         const std::vector<std::tuple<std::string, std::string, std::string>>& etypes,
+                         const std::optional<torch::Tensor>& edge_type) {
   const auto s = typed(src, at::kLong, "edge sources"), d = typed(dst, at::kLong, "edge destinations");
   const auto f = typed(features, at::kFloat, "features"), l = typed(labels, at::kLong, "labels");
   const auto tr = typed(train_mask, at::kByte, "train_mask"), va = typed(val_mask, at::kByte, "val_mask");
   const auto te = typed(test_mask, at::kByte, "test_mask"), bt = typed(balance_type, at::kInt, "balance_ntypes");
+  const auto et = typed(edge_type, at::kInt, "edge types");
   if (f.defined() && f.dim() != 2) {
     throw StatusError(invalid_argument("features must be 2-d [num_nodes, dim], got " + c10::str(f.sizes())));
   }
@@ -94,6 +105,20 @@ py::dict partition_graph(int64_t num_nodes, const torch::Tensor& src, const torc
   m.num_balance_types = num_balance_types;
   m.node_tensors = named(node_tensors, "node", &keep);
   m.edge_tensors = named(edge_tensors, "edge", &keep);
+  m.ntypes = ntypes;
+  m.ntype_offset = ntype_offset;
+  for (const auto& [src_type, rel, dst_type] : etypes) {
+    CanonicalEtype c{src_type, rel, dst_type};
+    const auto find = [&](const std::string& name) {
+      const auto it = std::find(ntypes.begin(), ntypes.end(), name);
+      if (it == ntypes.end()) throw StatusError(invalid_argument("edge type " + c.name() + ": no node type '" + name + "'"));
+      return static_cast<int32_t>(it - ntypes.begin());
+    };
+    c.src_type = find(src_type);
+    c.dst_type = find(dst_type);
+    m.etypes.push_back(std::move(c));
+  }
+  m.edge_type = span_as<int32_t>(et);
 
   PartitionOptions o;
   o.graph_name = graph_name;
@@ -107,6 +132,7 @@ py::dict partition_graph(int64_t num_nodes, const torch::Tensor& src, const torc
   o.seed = seed;
   o.overwrite = overwrite;
   o.merge_into_output = true;  // DGL's partition_graph: out_path's other files stay
+  o.graph_formats = graph_formats;
   PartitionStats stats;
   Status st;
   {
@@ -124,14 +150,6 @@ py::dict partition_graph(int64_t num_nodes, const torch::Tensor& src, const torc
   return out;
 }
 
-PartitionConfig homogeneous_config(const std::string& part_config, const char* what) {
-  auto c = unwrap(load_part_config(part_config));
-  if (c.types.present()) {
-    throw StatusError(invalid_argument(std::string(what) + ": " + part_config +
-                                       " is a heterogeneous graph's; dgld's DGLGraph is homogeneous for now"));
-  }
-  return c;
-}
 
 template <typename T>
 torch::Tensor copy_span(std::span<const T> v, at::ScalarType type) {
@@ -141,7 +159,7 @@ torch::Tensor copy_span(std::span<const T> v, at::ScalarType type) {
 }
 
 py::tuple partition_orig_ids(const std::string& part_config) {
-  const auto c = homogeneous_config(part_config, "partition_graph");
+  const auto c = unwrap(load_part_config(part_config));
   std::vector<int64_t> nids, eids;
   nids.reserve(c.num_nodes);
   eids.reserve(c.num_edges);
@@ -157,7 +175,7 @@ py::tuple partition_orig_ids(const std::string& part_config) {
 }
 
 py::dict read_partition(const std::string& part_config, int part_id, bool load_graph, bool load_feats) {
-  const auto c = homogeneous_config(part_config, "load_partition");
+  const auto c = unwrap(load_part_config(part_config));
   auto part = [&] {
     py::gil_scoped_release release;
     return unwrap(open_partition(c, part_id, /*verify_checksums=*/true));
@@ -172,7 +190,16 @@ py::dict read_partition(const std::string& part_config, int part_id, bool load_g
     out["indices"] = copy_span(in.indices, at::kLong);
     out["eids"] = copy_span(in.eids, at::kLong);
     out["inner_edge"] = copy_span(part->inner_edge(), at::kByte);
+    if (c.types.present()) {
+      // Each local node's type and each local edge's (DGL's NTYPE / ETYPE).
+      const auto book = unwrap(RangePartitionBook::from_config(c));
+      std::vector<int32_t> ntype;
+      for (int64_t v : part->node_global_ids()) ntype.push_back(book.node_type(v));
+      out["ntype"] = copy_span(std::span<const int32_t>(ntype), at::kInt);
+      out["etype"] = copy_span(part->edge_types(), at::kInt);
+    }
   }
+  out["graph_formats"] = c.graph_formats;
   if (load_feats) {
     py::dict nodes, edges;
     for (const TensorView& t : part->node_tensors()) nodes[py::str(t.name)] = copy_of(t);
@@ -191,7 +218,8 @@ void bind_partition(py::module_& m) {
         py::arg("balance_type"), py::arg("num_balance_types"), py::arg("node_tensors"), py::arg("edge_tensors"),
         py::arg("graph_name"), py::arg("num_parts"), py::arg("out_path"), py::arg("num_hops"),
         py::arg("part_method"), py::arg("balance_train"), py::arg("balance_edges"),
-        py::arg("num_trainers_per_machine"), py::arg("seed"), py::arg("overwrite"));
+        py::arg("num_trainers_per_machine"), py::arg("seed"), py::arg("overwrite"), py::arg("graph_formats"),
+        py::arg("ntypes"), py::arg("ntype_offset"), py::arg("etypes"), py::arg("edge_type"));
   m.def("_partition_orig_ids", &partition_orig_ids, py::arg("part_config"));
   m.def("_read_partition", &read_partition, py::arg("part_config"), py::arg("part_id"), py::arg("load_graph"),
         py::arg("load_feats"));

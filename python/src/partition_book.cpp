@@ -2,6 +2,8 @@
 // their binding.
 #include "python/src/partition_book.h"
 
+#include <algorithm>
+
 namespace dgld::python {
 
 namespace {
@@ -44,6 +46,77 @@ PartitionBook PartitionBook::load(const std::string& path, int part_id) {
   auto config = unwrap(load_part_config(path));
   auto book = unwrap(RangePartitionBook::from_config(config));
   return PartitionBook(config, std::move(book), part_id);
+}
+
+namespace {
+
+// One kind's ranges (DGL's node_map or edge_map as lists by type id) checked,
+// with each partition's whole range and each type's count.
+std::vector<std::vector<IdRange>> type_ranges(const PartitionBook::TypeRanges& map, int num_parts,
+                                              const std::vector<std::string>& names, const char* what,
+                                              std::vector<IdRange>* parts, std::vector<int64_t>* counts) {
+  if (map.size() != names.size()) {
+    throw StatusError(invalid_argument(std::string(what) + ": " + std::to_string(map.size()) + " lists of ranges for " +
+                                       std::to_string(names.size()) + " types"));
+  }
+  std::vector<std::vector<IdRange>> out;
+  std::vector<int64_t> ends(num_parts, 0);
+  for (size_t t = 0; t < map.size(); ++t) {
+    if (static_cast<int>(map[t].size()) != num_parts) {
+      throw StatusError(invalid_argument(std::string(what) + "['" + names[t] + "']: " + std::to_string(map[t].size()) +
+                                         " ranges, expected one [start, end] per partition (" +
+                                         std::to_string(num_parts) + ")"));
+    }
+    out.emplace_back();
+    counts->push_back(0);
+    for (int p = 0; p < num_parts; ++p) {
+      const auto [start, end] = map[t][p];
+      if (start < 0 || end < start) {
+        throw StatusError(invalid_argument(std::string(what) + "['" + names[t] + "'][" + std::to_string(p) +
+                                           "]: [" + std::to_string(start) + ", " + std::to_string(end) +
+                                           ") is not a range of ids"));
+      }
+      out.back().push_back({start, end});
+      counts->back() += end - start;
+      ends[p] = std::max(ends[p], end);
+    }
+  }
+  int64_t prev = 0;
+  for (int p = 0; p < num_parts; ++p) {
+    parts->push_back({prev, std::max(prev, ends[p])});
+    prev = parts->back().end;
+  }
+  return out;
+}
+
+}  // namespace
+
+PartitionBook PartitionBook::from_ranges(int part_id, int num_parts, const std::vector<std::string>& ntypes,
+                                         const std::vector<std::string>& etypes, const TypeRanges& ntype_map,
+                                         const TypeRanges& etype_map) {
+  if (num_parts < 1) throw StatusError(invalid_argument("num_parts must be > 0, got " + std::to_string(num_parts)));
+  PartitionConfig c;
+  c.num_parts = num_parts;
+  GraphTypeInfo& t = c.types;
+  auto nmap = type_ranges(ntype_map, num_parts, ntypes, "node_map", &c.node_map, &t.ntype_count);
+  auto emap = type_ranges(etype_map, num_parts, etypes, "edge_map", &c.edge_map, &t.etype_count);
+  if (ntypes == std::vector<std::string>{c.ntype} && etypes == std::vector<std::string>{c.etype}) {
+    return PartitionBook(c, RangePartitionBook(c.node_map, c.edge_map), part_id);
+  }
+  t.ntypes = ntypes;
+  t.etypes = etypes;
+  for (const std::string& e : etypes) {
+    const size_t a = e.find(':'), b = e.rfind(':');
+    const int s = a == b ? -1 : t.ntype_id(e.substr(0, a)), d = a == b ? -1 : t.ntype_id(e.substr(b + 1));
+    if (s < 0 || d < 0) {
+      throw StatusError(invalid_argument("edge type '" + e + "' is not \"src:rel:dst\" over the node types"));
+    }
+    t.etype_src.push_back(s);
+    t.etype_dst.push_back(d);
+  }
+  t.ntype_map = nmap;
+  t.etype_map = emap;
+  return PartitionBook(c, RangePartitionBook(c.node_map, c.edge_map, std::move(nmap), std::move(emap)), part_id);
 }
 
 int PartitionBook::ntype_id(const std::string& name) const { return unwrap(types_.resolve_ntype(name)); }
@@ -153,6 +226,8 @@ void bind_partition_book(py::module_& m) {
   };
   py::class_<PartitionBook>(m, "PartitionBook")
       .def(py::init(&PartitionBook::load), py::arg("part_config"), py::arg("part_id"))
+      .def_static("from_ranges", &PartitionBook::from_ranges, py::arg("part_id"), py::arg("num_parts"),
+                  py::arg("ntypes"), py::arg("etypes"), py::arg("node_map"), py::arg("edge_map"))
       .def_property_readonly("partid", &PartitionBook::part_id)
       .def_property_readonly("graph_name", &PartitionBook::graph_name)
       .def_property_readonly("num_partitions", [](const PartitionBook& b) { return b.book().num_partitions(); })

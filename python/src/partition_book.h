@@ -26,6 +26,16 @@ class PartitionBook {
   PartitionBook(const PartitionConfig& config, RangePartitionBook book, int part_id);
   // The book of the config at `path`, as partition part_id sees it.
   static PartitionBook load(const std::string& path, int part_id);
+  // [type][part] homogeneous [start, end) ranges.
+  using TypeRanges = std::vector<std::vector<std::pair<int64_t, int64_t>>>;
+  // DGL's RangePartitionBook(part_id, num_parts, node_map, edge_map, ntypes,
+  // etypes), made with no config: each type's ranges as given (types by id,
+  // edge types canonical "src:rel:dst"; the types "_N" and "_N:_E:_N" alone
+  // are a homogeneous graph), each partition's range from the previous one's
+  // end to the largest end of its types' ranges, as DGL derives it.
+  static PartitionBook from_ranges(int part_id, int num_parts, const std::vector<std::string>& ntypes,
+                                   const std::vector<std::string>& etypes, const TypeRanges& ntype_map,
+                                   const TypeRanges& etype_map);
 
   int part_id() const { return part_id_; }
   const std::string& graph_name() const { return graph_name_; }

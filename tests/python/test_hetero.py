@@ -320,6 +320,6 @@ def test_dgl_typed_api_names():
     assert res["book_ntypes"] == ["paper", "author", "venue", "topic"]
     for key in ("partid2nids", "map_homo", "map_back", "owner", "local_var", "basis"):
         assert res[key] is True, (key, res)
-    assert res["policy"] == "node:paper" and res["policy_rows"] == [9, 7]
+    assert res["policy"] == "node~paper" and res["policy_rows"] == [9, 7]
     assert "no partition policies match" in res["no_policy"] and "'paper' nodes" in res["no_policy"], res["no_policy"]
     assert res["basis_shape"] == [5, 3, 4]

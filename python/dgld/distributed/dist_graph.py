@@ -236,6 +236,10 @@ class DistGraph:
         return NodePartitionPolicy(self._gpb, ntype)
 
     def get_edge_partition_policy(self, etype="_E"):
+        """The policy of etype's edges (by name, "src:rel:dst" or canonical
+        triple; every edge by default)."""
+        if etype not in (None, "_E", ("_N", "_E", "_N")):
+            etype = self._gpb.to_canonical_etype(etype)
         return EdgePartitionPolicy(self._gpb, etype)
 
     def rank(self):

@@ -111,7 +111,7 @@ class DistTensor:
         if not edges and part_policy.type_name != "_N" and not book.is_homogeneous():
             type_name, want = part_policy.type_name, book._num_nodes(part_policy.type_name)
             what = f"the nodes of type {type_name!r}"
-        elif edges and part_policy.type_name != "_E" and not book.is_homogeneous():
+        elif edges and part_policy.type_name not in ("_E", ("_N", "_E", "_N")) and not book.is_homogeneous():
             type_name = ":".join(book.to_canonical_etype(part_policy.type_name))
             want = book._num_edges(type_name)
             what = f"the edges of type {type_name!r}"

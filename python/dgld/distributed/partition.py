@@ -17,6 +17,7 @@ load_partition reads one partition back as DGL's does: the local graph
 GraphPartitionBook, the graph's name and types.
 """
 
+import json
 import operator
 import os
 
@@ -24,13 +25,20 @@ import torch
 
 from .. import _C
 from .._errors import InvalidArgument, NotFound
-from ..base import EID, NID
+from ..base import EID, ETYPE, NID, NTYPE
 from ..graph import HomoGraph
 from ..heterograph import DGLGraph
+from ..typed_graph import TypedGraph
 from .dist_context import note_graphbolt
 from .graph_partition_book import GraphPartitionBook
 
-__all__ = ["partition_graph", "load_partition", "load_partition_book", "load_partition_feats"]
+__all__ = ["partition_graph", "load_partition", "load_partition_book", "load_partition_feats", "RESERVED_FIELD_DTYPE"]
+
+# The dtypes of the fields load_partition puts in a partition's graph (DGL's;
+# NID and EID are one name, "_ID", and NTYPE and ETYPE one, "_TYPE").
+RESERVED_FIELD_DTYPE = {"inner_node": torch.uint8, "inner_edge": torch.uint8, NID: torch.int64, EID: torch.int64,
+                        NTYPE: torch.int32, ETYPE: torch.int32}
+_GRAPH_FORMATS = ("coo", "csr", "csc")
 
 # DGL's names of the data the partitioner keeps in its own arrays.
 _FEATURES = ("feat", "features")
@@ -186,23 +194,98 @@ def _out_dir(out_path):
     return path
 
 
+def _graph_formats(graph_formats):
+    if graph_formats is None:
+        return []
+    fmts = [graph_formats] if isinstance(graph_formats, str) else list(graph_formats)
+    bad = [f for f in fmts if f not in _GRAPH_FORMATS]
+    if bad:
+        _fail(f"graph_formats takes {', '.join(map(repr, _GRAPH_FORMATS))}; got {bad[0]!r}")
+    return fmts
+
+
+def _typed_input(g):
+    """A typed graph as the partitioner's typed input (DGL's homogeneous
+    view of it): node types in g.ntypes order, each type's nodes one range of
+    ids; edges of each canonical type in turn, in edge id order; every node
+    and edge data a named tensor of its type, kept under its own name."""
+    ntypes, cets = list(g.ntypes), list(g.canonical_etypes)
+    offset = [0]
+    for t in ntypes:
+        offset.append(offset[-1] + g.num_nodes(t))
+    src, dst, etype = [], [], []
+    for i, c in enumerate(cets):
+        u, v = (x.to(torch.int64) for x in g.edges(etype=c))
+        src.append(u + offset[ntypes.index(c[0])])
+        dst.append(v + offset[ntypes.index(c[2])])
+        etype.append(torch.full((u.numel(),), i, dtype=torch.int32))
+    node_data = [(k, _data(g.nodes[t].data, k, g.num_nodes(t), f"node data {k!r} of {t!r}"), i)
+                 for i, t in enumerate(ntypes) for k in g.nodes[t].data.keys() if k not in _SKIP_NODES]
+    edge_data = [(k, _data(g.edges[c].data, k, g.num_edges(c), f"edge data {k!r} of {c}"), i)
+                 for i, c in enumerate(cets) for k in g.edges[c].data.keys() if k not in _SKIP_EDGES]
+    _check_storable("node", [(f"{ntypes[i]}/{k}", t) for k, t, i in node_data])
+    _check_storable("edge", [(f"{':'.join(cets[i])}/{k}", t) for k, t, i in edge_data])
+    return dict(num_nodes=offset[-1], src=torch.cat(src), dst=torch.cat(dst), features=None, labels=None,
+                train_mask=None, val_mask=None, test_mask=None, balance_type=None, num_balance_types=0,
+                node_tensors=node_data, edge_tensors=edge_data, ntypes=ntypes, ntype_offset=offset,
+                etypes=cets, edge_type=torch.cat(etype))
+
+
+def _data(frame, name, n, what):
+    t = frame[name]
+    if not isinstance(t, torch.Tensor) or t.dim() == 0 or t.shape[0] != n:
+        _fail(f"{what} must be a tensor with one row per {'node' if 'node' in what else 'edge'} ({n})")
+    return t.detach().cpu()
+
+
+def _homogeneous_input(g, balance_ntypes):
+    n, m = g.num_nodes(), g.num_edges()
+    features, labels, masks, node_data = _node_arrays(g, n)
+    edge_data = _edge_arrays(g, m)
+    _check_storable("node", node_data)
+    _check_storable("edge", edge_data)
+    balance_train, balance_type, num_types = _balance_args(g, n, balance_ntypes, masks.get("train_mask"))
+    src, dst = g._coo()
+    return balance_train, dict(
+        num_nodes=n, src=src, dst=dst, features=features, labels=labels, train_mask=masks.get("train_mask"),
+        val_mask=masks.get("val_mask"), test_mask=masks.get("test_mask"), balance_type=balance_type,
+        num_balance_types=num_types, node_tensors=[(k, t, -1) for k, t in node_data],
+        edge_tensors=[(k, t, -1) for k, t in edge_data], ntypes=[], ntype_offset=[], etypes=[], edge_type=None)
+
+
+def _typed_mapping(g, json_path, nids, eids):
+    """(orig_nids, orig_eids) of a typed graph, as DGL returns them: per
+    type, the original per-type id of each new per-type id. The partitions
+    keep each node's per-type original id and each edge's input position
+    (the edges of all types in turn, as _typed_input gives them)."""
+    gpb = GraphPartitionBook.load(json_path, 0)
+    ntype_of, _ = gpb.map_to_per_ntype(torch.arange(nids.numel()))
+    counts = torch.tensor([g.num_edges(c) for c in g.canonical_etypes], dtype=torch.int64)
+    first = torch.cumsum(counts, 0) - counts
+    etype_of = torch.bucketize(eids, first + counts, right=True)
+    return ({t: nids[ntype_of == i] for i, t in enumerate(g.ntypes)},
+            {c: eids[etype_of == i] - first[i] for i, c in enumerate(g.canonical_etypes)})
+
+
 def partition_graph(g, graph_name, num_parts, out_path, num_hops=1, part_method="metis", balance_ntypes=None,
                     balance_edges=False, return_mapping=False, num_trainers_per_machine=1, objtype="cut",
                     graph_formats=None, use_graphbolt=False, *, seed=0, overwrite=False):
     """Partitions g into num_parts partitions under out_path with
     dgl-partition's partitioner (DGL's dgl.distributed.partition_graph).
-    With return_mapping, returns (orig_nids, orig_eids): the original node
-    and edge id of every new id. As DGL's, it writes into out_path (made if
-    absent) and replaces only what it writes (<graph_name>.json, part<i>),
-    atomically; out_path's other files stay. dgld additions: seed (METIS's
-    and the random assignment's); overwrite, accepted and the same.
-    graph_formats is accepted and ignored (dgld's files hold the CSC and the
-    inner nodes' CSR)."""
+    g is a graph or a typed graph (dgld.heterograph; its node and edge data
+    keep their names, "<ntype>/<name>", "<src:rel:dst>/<name>"). With
+    return_mapping, returns (orig_nids, orig_eids): the original node and
+    edge id of every new id (per type, as dicts, for a typed graph). As
+    DGL's, it writes into out_path (made if absent) and replaces only what
+    it writes (<graph_name>.json, part<i>), atomically; out_path's other
+    files stay. graph_formats is recorded for load_partition, which creates
+    those formats. dgld additions: seed (METIS's and the random
+    assignment's); overwrite, accepted and the same."""
     if not isinstance(g, DGLGraph) or g.is_block:
-        _fail(f"g must be a dgld graph (dgld.graph(...)), got {type(g).__name__}")
-    if not isinstance(g, HomoGraph):
-        _fail("heterogeneous graphs are not supported yet (partition_graph takes one node and one edge type; "
-              "dgl-partition takes typed graphs)")
+        _fail(f"g must be a dgld graph (dgld.graph(...) or dgld.heterograph(...)), got {type(g).__name__}")
+    typed = isinstance(g, TypedGraph)
+    if not typed and not isinstance(g, HomoGraph):
+        _fail(f"g must be a dgld graph or typed graph, got {type(g).__name__}")
     if not isinstance(graph_name, str) or not graph_name or "/" in graph_name:
         _fail(f"graph_name must be a non-empty file name, got {graph_name!r}")
     num_parts = _int_arg("num_parts", num_parts, 1)
@@ -214,28 +297,26 @@ def partition_graph(g, graph_name, num_parts, out_path, num_hops=1, part_method=
         _fail(f"objtype {objtype!r}: dgld's METIS call minimises the edge cut ('cut') only")
     if use_graphbolt:
         note_graphbolt("partition_graph")
-    n, m = g.num_nodes(), g.num_edges()
-    if n == 0:
+    if g.num_nodes() == 0:
         _fail("the graph has no nodes")
-    if m == 0:
+    if g.num_edges() == 0:
         _fail("the graph has no edges")
     path = _out_dir(out_path)
-
-    features, labels, masks, node_data = _node_arrays(g, n)
-    edge_data = _edge_arrays(g, m)
-    _check_storable("node", node_data)
-    _check_storable("edge", edge_data)
-    balance_train, balance_type, num_types = _balance_args(g, n, balance_ntypes, masks.get("train_mask"))
-    src, dst = g._coo()
+    formats = _graph_formats(graph_formats)
+    if typed:
+        if balance_ntypes is not None:
+            _fail("balance_ntypes of a heterogeneous graph is not supported yet")
+        balance_train, data = False, _typed_input(g)
+    else:
+        balance_train, data = _homogeneous_input(g, balance_ntypes)
     stats = _C._partition_graph(
-        num_nodes=n, src=src, dst=dst, features=features, labels=labels, train_mask=masks.get("train_mask"),
-        val_mask=masks.get("val_mask"), test_mask=masks.get("test_mask"), balance_type=balance_type,
-        num_balance_types=num_types, node_tensors=node_data, edge_tensors=edge_data, graph_name=graph_name,
-        num_parts=num_parts, out_path=path, num_hops=num_hops, part_method=part_method,
-        balance_train=balance_train, balance_edges=bool(balance_edges),
-        num_trainers_per_machine=num_trainers_per_machine, seed=int(seed), overwrite=bool(overwrite))
+        **data, graph_name=graph_name, num_parts=num_parts, out_path=path, num_hops=num_hops,
+        part_method=part_method, balance_train=balance_train, balance_edges=bool(balance_edges),
+        num_trainers_per_machine=num_trainers_per_machine, seed=int(seed), overwrite=bool(overwrite),
+        graph_formats=formats)
     if return_mapping:
-        return _C._partition_orig_ids(stats["json_path"])
+        nids, eids = _C._partition_orig_ids(stats["json_path"])
+        return _typed_mapping(g, stats["json_path"], nids, eids) if typed else (nids, eids)
     return None
 
 
@@ -246,11 +327,38 @@ def _config(part_config):
     return path
 
 
+class UnsupportedPartitionBook(InvalidArgument, TypeError):
+    """A partition config whose node_map / edge_map list each id's
+    partition (DGL's old per-id books) instead of ranges: a TypeError, as in
+    DGL, which reads only range books too."""
+
+
+def _per_id_maps(path):
+    """The node_map / edge_map keys of the config at path whose values are
+    per-id dicts, not lists of ranges."""
+    try:
+        with open(path) as f:
+            root = json.load(f)
+    except (OSError, ValueError):
+        return []
+    return [f"{k}[{t!r}]" for k in ("node_map", "edge_map") if isinstance(root.get(k), dict)
+            for t, v in root[k].items() if isinstance(v, dict)]
+
+
 def load_partition_book(part_config, part_id):
     """(GraphPartitionBook, graph_name, ntypes, etypes) of a partitioned
     graph, from its config alone (DGL's load_partition_book): ntypes
     {name: id}, etypes {canonical triple: id}."""
-    gpb = GraphPartitionBook.load(_config(part_config), part_id)  # an error for a partition that does not exist
+    path = _config(part_config)
+    try:
+        gpb = GraphPartitionBook.load(path, part_id)  # an error for a partition that does not exist
+    except InvalidArgument as e:
+        per_id = _per_id_maps(path)
+        if per_id:
+            raise UnsupportedPartitionBook(f"load_partition_book: {path}: {', '.join(per_id)} list each id's "
+                                           "partition; only range partition books ([[start, end] per partition]) "
+                                           "are supported, as in DGL") from e
+        raise
     return (gpb, gpb.graph_name, {t: i for i, t in enumerate(gpb.ntypes)},
             {t: i for i, t in enumerate(gpb.canonical_etypes)})
 
@@ -270,7 +378,9 @@ def load_partition(part_config, part_id, load_feats=True, use_graphbolt=False):
     edges (edge i = position i of the in-edge CSC; inner edges first), with
     ndata[dgl.NID] the nodes' global ids, ndata['inner_node'] 1 for inner
     nodes, ndata['part_id'] each node's owner, edata[dgl.EID] the edges'
-    global ids and edata['inner_edge']."""
+    global ids and edata['inner_edge']; on a typed graph also ndata[dgl.NTYPE]
+    and edata[dgl.ETYPE], the type ids (dtypes: RESERVED_FIELD_DTYPE). The
+    sparse formats partition_graph's graph_formats named are created."""
     if use_graphbolt:
         note_graphbolt("load_partition")
     gpb, graph_name, ntypes, etypes = load_partition_book(part_config, part_id)
@@ -284,6 +394,23 @@ def load_partition(part_config, part_id, load_feats=True, use_graphbolt=False):
     g.ndata["part_id"] = d["owner"].to(torch.int64)
     g.edata[EID] = d["eids"]
     g.edata["inner_edge"] = d["inner_edge"]
+    if "ntype" in d:
+        g.ndata[NTYPE] = d["ntype"].to(RESERVED_FIELD_DTYPE[NTYPE])
+        g.edata[ETYPE] = d["etype"]
+    g = g.formats(list(d["graph_formats"]) or ["coo"])
     node_feats = d["node_feats"] if load_feats else {}
     edge_feats = d["edge_feats"] if load_feats else {}
     return g, node_feats, edge_feats, gpb, graph_name, list(ntypes), list(etypes)
+
+
+def _get_inner_node_mask(graph, ntype_id):
+    """A local graph's inner nodes (of node type ntype_id on a typed graph)
+    as a bool mask (DGL's)."""
+    inner = graph.ndata["inner_node"] == 1
+    return inner & (graph.ndata[NTYPE] == ntype_id) if NTYPE in graph.ndata else inner
+
+
+def _get_inner_edge_mask(graph, etype_id):
+    """A local graph's inner edges (of edge type etype_id on a typed graph)."""
+    inner = graph.edata["inner_edge"] == 1
+    return inner & (graph.edata[ETYPE] == etype_id) if ETYPE in graph.edata else inner
