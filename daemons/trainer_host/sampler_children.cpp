@@ -16,6 +16,7 @@
 
 #include "common/file_util.h"
 #include "common/logging.h"
+#include "dgld_paths.h"
 
 namespace dgld::trainer {
 
@@ -91,8 +92,10 @@ std::string default_sampler_worker_path() {
   std::error_code ec;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
   if (ec) return "sampler-worker";
+  // Beside trainer-host (installed, or copied together), the build tree's, the installed package's.
   for (const fs::path& p : {self.parent_path() / "sampler-worker",
-                            self.parent_path().parent_path() / "sampler_worker" / "sampler-worker"}) {
+                            self.parent_path().parent_path() / "sampler_worker" / "sampler-worker",
+                            fs::path(DGLD_INSTALL_BINDIR) / "sampler-worker"}) {
     if (::access(p.c_str(), X_OK) == 0) return p.string();
   }
   return (self.parent_path() / "sampler-worker").string();

@@ -27,6 +27,7 @@
 #include "common/ops/torch_library.h"
 #include "daemons/trainer_host/model_impl.h"
 #include "daemons/trainer_host/training_loop.h"  // first_line
+#include "dgld_paths.h"
 
 namespace dgld::trainer {
 
@@ -335,8 +336,9 @@ std::string builtin_model_dir() {
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) {
     dirs.push_back(exe.parent_path() / "models");
-    dirs.push_back(exe.parent_path().parent_path() / "share" / "dgld" / "models");
   }
+  dirs.emplace_back(DGLD_INSTALL_MODEL_DIR);  // the installed package's (meson's prefix and datadir)
+  if (!ec) dirs.push_back(exe.parent_path().parent_path() / "share" / "dgld" / "models");
 #ifdef DGLD_BUILD_MODEL_DIR
   dirs.emplace_back(DGLD_BUILD_MODEL_DIR);
 #endif
@@ -362,8 +364,9 @@ Result<std::string> builtin_model_file(std::string_view kind_name, int layers) {
   const std::string dir = builtin_model_dir();
   if (dir.empty()) {
     return not_found("no built-in model files (python/dgld/models scripted at build time into <kind>-<layers>.pt): "
-                     "none in $DGLD_MODEL_DIR, in 'models' beside this program or in ../share/dgld/models; build "
-                     "dgld with its Python package, or give --model-file");
+                     "none in $DGLD_MODEL_DIR, in 'models' beside this program, in " DGLD_INSTALL_MODEL_DIR
+                     " or in ../share/dgld/models; build dgld with its Python package (or install the dgld "
+                     "package), or give --model-file");
   }
   const std::string kind = canonical_kind(kind_name);
   const fs::path file = fs::path(dir) / fmt::format("{}-{}.pt", kind, layers);

@@ -37,6 +37,7 @@
 #include "common/part_config.h"
 #include "common/net/auth.h"
 #include "common/stop_signals.h"
+#include "dgld_paths.h"
 #include "dgld_version.h"
 #include "launcher/launch/agent.h"
 #include "launcher/launch/files.h"
@@ -139,10 +140,11 @@ inline fs::path self_exe() {
   return ec ? fs::path("dgl-launch") : p;
 }
 
-// graph-server beside dgl-launch (installed), or in the build tree, or by name.
+// graph-server beside dgl-launch (installed), or in the build tree, or the installed package's, or by name.
 inline std::string default_graph_server(const fs::path& exe) {
   const fs::path dir = exe.parent_path();
-  for (const fs::path& p : {dir / "graph-server", dir / "../../daemons/graph_server/graph-server"}) {
+  for (const fs::path& p : {dir / "graph-server", dir / "../../daemons/graph_server/graph-server",
+                            fs::path(DGLD_INSTALL_BINDIR) / "graph-server"}) {
     std::error_code ec;
     if (fs::is_regular_file(p, ec)) return p.lexically_normal().string();
   }

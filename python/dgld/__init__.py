@@ -16,6 +16,10 @@ import torch  # noqa: F401 - loads libtorch before the extension
 from . import _errors
 from ._errors import DGLError
 from . import _C
+
+# meson.build's project version, as every program's --version reports it; the wire protocol's version.
+__version__ = _C.__version__
+protocol_version = _C.protocol_version
 from .base import ALL, EID, ETYPE, NID, NTYPE
 
 from . import function  # noqa: E402

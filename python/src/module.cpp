@@ -17,14 +17,22 @@
 // Sources: binding.h (errors, tensor conversions), client.cpp, dist_tensor.cpp,
 // loaders.cpp, partition.cpp, partition_book.cpp, checkpoint.cpp, servers.cpp, torch_kernels.cpp; this file makes the module
 // of them. The tests' hooks are a module of their own (test_hooks.cpp).
+#include "common/cli.h"
 #include "common/logging.h"
+#include "common/net/frame.h"
 #include "common/memory.h"
 #include "python/src/binding.h"
+#include "dgld_version.h"
 
 using namespace dgld::python;
 
 PYBIND11_MODULE(_C, m) {
   m.doc() = "dgld's client library (the dgld package builds DGL's API on it)";
+  // The one version (meson.build's project version) the programs' --version report, and the
+  // wire protocol's (common/net/frame.h): dgld.__version__, dgld.protocol_version.
+  m.attr("__version__") = DGLD_VERSION;
+  m.attr("protocol_version") = static_cast<int>(dgld::net::kProtocolVersion);
+  m.attr("version_string") = dgld::version_string();
   // A training script's tensors, as the daemons' buffers, stay in the heap
   // (common/memory.h): set when dgld is imported, before its first batch.
   dgld::tune_allocator_for_large_buffers();
