@@ -1,5 +1,5 @@
-// config/systemd/: the units pass `systemd-analyze verify` (with ExecStart
-// pointed at this build's graph-server, as an install would), the sysusers and
+// config/systemd/: the units pass `systemd-analyze verify` (with ExecStart's
+// @bindir@ pointed at this build's graph-server, as meson install does with its bindir), the sysusers and
 // tmpfiles snippets apply to an empty root, and the unit reads what
 // `dgl-launch --write-server-env` writes. Skipped (exit 77) without systemd-analyze.
 #define CATCH_CONFIG_RUNNER
@@ -24,9 +24,10 @@ fs::path units() { return source_root() / "config/systemd"; }
 
 // The units as installed: ExecStart at this build's graph-server.
 void install_units(const fs::path& dir, const std::string& edit_from = "", const std::string& edit_to = "") {
-  for (const char* name : {"dgld-graph-server@.service", "dgld.target"}) {
-    std::string text = read_text(units() / name);
-    text = std::regex_replace(text, std::regex("/usr/local/bin/graph-server"), graph_server_bin().string());
+  for (std::string name : {"dgld-graph-server@.service", "dgld.target"}) {
+    const bool templ = fs::exists(units() / (name + ".in"));
+    std::string text = read_text(units() / (templ ? name + ".in" : name));
+    text = std::regex_replace(text, std::regex("@bindir@/graph-server"), graph_server_bin().string());
     if (!edit_from.empty()) text = std::regex_replace(text, std::regex(edit_from), edit_to);
     std::ofstream(dir / name) << text;
   }
@@ -83,9 +84,9 @@ TEST_CASE("systemd: sysusers and tmpfiles snippets apply", "[launch][systemd]") 
 }
 
 TEST_CASE("systemd: the unit reads the files dgl-launch --write-server-env writes", "[launch][systemd]") {
-  const std::string unit = read_text(units() / "dgld-graph-server@.service");
+  const std::string unit = read_text(units() / "dgld-graph-server@.service.in");
   CHECK_THAT(unit, Catch::Contains("EnvironmentFile=/etc/dgld/%i.env"));
-  CHECK_THAT(unit, Catch::Contains("ExecStart=/usr/local/bin/graph-server $DGLD_GRAPH_SERVER_ARGS"));
+  CHECK_THAT(unit, Catch::Contains("ExecStart=@bindir@/graph-server $DGLD_GRAPH_SERVER_ARGS"));
   TempDir dir("dgld-systemd-env");
   partition_small_graph(dir.path(), 2);
   write_ip_config(dir.path(), {{"10.0.0.1", 30050}, {"10.0.0.2", 30050}});
