@@ -239,10 +239,10 @@ def cmd_up(a):
         for k, p in enumerate(ports):
             run([IP, "-n", st["switch"]["ns"], "link", "set", f"port{k}", "netns", p["ns"]], f"moving port{k}")
             configure_link(p["ns"], f"port{k}", p["address"], a.mtu, rate)
-        for i in range(a.machines):
+        for i in range(a.machines if not a.no_sshd else 0):
             start_sshd(st, i)
         save_state(st)
-        for i, m in enumerate(st["machines"]):
+        for i, m in enumerate(st["machines"] if not a.no_sshd else []):
             log = os.path.join(d, f"sshd-{i}.log")
             wait_for(lambda: "Server listening on" in open(log).read() or not pid_alive(m["sshd_pid"]), 20,
                      f"sshd of machine {i}")
@@ -541,6 +541,8 @@ def main():
     p.add_argument("--mtu", type=int, default=9000)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--build", help="build directory (default: build, then build-wip)")
+    p.add_argument("--no-sshd", action="store_true", help="bare namespaces on the links, for systemd-nspawn "
+                   "nodes that bring their own sshd (scripts/cluster/fresh_nodes.sh)")
     p = add("down", help="remove everything")
     p.add_argument("--all", action="store_true", help="every emulated cluster")
     p = add("status")
