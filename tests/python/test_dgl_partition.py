@@ -181,3 +181,30 @@ def test_a_per_id_partition_book_is_dgls_type_error(tmp_path):
                                 "part-0": {"node_feats": "a", "edge_feats": "b", "part_graph": "c"}}))
     with pytest.raises(TypeError, match="range partition books"):
         load_partition_book(path, 0)
+
+
+def test_the_dgl_alias_package_runs_dgls_calls_on_dgld(tmp_path):
+    """tests/dgl_alias (what scripts/dgl_suite.sh puts first on the path):
+    `import dgl` is dgld, dgl.X.Y is the module dgld.X.Y itself, and DGL's
+    calls of its partition test run through it."""
+    import os
+    import subprocess
+    import sys
+    code = f"""
+import dgl, dgld, torch
+from dgl.distributed import partition_graph, load_partition
+from dgl.distributed.graph_partition_book import RangePartitionBook
+import dgl.distributed.graph_partition_book as gpb_mod
+assert dgl.heterograph is dgld.heterograph and partition_graph is dgld.distributed.partition_graph
+assert gpb_mod is __import__("dgld.distributed.graph_partition_book", fromlist=["x"])
+g = dgl.heterograph({{("a", "r", "b"): (torch.tensor([0, 1, 2]), torch.tensor([1, 0, 1]))}}, {{"a": 3, "b": 2}})
+nids, eids = partition_graph(g, "t", 1, {str(tmp_path)!r}, return_mapping=True)
+part, *_ = load_partition({str(tmp_path / "t.json")!r}, 0)
+print(sorted(nids), part.num_nodes(), int(part.edata[dgl.ETYPE].max()))
+"""
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(root / "tests" / "dgl_alias"), str(Path(dgld.__file__).parents[1])])
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split("\n")[0] == "['a', 'b'] 5 0"
