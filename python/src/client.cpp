@@ -130,7 +130,8 @@ py::tuple Client::find_edges(const torch::Tensor& eids_in) {
 }
 
 py::tuple Client::sample_neighbors(const torch::Tensor& seeds_in, int64_t fanout, bool replace, bool out_edges,
-                                   const std::string& prob, uint64_t rng_seed) {
+                                   const std::string& prob, uint64_t rng_seed,
+                                   const std::vector<int64_t>& etype_fanouts) {
   const auto seeds = as_ids(seeds_in, "sample_neighbors");
   if (fanout < -1) throw StatusError(invalid_argument("sample_neighbors: fanout must be >= -1"));
   client::DistSampleOptions so;
@@ -141,6 +142,7 @@ py::tuple Client::sample_neighbors(const torch::Tensor& seeds_in, int64_t fanout
   opt.fanout = fanout;
   opt.replace = replace;
   opt.rng_seed = rng_seed;
+  opt.etype_fanouts = etype_fanouts;
   SampledEdges e;
   {
     py::gil_scoped_release release;
@@ -149,11 +151,17 @@ py::tuple Client::sample_neighbors(const torch::Tensor& seeds_in, int64_t fanout
   return py::make_tuple(tensor_of(std::move(e.src)), tensor_of(std::move(e.dst)), tensor_of(std::move(e.eid)));
 }
 
-torch::Tensor Client::split(const torch::Tensor& mask_in, bool edges, bool force_even, int rank, int num_trainers,
-                            const std::optional<torch::Tensor>& trainer_ids_in) {
-  client::Cluster& c = cluster();
-  const auto& book = c.partition_book();
-  const int64_t n = edges ? book.num_edges() : book.num_nodes();
+namespace {
+
+// node_split / edge_split (client/split.h) for trainer `rank` among
+// `num_trainers`: needs only the partition book, so a process that joined
+// no job splits too (DGL's node_split with an explicit book and rank). The
+// rank says the partition, by DGL's layout (the T trainers of partition p
+// are ranks p*T .. p*T+T-1), so one process may split for every trainer of
+// the job with the book it has; in a job that is the book's own partition.
+torch::Tensor split_ids(const torch::Tensor& mask_in, const PartitionBook& book, bool edges, bool force_even,
+                        int rank, int num_trainers, const std::optional<torch::Tensor>& trainer_ids_in) {
+  const int64_t n = edges ? book.book().num_edges() : book.book().num_nodes();
   const char* what = edges ? "edge_split" : "node_split";
   if (mask_in.dim() != 1 || mask_in.size(0) != n) {
     throw StatusError(invalid_argument(std::string(what) + ": the mask must have one value per " +
@@ -172,16 +180,22 @@ torch::Tensor Client::split(const torch::Tensor& mask_in, bool edges, bool force
     }
     so.trainer_ids = span_of(tids);
   }
-  const int world = num_trainers > 0 ? num_trainers : c.num_trainers();
-  const int who = rank >= 0 ? rank : c.rank();
-  const int per_machine = std::max(1, world / std::max(1, c.num_machines()));
-  client::SplitRank sr{who / per_machine, who, world};
+  const int per_part = std::max(1, num_trainers / std::max(1, book.book().num_partitions()));
+  client::SplitRank sr{rank / per_part, rank, num_trainers};
   std::span<const uint8_t> bits(mask.data_ptr<uint8_t>(), static_cast<size_t>(n));
-  auto ids = unwrap(edges ? client::edge_split(bits, book, sr, so) : client::node_split(bits, book, sr, so));
+  std::vector<int64_t> ids;
+  {
+    py::gil_scoped_release release;
+    ids = unwrap(edges ? client::edge_split(bits, book.book(), sr, so) : client::node_split(bits, book.book(), sr, so));
+  }
   return tensor_of(std::move(ids));
 }
 
+}  // namespace
+
 void bind_client(py::module_& m) {
+  m.def("split_ids", &split_ids, py::arg("mask"), py::arg("book"), py::arg("edges"), py::arg("force_even"),
+        py::arg("rank"), py::arg("num_trainers"), py::arg("trainer_ids"));
   // The job's graph as machine 0's main server describes it (client/server_api.h).
   m.def(
       "query_graph_info",
@@ -240,9 +254,11 @@ void bind_client(py::module_& m) {
       .def("degrees", &Client::degrees, py::arg("ids"), py::arg("out"))
       .def("find_edges", &Client::find_edges)
       .def("sample_neighbors", &Client::sample_neighbors, py::arg("seeds"), py::arg("fanout"), py::arg("replace"),
-           py::arg("out_edges"), py::arg("prob"), py::arg("rng_seed"))
-      .def("split", &Client::split, py::arg("mask"), py::arg("edges"), py::arg("force_even"), py::arg("rank"),
-           py::arg("num_trainers"), py::arg("trainer_ids"))
+           py::arg("out_edges"), py::arg("prob"), py::arg("rng_seed"),
+           py::arg("etype_fanouts") = std::vector<int64_t>{})
+      // DGL's KVClient names: every tensor of the job is graph data here.
+      .def("data_name_list", &Client::tensors)
+      .def("gdata_name_list", &Client::tensors)
       .def("health",
            [](Client& c) {
              const Status st = c.cluster().health();

@@ -61,10 +61,10 @@ class Client {
   py::list tensors();
   torch::Tensor degrees(const torch::Tensor& ids_in, bool out);
   py::tuple find_edges(const torch::Tensor& eids_in);
+  // With etype_fanouts (one per edge type of a typed graph) each type is
+  // sampled separately and `fanout` is unused (DGL's sample_etype_neighbors).
   py::tuple sample_neighbors(const torch::Tensor& seeds_in, int64_t fanout, bool replace, bool out_edges,
-                             const std::string& prob, uint64_t rng_seed);
-  torch::Tensor split(const torch::Tensor& mask_in, bool edges, bool force_even, int rank, int num_trainers,
-                      const std::optional<torch::Tensor>& trainer_ids_in);
+                             const std::string& prob, uint64_t rng_seed, const std::vector<int64_t>& etype_fanouts);
 
  private:
   std::unique_ptr<client::Cluster> cluster_;

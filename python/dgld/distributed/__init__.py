@@ -6,7 +6,8 @@ for module as DGL lays it out:
     dist_graph_server.py     DistGraphServer (a graph-server in this process, for custom launchers)
     dist_tensor.py           DistTensor
     graph_partition_book.py  GraphPartitionBook and the partition policies
-    graph_services.py        sample_neighbors
+    graph_services.py        sample_neighbors, sample_etype_neighbors, in_subgraph, find_edges
+    role.py                  the job's trainers and this process's rank (node_split's defaults)
     partition.py             partition_graph, load_partition, load_partition_book
     dist_dataloader.py       DistDataLoader, DistNodeDataLoader, DistEdgeDataLoader
     nn/pytorch/sparse_emb.py DistEmbedding
@@ -23,7 +24,7 @@ one host plays several machines.
 """
 
 from ..dataloading.neighbor_sampler import NeighborSampler
-from . import optim
+from . import optim, role
 from .checkpoint import Checkpointer
 from .dist_context import exit_client, initialize, is_initialized
 from .dist_dataloader import DistDataLoader, DistEdgeDataLoader, DistNodeDataLoader
@@ -31,7 +32,7 @@ from .dist_graph import DistGraph, edge_split, node_split
 from .dist_graph_server import DistGraphServer
 from .dist_tensor import DistTensor
 from .graph_partition_book import EdgePartitionPolicy, GraphPartitionBook, NodePartitionPolicy, PartitionPolicy
-from .graph_services import sample_neighbors
+from .graph_services import find_edges, in_subgraph, sample_etype_neighbors, sample_neighbors
 from .nn.pytorch import DistEmbedding
 from .optim import SparseAdagrad, SparseAdam
 from .partition import load_partition, load_partition_book, load_partition_feats, partition_graph
@@ -39,6 +40,7 @@ from .partition import load_partition, load_partition_book, load_partition_feats
 __all__ = [
     "initialize", "exit_client", "is_initialized", "DistGraph", "DistGraphServer", "DistTensor", "GraphPartitionBook",
     "PartitionPolicy", "NodePartitionPolicy", "EdgePartitionPolicy", "node_split", "edge_split", "sample_neighbors",
+    "sample_etype_neighbors", "in_subgraph", "find_edges", "role",
     "DistEmbedding", "SparseAdagrad", "SparseAdam", "NeighborSampler", "DistNodeDataLoader", "DistEdgeDataLoader",
     "DistDataLoader", "optim", "Checkpointer", "partition_graph", "load_partition", "load_partition_book", "load_partition_feats",
 ]

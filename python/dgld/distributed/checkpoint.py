@@ -155,7 +155,7 @@ class Checkpointer:
         weight and its sparse optimisers' state ("SparseAdam.mem", ...)."""
         yield "weight", emb.weight
         for o in self.sparse_optimizers:
-            for p, state in zip(o._params, o._state):
+            for p, state in o._row_states():
                 if p is emb:
                     for name, t in state.items():
                         yield f"{type(o).__name__}.{name}", t

@@ -5,6 +5,7 @@ trainer's ids with DGL's rules. Every call that waits runs in C++ without
 the GIL and has a deadline; an error is a dgld.DGLError carrying the
 library's message."""
 
+import collections
 import itertools
 import os
 import types
@@ -15,13 +16,20 @@ import torch
 
 from .. import _C
 from .._errors import InvalidArgument, NotFound
-from ..base import ALL, as_ids, is_all
-from .dist_context import _DEFAULT_TIMEOUT_S, _client, _connect, _state, part_config_from_servers, trainer_rank
+from ..base import ALL, EID, as_ids, is_all
+from ..convert import graph, heterograph
+from ..transforms import compact_graphs
+from . import role
+from .dist_context import _DEFAULT_TIMEOUT_S, _connect, _state, part_config_from_servers, trainer_rank
 from .dist_context import partition_book as _job_book  # node_split's argument is DGL's partition_book
 from .dist_tensor import DistTensor
 from .graph_partition_book import EdgePartitionPolicy, NodePartitionPolicy
+from .partition import RESERVED_FIELD_DTYPE  # noqa: F401  (DGL's tests read it as dist_graph's)
 
 __all__ = ["DistGraph", "node_split", "edge_split"]
+
+# DGL's frame.Scheme: one row's shape and the dtype, as node_attr_schemes gives them.
+Scheme = collections.namedtuple("Scheme", ["shape", "dtype"])
 
 
 # ---------------------------------------------------------------- DistGraph
@@ -123,7 +131,9 @@ class DistGraph:
     and edge data, degrees and edges, the partition book, barriers."""
 
     def __init__(self, graph_name, gpb=None, part_config=None):
-        part_config = part_config or _state.get("part_config") or os.environ.get("DGL_CONF_PATH")
+        if part_config is None and _state["client"] is not None:
+            part_config = _state.get("part_config")  # the job's (a config left by an earlier job is not)
+        part_config = part_config or os.environ.get("DGL_CONF_PATH")
         if _state["client"] is None and not part_config:
             part_config = part_config_from_servers()
         self._client = _connect(part_config) if _state["client"] is None else _state["client"]
@@ -277,6 +287,40 @@ class DistGraph:
             return self.to_type_wise_ids(src)[1], self.to_type_wise_ids(dst)[1]
         return self._client.find_edges(as_ids(edges, None, self.num_edges(), check_range=False))
 
+    def node_attr_schemes(self):
+        """{name: Scheme(shape of one row, dtype)} of every node tensor
+        (DGL's DistGraph.node_attr_schemes)."""
+        return {k: Scheme(tuple(self.ndata[k].shape[1:]), self.ndata[k].dtype) for k in self.ndata}
+
+    def edge_attr_schemes(self):
+        """{name: Scheme(shape of one row, dtype)} of every edge tensor."""
+        return {k: Scheme(tuple(self.edata[k].shape[1:]), self.edata[k].dtype) for k in self.edata}
+
+    def edge_subgraph(self, edges, relabel_nodes=True, store_ids=True):
+        """The graph of these edges (DGL's DistGraph.edge_subgraph), a local
+        dgld graph: edata[dgl.EID] their ids; with relabel_nodes only their
+        end nodes, renumbered as compact_graphs does (ndata[dgl.NID] their
+        ids in g), else every node of g. A dict {etype: ids} on a typed
+        graph gives a heterograph of those types (per-type ids)."""
+        if not store_ids:
+            raise InvalidArgument("DistGraph.edge_subgraph always stores the edges' ids (store_ids=True), as DGL's")
+        if isinstance(edges, dict):
+            data, ids = {}, {}
+            for etype, e in edges.items():
+                c = self.canonical_etypes[self._etype_id(etype)]
+                ids[c] = as_ids(e, "edge_subgraph", self.num_edges(c), check_range=False)
+                data[c] = self.find_edges(ids[c], c)
+            sub = heterograph(data, {t: self.num_nodes(t) for t in self.ntypes})
+            for c, e in ids.items():
+                sub.edges[c].data[EID] = e
+        else:
+            if len(self.etypes) != 1:
+                raise InvalidArgument("DistGraph.edge_subgraph of a typed graph takes {etype: edge ids}")
+            ids = as_ids(edges, "edge_subgraph", self.num_edges(), check_range=False)
+            sub = graph(self.find_edges(ids), num_nodes=self.num_nodes())
+            sub.edata[EID] = ids
+        return compact_graphs(sub) if relabel_nodes else sub
+
     @property
     def local_partition(self):
         return None
@@ -315,36 +359,63 @@ def _mask_tensor(mask, length, what):
     return mask
 
 
+def _split_book(mask, partition_book):
+    """The partition book a split follows: the one given, a DistTensor
+    mask's, or the job's."""
+    if partition_book is None and isinstance(mask, DistTensor):
+        partition_book = mask.part_policy.partition_book
+    if partition_book is None:
+        return _job_book()
+    if not isinstance(getattr(partition_book, "_book", None), _C.PartitionBook):
+        raise InvalidArgument(f"node_split / edge_split: partition_book must be a dgld GraphPartitionBook "
+                              f"(load_partition_book, DistGraph.get_partition_book()), got {partition_book!r}")
+    return partition_book
+
+
+def _split(mask, partition_book, type_name, rank, force_even, trainer_ids, num_trainers, edges):
+    """node_split (edges=False) or edge_split of `mask` over every node
+    (edge), or over type_name's when it names one type of a typed graph
+    (then the result is that type's ids, as DGL's per-type split). The
+    rules are client/split.h's; the book, rank and trainer count are all
+    it needs, so a process that joined no job splits too."""
+    book = _split_book(mask, partition_book)
+    what = "edge_split" if edges else "node_split"
+    whole = "_E" if edges else "_N"
+    typed = type_name not in (None, whole, ("_N", "_E", "_N"), "_N:_E:_N") and not book.is_homogeneous()
+    count = book._num_edges if edges else book._num_nodes
+    if typed:
+        per_type = _mask_tensor(mask, count(type_name), f"{what} of {type_name!r}")
+        mask = torch.zeros(count(), dtype=torch.bool)
+        to_homo = book.map_to_homo_eid if edges else book.map_to_homo_nid
+        mask[to_homo(torch.nonzero(per_type).reshape(-1), type_name)] = True
+    else:
+        mask = _mask_tensor(mask, count(), what)
+    tids = None if trainer_ids is None else _mask_tensor(trainer_ids, count(), what)
+    rank = role.get_trainer_rank() if rank is None else int(rank)
+    num_trainers = role.get_num_trainers() if num_trainers is None else int(num_trainers)
+    ids = _C.split_ids(mask, book._book, bool(edges), bool(force_even), rank, num_trainers, tids)
+    if typed:
+        ids = (book.map_to_per_etype if edges else book.map_to_per_ntype)(ids)[1]
+    return ids
+
+
 def node_split(nodes, partition_book=None, ntype="_N", rank=None, force_even=True, node_trainer_ids=None,
                num_trainers=None):
     """This trainer's nodes among those `nodes` (a boolean mask over all
     nodes: a DistTensor or a tensor) selects, by DGL's rules: with
-    force_even the selected ids are cut into near-equal slices per machine,
-    and a machine's slice among its trainers. rank and num_trainers (a dgld
-    addition) default to this trainer's and the job's. On a heterogeneous
-    graph, with ntype the mask covers that type's nodes and the result is
-    that type's ids (DGL's per-type split)."""
-    client, book = _client(), _job_book()
-    typed = ntype != "_N" and not book.is_homogeneous()
-    if typed:
-        per_type = _mask_tensor(nodes, book._num_nodes(ntype), f"node_split of {ntype!r}")
-        mask = torch.zeros(book._num_nodes(), dtype=torch.bool)
-        mask[book.map_to_homo_nid(torch.nonzero(per_type).reshape(-1), ntype)] = True
-    else:
-        mask = _mask_tensor(nodes, book._num_nodes(), "node_split")
-    tids = None if node_trainer_ids is None else _mask_tensor(node_trainer_ids, book._num_nodes(), "node_split")
-    ids = client.split(mask, False, bool(force_even), -1 if rank is None else int(rank),
-                       0 if num_trainers is None else int(num_trainers), tids)
-    if typed:
-        ids = book.map_to_per_ntype(ids)[1]
-    return ids
+    force_even the selected ids are cut into near-equal slices per
+    partition, and a partition's slice among its trainers; without it a
+    trainer takes its share of the selected nodes its partition owns.
+    partition_book defaults to the mask's (a DistTensor's) or the job's.
+    rank defaults to this trainer's and num_trainers (a dgld addition) to
+    the job's, or with no job to dgld.distributed.role's tables (as DGL's);
+    the rank says the partition (DGL's layout: partition p's T trainers are
+    ranks p*T .. p*T+T-1). On a typed graph, with ntype
+    the mask covers that type's nodes and the result is that type's ids."""
+    return _split(nodes, partition_book, ntype, rank, force_even, node_trainer_ids, num_trainers, edges=False)
 
 
 def edge_split(edges, partition_book=None, etype="_E", rank=None, force_even=True, edge_trainer_ids=None,
                num_trainers=None):
-    """node_split for edges."""
-    client = _client()
-    mask = _mask_tensor(edges, client.num_edges, "edge_split")
-    tids = None if edge_trainer_ids is None else _mask_tensor(edge_trainer_ids, client.num_edges, "edge_split")
-    return client.split(mask, True, bool(force_even), -1 if rank is None else int(rank),
-                        0 if num_trainers is None else int(num_trainers), tids)
+    """node_split for edges (etype: one edge type's ids of a typed graph)."""
+    return _split(edges, partition_book, etype, rank, force_even, edge_trainer_ids, num_trainers, edges=True)

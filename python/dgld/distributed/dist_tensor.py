@@ -11,9 +11,9 @@ import numpy as np
 import torch
 
 from .. import _C
-from .._errors import InvalidArgument
+from .._errors import DGLError, InvalidArgument
 from ..base import as_ids
-from .dist_context import _DEFAULT_TIMEOUT_S, _client, partition_book
+from .dist_context import _DEFAULT_TIMEOUT_S, _client, _log, _state, partition_book
 from .graph_partition_book import EdgePartitionPolicy, NodePartitionPolicy, PartitionPolicy
 
 __all__ = ["DistTensor"]
@@ -94,6 +94,7 @@ class DistTensor:
             self._recent = []
             self._bool = False
             self._persistent = True
+            self._owner = False
             return
         client, book = _client(), partition_book()
         shape = tuple(int(s) for s in shape)
@@ -127,12 +128,18 @@ class DistTensor:
         # torch.bool rows are kept as uint8 (one byte each, as torch stores
         # bools) and read back as bool.
         self._bool = dtype == torch.bool
+        # DGL's owner: the handles whose (collective) call made the tensor,
+        # not those that opened an existing name; a non-persistent tensor
+        # goes when its owners do, and init_func fills only a new tensor.
+        # Every trainer looks before any creates, so all see the same.
+        self._owner = name not in client.tensors()
+        client.barrier(f"dgld.exists.{name}", _DEFAULT_TIMEOUT_S)
         self._t = _C.DistTensor.create(client, name, list(shape), torch.uint8 if self._bool else dtype, edges,
                                        "zeros", 0.0, 1.0, 0, bool(persistent), _DEFAULT_TIMEOUT_S)
         self._persistent = bool(persistent)
         self._policy = part_policy
         self._recent = []
-        if init_func is not None:
+        if init_func is not None and self._owner:
             self._initialize(client, book, init_func, shape, dtype, edges, type_name)
 
     def _initialize(self, client, book, init_func, shape, dtype, edges, type_name=None):
@@ -161,6 +168,12 @@ class DistTensor:
 
     @property
     def name(self):
+        return self._t.name
+
+    @property
+    def kvstore_key(self):
+        """The tensor's name on the servers (DGL's key in its KVStore): in
+        g._client.data_name_list() while the tensor exists."""
         return self._t.name
 
     @property
@@ -257,7 +270,20 @@ class DistTensor:
         return _open_by_name, (self.name,)
 
     def __del__(self):
-        pass  # the rows live on the servers; non-persistent tensors go with the job
+        # As DGL's: the owner of a non-persistent tensor deletes it from the
+        # servers when it goes (collective, as creating it was: every
+        # trainer's handle goes at the same point of the script). Tensors
+        # outlive the handles that only opened them, and everything goes
+        # with the job.
+        if not getattr(self, "_owner", False) or self._persistent:
+            return
+        self._owner = False
+        if _state["client"] is None:
+            return  # the job is gone already (the process is exiting)
+        try:
+            self._t.destroy(_DEFAULT_TIMEOUT_S)
+        except DGLError as e:
+            _log.warning("DistTensor %r was not deleted from the servers: %s", self._t.name, e)
 
 
 def _open_by_name(name):

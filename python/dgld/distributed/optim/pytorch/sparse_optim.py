@@ -18,6 +18,9 @@ does): DGL's scripts call it between the forward pass and backward()
 that batch must still be updated by step(). A lookup whose rows got no
 gradient is left out of the step."""
 
+import os
+import warnings
+
 import torch
 import torch.distributed as tdist
 
@@ -68,10 +71,26 @@ def owned_ids(emb, rank):
     return ids
 
 
-class _SparseOptimizer:
-    """Owner-computes sparse updates over DistTensors (see the module doc)."""
+def _rank_world():
+    """(rank, world size) of torch.distributed's default group, (0, 1)
+    without one: whose state file save() and load() use, as DGL's."""
+    if tdist.is_available() and tdist.is_initialized():
+        return tdist.get_rank(), tdist.get_world_size()
+    return 0, 1
 
-    def __init__(self, params, lr, state_names):
+
+class _SparseOptimizer:
+    """Owner-computes sparse updates over DistTensors (see the module doc).
+
+    As DGL's: _state maps each embedding's name to its state DistTensor
+    (a tuple of them when there are several, in DGL's order), named
+    "<embedding>_<state>"; _lr, _eps (and SparseAdam's _beta1, _beta2) are
+    the hyper-parameters save() writes and load() restores."""
+
+    # (state, row shape: None for the embedding's row, () for one value per row)
+    _STATES = ()
+
+    def __init__(self, params, lr, defaults):
         if isinstance(params, DistEmbedding):
             params = [params]
         for p in params:
@@ -79,14 +98,92 @@ class _SparseOptimizer:
                 raise InvalidArgument("sparse optimisers take DistEmbeddings")
         self._params = list(params)
         self._lr = float(lr)
-        self._state = []
+        self._defaults = dict(defaults, _lr=self._lr)
+        self._rows = []  # per embedding: {state: DistTensor}
+        self._state = {}
         for p in self._params:
+            if p.name in self._state:
+                raise InvalidArgument(f"DistEmbedding {p.name!r} is given to the optimiser twice")
             states = {}
-            for s, dim in state_names:
-                states[s] = DistTensor((p.num_embeddings, dim or p.embedding_dim), torch.float32,
-                                       f"{p.name}.{type(self).__name__}.{s}", part_policy=p.weight.part_policy,
-                                       persistent=True)
-            self._state.append(states)
+            for s, row in self._STATES:
+                shape = (p.num_embeddings,) + ((p.embedding_dim,) if row is None else tuple(row))
+                states[s] = DistTensor(shape, torch.float32, f"{p.name}_{s}", part_policy=p.weight.part_policy)
+            self._rows.append(states)
+            tensors = tuple(states.values())
+            self._state[p.name] = tensors[0] if len(tensors) == 1 else tensors
+
+    def _row_states(self):
+        """(embedding, {state: DistTensor}) of every embedding."""
+        return zip(self._params, self._rows)
+
+    # ------------------------------------------------------------ save / load (DGL's format)
+
+    def local_state_dict(self):
+        """This rank's share of the state (DGL's local_state_dict):
+        {"params": {"world_size": ..., "_lr": ..., ...}, "emb_states":
+        {embedding: {"ids": global row ids, "states": {tensor name: rows}}}}.
+        The ranks' shares are disjoint and together every row."""
+        rank, world = _rank_world()
+        out = {"params": dict(self._defaults, world_size=world), "emb_states": {}}
+        for p, states in self._row_states():
+            ids = owned_ids(p, rank) if world > 1 else torch.arange(p.num_embeddings, dtype=torch.int64)
+            out["emb_states"][p.name] = {"ids": ids, "states": {t.name: t[ids] for t in states.values()}}
+        return out
+
+    def load_local_state_dict(self, state_dict):
+        """Writes the rows of a local_state_dict() back, and its
+        hyper-parameters (so _lr, _eps, ... are the saved ones, as DGL's)."""
+        for emb_name, emb_state in state_dict["emb_states"].items():
+            if emb_name not in self._state:
+                raise ValueError(f"the saved state is of embedding {emb_name!r}, which this optimiser does not "
+                                 f"update (it has: {', '.join(self._state)})")
+            states = {t.name: t for p, rows in self._row_states() if p.name == emb_name for t in rows.values()}
+            if len(emb_state["states"]) != len(states):
+                raise ValueError(f"the saved state of embedding {emb_name!r} has {len(emb_state['states'])} "
+                                 f"tensors, this optimiser {len(states)}")
+            for name, rows in emb_state["states"].items():
+                if name not in states:
+                    raise ValueError(f"the saved state tensor {name!r} is not one of this optimiser's "
+                                     f"({', '.join(states)})")
+                states[name][emb_state["ids"]] = rows.to(torch.float32)
+        params = dict(state_dict["params"])
+        params.pop("world_size", None)
+        self._defaults.update(params)
+        self.__dict__.update(params)
+
+    def save(self, f):
+        """Writes this rank's share to "<f>_<rank>" (DGL's save; every rank
+        of torch.distributed's group calls it)."""
+        rank, world = _rank_world()
+        if world > 1:
+            tdist.barrier()
+        torch.save(self.local_state_dict(), f"{os.fspath(f)}_{rank}")
+        if world > 1:
+            tdist.barrier()
+
+    def load(self, f):
+        """Reads "<f>_<rank>" (DGL's load; every rank calls it). Saved by
+        more ranks than there are now, this rank also reads the files of
+        ranks rank + world, rank + 2 world, ...; by fewer, the new ranks
+        find no file and load nothing (a warning says so), as DGL's."""
+        rank, world = _rank_world()
+        if world > 1:
+            tdist.barrier()
+        path = f"{os.fspath(f)}_{rank}"
+        if not os.path.exists(path):
+            warnings.warn(f"{path} does not exist: rank {rank} loads no optimiser state")
+        else:
+            saved_world = self._load_from(path)
+            for other in range(rank + world, saved_world, world):
+                self._load_from(f"{os.fspath(f)}_{other}")
+        if world > 1:
+            tdist.barrier()
+
+    def _load_from(self, path):
+        state_dict = torch.load(path)
+        world = int(state_dict["params"].get("world_size", 1))
+        self.load_local_state_dict(state_dict)
+        return world
 
     def zero_grad(self):
         """Nothing to clear: step() updates the rows of the lookups made since
@@ -123,7 +220,7 @@ class _SparseOptimizer:
 
     def step(self):
         with torch.no_grad():
-            for p, state in zip(self._params, self._state):
+            for p, state in self._row_states():
                 # Lookups whose rows got no gradient (no backward() through
                 # them) are left out, as in DGL.
                 traced = [(i, r.grad) for i, r in p._trace if r.grad is not None]
@@ -154,9 +251,11 @@ class _SparseOptimizer:
 class SparseAdagrad(_SparseOptimizer):
     """Adagrad on the rows a step touched: state += g^2; w -= lr g / (sqrt(state) + eps)."""
 
+    _STATES = (("sum", None),)
+
     def __init__(self, params, lr, eps=1e-10):
-        super().__init__(params, lr, [("sum", None)])
         self._eps = float(eps)
+        super().__init__(params, lr, {"_eps": self._eps})
 
     def _update(self, p, state, ids, grad):
         s = state["sum"][ids] + grad * grad
@@ -167,18 +266,21 @@ class SparseAdagrad(_SparseOptimizer):
 class SparseAdam(_SparseOptimizer):
     """Adam on the rows a step touched, each row with its own step count."""
 
+    _STATES = (("step", ()), ("mem", None), ("power", None))
+
     def __init__(self, params, lr, betas=(0.9, 0.999), eps=1e-08):
-        super().__init__(params, lr, [("mem", None), ("power", None), ("step", 1)])
-        self._b1, self._b2 = float(betas[0]), float(betas[1])
+        self._beta1, self._beta2 = float(betas[0]), float(betas[1])
         self._eps = float(eps)
+        super().__init__(params, lr, {"_eps": self._eps, "_beta1": self._beta1, "_beta2": self._beta2})
 
     def _update(self, p, state, ids, grad):
-        m = self._b1 * state["mem"][ids] + (1 - self._b1) * grad
-        v = self._b2 * state["power"][ids] + (1 - self._b2) * grad * grad
+        m = self._beta1 * state["mem"][ids] + (1 - self._beta1) * grad
+        v = self._beta2 * state["power"][ids] + (1 - self._beta2) * grad * grad
         t = state["step"][ids] + 1
         state["mem"][ids] = m
         state["power"][ids] = v
         state["step"][ids] = t
-        m_hat = m / (1 - torch.pow(torch.tensor(self._b1), t))
-        v_hat = v / (1 - torch.pow(torch.tensor(self._b2), t))
+        t = t.unsqueeze(1)
+        m_hat = m / (1 - torch.pow(torch.tensor(self._beta1), t))
+        v_hat = v / (1 - torch.pow(torch.tensor(self._beta2), t))
         p.weight[ids] = p.weight[ids] - self._lr * m_hat / (torch.sqrt(v_hat) + self._eps)
