@@ -49,8 +49,15 @@ def _uv(data, what):
                 rows, indices = rows[order], indices[order]
             return (rows, indices) if kind == "csr" else (indices, rows)
         raise DGLError(f"{what}: unknown sparse format {kind!r} (dgld takes 'coo', 'csr' and 'csc')")
+    if isinstance(data, list) and all(isinstance(e, (tuple, list)) and len(e) == 2 for e in data) and \
+            (len(data) != 2 or all(not hasattr(x, "__len__") for e in data for x in e)):
+        # DGL's edge list: [(u, v), ...] pairs of node ids ([] an empty graph).
+        src = torch.tensor([int(e[0]) for e in data], dtype=torch.int64)
+        dst = torch.tensor([int(e[1]) for e in data], dtype=torch.int64)
+        return _uv((src, dst), what)
     if not isinstance(data, (tuple, list)) or len(data) != 2:
-        raise DGLError(f"{what} takes the edges as a pair (src ids, dst ids), got {type(data).__name__}")
+        raise DGLError(f"{what} takes the edges as a pair (src ids, dst ids) or a list of (src, dst) pairs, "
+                       f"got {type(data).__name__}")
     src = as_ids(data[0], f"{what} src")
     dst = as_ids(data[1], f"{what} dst")
     if src.numel() != dst.numel():

@@ -47,6 +47,10 @@ def test_graph_formats_and_bad_input():
     g = dgld.graph(("csr", (torch.tensor([0, 2, 3, 3]), torch.tensor([1, 2, 0]), torch.tensor([]))))
     assert g.edges()[0].tolist() == [0, 0, 1] and g.edges()[1].tolist() == [1, 2, 0]
     assert dgld.graph(([], []), num_nodes=5).num_nodes() == 5
+    # DGL's edge list: a list of (src, dst) pairs; [] is the empty graph.
+    assert [t.tolist() for t in dgld.graph([(0, 1), (2, 3)]).edges()] == [[0, 2], [1, 3]]
+    assert [t.tolist() for t in dgld.graph([[0, 1], [2, 3]]).edges()] == [[0, 2], [1, 3]]
+    assert dgld.graph([]).num_nodes() == 0 and dgld.graph([]).num_edges() == 0
     with pytest.raises(DGLError, match="3 src ids but 2 dst ids"):
         dgld.graph(([0, 1, 2], [0, 1]))
     with pytest.raises(DGLError, match="num_nodes is 2 but the edges name node 4"):
