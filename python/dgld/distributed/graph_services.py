@@ -85,14 +85,15 @@ def sample_neighbors(g, nodes, fanout, edge_dir="in", prob=None, exclude_edges=N
     process. `prob` names an edge tensor of weights. The random stream comes
     from torch's global generator. Returns the frontier: a dgld.DGLGraph over
     all of g's nodes holding the sampled edges (edata[dgl.EID]: their global
-    ids), as DGL's does."""
+    ids), as DGL's does; on a typed graph (nodes: {ntype: per-type ids}) a
+    heterograph of every edge type with per-type ids, as DGL's."""
     _check_edge_dir(edge_dir)
     if exclude_edges is not None:
         raise InvalidArgument("sample_neighbors: exclude_edges is not supported by dgld yet")
     seeds = _homo_seeds(g, nodes, "sample_neighbors")
     src, dst, eid = g._client.sample_neighbors(seeds, int(fanout), bool(replace), edge_dir == "out",
                                                _prob_name(g, prob), _seed(_rng_seed))
-    return _frontier(g, src, dst, eid)
+    return _frontier(g, src, dst, eid) if g.is_homogeneous() else _typed_frontier(g, src, dst, eid)
 
 
 def _etype_fanouts(g, fanout):
