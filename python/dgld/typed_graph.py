@@ -151,10 +151,12 @@ class _TypedEdges:
 class TypedGraph(DGLGraph):
     """A typed graph (see the module doc); made by dgld.heterograph."""
 
-    def __init__(self, relations, num_src, num_dst, idtype=torch.int64):
+    def __init__(self, relations, num_src, num_dst, idtype=torch.int64, sort_etypes=True):
         """relations: {(stype, etype, dtype): (src, dst)} int64 tensors,
         checked; num_src / num_dst: {ntype: count} (the same dict for a
-        heterograph)."""
+        heterograph). The edge types are sorted as DGL's constructors sort
+        them, unless sort_etypes is False: the relations' own order (a
+        DistGraph's loaders keep its type ids' order)."""
         is_block = self.is_block
         self._idtype = idtype
         self._num_src, self._num_dst = dict(num_src), dict(num_dst)
@@ -166,7 +168,8 @@ class TypedGraph(DGLGraph):
             self._dstframes = self._srcframes
         self._rels = {}
         # DGL's order of the edge types: sorted canonical triples.
-        for (s, e, d), (u, v) in sorted(relations.items(), key=lambda kv: kv[0]):
+        items = sorted(relations.items(), key=lambda kv: kv[0]) if sort_etypes else relations.items()
+        for (s, e, d), (u, v) in items:
             ns, nd = self._num_src[s], self._num_dst[d]
             if is_block:
                 rel = HomoBlock._from_coo(u, v, ns, nd, idtype)
@@ -431,9 +434,9 @@ def _counts(rels, given, side, what):
     return out
 
 
-def typed_graph(relations, num_src, num_dst, is_block, idtype=torch.int64):
+def typed_graph(relations, num_src, num_dst, is_block, idtype=torch.int64, sort_etypes=True):
     """A TypedBlock (is_block) or TypedGraph over checked relations."""
-    return (TypedBlock if is_block else TypedGraph)(relations, num_src, num_dst, idtype)
+    return (TypedBlock if is_block else TypedGraph)(relations, num_src, num_dst, idtype, sort_etypes)
 
 
 def heterograph_relations(data_dict, num_nodes_dict, what):

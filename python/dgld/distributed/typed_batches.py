@@ -106,8 +106,9 @@ def _typed_block(g, native):
         rels[cet] = (s_rank[u[m]], d_rank[v[m]])
         if eids is not None and eids.numel() == etypes.numel():
             rel_eids[cet] = eids[m]
+    # The blocks keep the DistGraph's edge type order (its type ids).
     block = typed_graph(rels, {t: int(s_count[i]) for i, t in enumerate(ntypes)},
-                          {t: int(d_count[i]) for i, t in enumerate(ntypes)}, True)
+                        {t: int(d_count[i]) for i, t in enumerate(ntypes)}, True, sort_etypes=False)
     block.srcdata[NID] = _split_by_type(s_type, s_id, ntypes)
     block.dstdata[NID] = _split_by_type(d_type, d_id, ntypes)
     for cet, e in rel_eids.items():
