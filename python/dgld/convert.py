@@ -12,7 +12,7 @@ from ._errors import DGLError
 from ._graph_data import _check_device, _count, _idtype_of, _uv
 from .base import EID, NID, as_ids
 from .graph import HomoBlock, HomoGraph
-from .typed_graph import block_relations, heterograph_relations, typed_graph
+from .typed_graph import TypedGraph, block_relations, heterograph_relations, typed_graph
 
 __all__ = ["graph", "heterograph", "create_block", "to_block", "rand_graph", "rand_bipartite", "from_scipy",
            "bipartite_from_scipy", "block_from_native", "pair_graph"]
@@ -104,12 +104,16 @@ def to_block(g, dst_nodes=None, include_dst_in_src=True, src_nodes=None):
     sample_neighbors, whose nodes are the DistGraph's, the node ids are
     global; its global edge ids are frontier.edata[dgl.EID], read before
     to_block, as DGL's scripts do)."""
+    if isinstance(g, TypedGraph) and not g.is_block:
+        if src_nodes is not None:
+            raise DGLError("to_block: src_nodes is not supported for a typed graph")
+        return _typed_to_block(g, dst_nodes, include_dst_in_src)
     if isinstance(dst_nodes, dict):
         if len(dst_nodes) != 1:
             raise DGLError("to_block: the graph has one node type; pass its dst nodes")
         dst_nodes = next(iter(dst_nodes.values()))
     if not isinstance(g, HomoGraph) or g.is_block:
-        raise DGLError("to_block takes a homogeneous graph (e.g. a frontier), not a block or a typed graph")
+        raise DGLError("to_block takes a graph or a typed graph (e.g. a frontier), not a block")
     src, dst = g._coo()
     n = g.num_nodes()
     if dst_nodes is None:
@@ -139,6 +143,51 @@ def to_block(g, dst_nodes=None, include_dst_in_src=True, src_nodes=None):
     block.srcdata[NID] = src_nodes
     block.dstdata[NID] = dst_nodes
     block.edata[EID] = torch.arange(src.numel(), dtype=torch.int64)
+    return block
+
+
+def _typed_to_block(g, dst_nodes, include_dst_in_src):
+    """to_block of a typed graph (a typed frontier), as DGL's: per node
+    type, the destination nodes are dst_nodes[ntype] (default: every node of
+    the type with an in-edge; none for a type dst_nodes leaves out) and the
+    source nodes those first (include_dst_in_src), then the other sources of
+    that type in order of first appearance over the relations (in
+    canonical_etypes order) and their edges; every edge kept, in order."""
+    cets = g.canonical_etypes
+    if dst_nodes is None:
+        dst = {t: torch.unique(torch.cat([g.edges(etype=c)[1] for c in cets if c[2] == t] or
+                                         [torch.empty(0, dtype=torch.int64)])) for t in g.ntypes}
+    elif isinstance(dst_nodes, dict):
+        unknown = [t for t in dst_nodes if t not in g.ntypes]
+        if unknown:
+            raise DGLError(f"to_block: dst_nodes names node type {unknown[0]!r}, which the graph lacks "
+                           f"(types: {', '.join(g.ntypes)})")
+        dst = {t: as_ids(dst_nodes[t], f"to_block dst_nodes[{t!r}]", g.num_nodes(t)) if t in dst_nodes
+               else torch.empty(0, dtype=torch.int64) for t in g.ntypes}
+    else:
+        raise DGLError("to_block: the dst nodes of a typed graph are a dict {ntype: ids}")
+    edges = {c: tuple(x.to(torch.int64) for x in g.edges(etype=c)) for c in cets}
+    src = {}
+    for t in g.ntypes:
+        pieces = ([dst[t]] if include_dst_in_src else []) + [edges[c][0] for c in cets if c[0] == t]
+        src[t], _ = _ordered_unique(torch.cat(pieces) if pieces else torch.empty(0, dtype=torch.int64))
+    rels = {}
+    for c, (u, v) in edges.items():
+        local_dst = _positions(v, dst[c[2]], "to_block", f"dst_nodes[{c[2]!r}]",
+                               "Argument `dst_nodes` must contain all the edge destination nodes.")
+        rels[c] = (_positions(u, src[c[0]], "to_block", "the source nodes", ""), local_dst)
+    block = typed_graph(rels, {t: src[t].numel() for t in g.ntypes}, {t: dst[t].numel() for t in g.ntypes}, True,
+                        g.idtype, sort_etypes=False)
+    for t in g.ntypes:
+        for k, v in g.nodes[t].data.items():
+            block.srcnodes[t].data[k] = v[src[t]]
+            block.dstnodes[t].data[k] = v[dst[t]]
+        block.srcnodes[t].data[NID] = src[t]
+        block.dstnodes[t].data[NID] = dst[t]
+    for c in cets:
+        for k, v in g.edges[c].data.items():
+            block.edges[c].data[k] = v
+        block.edges[c].data[EID] = torch.arange(edges[c][0].numel(), dtype=torch.int64)
     return block
 
 

@@ -48,9 +48,10 @@ class _TypedData(MutableMapping):
     that have 'h'; assigning a dict sets it per type. With one node type it
     reads and writes that type's frame directly, as DGL does."""
 
-    def __init__(self, frames, what):
+    def __init__(self, frames, what, kind="node"):
         self._frames = frames
         self._what = what
+        self._kind = kind  # "node" or "edge": what the frames' keys are types of
 
     def _single(self):
         return next(iter(self._frames.values())) if len(self._frames) == 1 else None
@@ -61,22 +62,22 @@ class _TypedData(MutableMapping):
             return single[key]
         out = {t: f[key] for t, f in self._frames.items() if key in f}
         if not out:
-            raise KeyError(f"{self._what}: no node type has field {key!r}")
+            raise KeyError(f"{self._what}: no {self._kind} type has field {key!r}")
         return out
 
     def __setitem__(self, key, value):
         if isinstance(value, dict):
             for t in value:
                 if t not in self._frames:
-                    raise DGLError(f"{self._what}: node type {t!r} does not exist (types: "
-                                   f"{', '.join(self._frames)})")
+                    raise DGLError(f"{self._what}: {self._kind} type {t!r} does not exist (types: "
+                                   f"{', '.join(map(str, self._frames))})")
             for t, v in value.items():
                 self._frames[t][key] = v
             return
         single = self._single()
         if single is None:
-            raise DGLError(f"{self._what}[{key!r}]: the graph has several node types "
-                           f"({', '.join(self._frames)}); assign a dict {{ntype: tensor}}")
+            raise DGLError(f"{self._what}[{key!r}]: the graph has several {self._kind} types "
+                           f"({', '.join(map(str, self._frames))}); assign a dict {{type: tensor}}")
         single[key] = value
 
     def __delitem__(self, key):
@@ -86,7 +87,7 @@ class _TypedData(MutableMapping):
                 del f[key]
                 found = True
         if not found:
-            raise KeyError(f"{self._what}: no node type has field {key!r}")
+            raise KeyError(f"{self._what}: no {self._kind} type has field {key!r}")
 
     def __iter__(self):
         seen = {}
@@ -329,6 +330,13 @@ class TypedGraph(DGLGraph):
     def ndata(self):
         """The node data; on a block its source nodes' (as DGL's)."""
         return self.srcdata
+
+    @property
+    def edata(self):
+        """The edge data: g.edata['w'] is {canonical etype: tensor} over the
+        edge types that have 'w' (that type's tensor with one edge type);
+        assigning a dict {canonical etype: tensor} sets it per type, as DGL's."""
+        return _TypedData({c: r._eframe for c, r in self._rels.items()}, "edge data", "edge")
 
     @property
     def nodes(self):

@@ -266,5 +266,28 @@ def test_every_graph_is_a_dglgraph_and_every_block_a_dglblock():
     # What needs one node and one edge type says so for a typed graph.
     with pytest.raises(DGLError, match="homogeneous"):
         dgld.reverse(hetero)
-    with pytest.raises(DGLError, match="homogeneous"):
-        dgld.to_block(hetero)
+    assert dgld.to_block(hetero).is_block  # to_block takes typed graphs (below)
+
+
+def test_typed_to_block_and_edata_are_dgls():
+    # DGL's to_block of a typed frontier: per type, dst nodes first among the
+    # sources, then the other sources in order of appearance over the
+    # relations and their edges; data and ids carried per type.
+    g = dgld.heterograph({("a", "r", "b"): (torch.tensor([0, 1, 2]), torch.tensor([1, 0, 1])),
+                          ("b", "s", "a"): (torch.tensor([1]), torch.tensor([2]))}, {"a": 3, "b": 2})
+    g.edges[("a", "r", "b")].data["w"] = torch.tensor([1.0, 2.0, 3.0])
+    assert set(g.edata["w"]) == {("a", "r", "b")}
+    b = dgld.to_block(g, {"b": torch.tensor([1, 0]), "a": torch.tensor([2])})
+    assert b.is_block and b.canonical_etypes == g.canonical_etypes
+    assert b.srcnodes["a"].data[dgld.NID].tolist() == [2, 0, 1] and b.dstnodes["b"].data[dgld.NID].tolist() == [1, 0]
+    assert b.srcnodes["b"].data[dgld.NID].tolist() == [1, 0]
+    u, v = b.edges(etype="r")
+    assert b.srcnodes["a"].data[dgld.NID][u].tolist() == [0, 1, 2]
+    assert b.dstnodes["b"].data[dgld.NID][v].tolist() == [1, 0, 1]
+    assert b.edges["r"].data["w"].tolist() == [1.0, 2.0, 3.0]
+    b.edata["x"] = {("a", "r", "b"): torch.zeros(3), ("b", "s", "a"): torch.ones(1)}
+    assert b.edges["s"].data["x"].tolist() == [1.0]
+    with pytest.raises(DGLError, match="must contain all the edge destination nodes"):
+        dgld.to_block(g, {"b": torch.tensor([1, 0])})  # the s edge's dst a:2 is missing
+    with pytest.raises(DGLError, match="edge type .* does not exist"):
+        b.edata["y"] = {("a", "q", "b"): torch.zeros(3)}
