@@ -68,6 +68,23 @@ class Frame(MutableMapping):
         cols = ", ".join(f"{k!r}: {tuple(v.shape)}" for k, v in self._columns.items())
         return f"<{self._what} of {self._num_rows} rows: {{{cols}}}>"
 
+    def grow(self, n, data=None):
+        """n more rows: every column's new rows are zeros, or data[key]'s
+        rows (DGL's add_nodes / add_edges with data); a key of data the
+        frame lacks becomes a column, zeros in the old rows."""
+        data = dict(data or {})
+        for k, v in data.items():
+            if not isinstance(v, torch.Tensor) or v.dim() == 0 or v.shape[0] != n:
+                raise DGLError(f"{self._what}[{k!r}]: the data of {n} new rows must be a tensor of {n} rows")
+        old = self._num_rows
+        for k in list(self._columns) + [k for k in data if k not in self._columns]:
+            col = self._columns.get(k)
+            like = col if col is not None else data[k]
+            new = data[k].to(like.dtype) if k in data else torch.zeros((n,) + tuple(like.shape[1:]), dtype=like.dtype)
+            head = col if col is not None else torch.zeros((old,) + tuple(like.shape[1:]), dtype=like.dtype)
+            self._columns[k] = torch.cat([head, new])
+        self._num_rows = old + n
+
     def set_rows(self, key, rows, value):
         """Writes value into rows `rows` of column key, creating the column
         (zeros elsewhere) when it does not exist (DGL's partial update)."""

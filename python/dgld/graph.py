@@ -371,6 +371,47 @@ class HomoGraph(DGLGraph):
         eid = perm[pos]
         return int(eid[0]) if scalar else self._ids_out(eid)
 
+    # ------------------------------------------------------------ mutation
+
+    def add_nodes(self, num, data=None, ntype=None):
+        """DGL's add_nodes: num more nodes (ids after the last), their data
+        from `data` ({name: tensor}) or zeros in every existing column."""
+        self._check_ntype(ntype)
+        if self.is_block:
+            raise DGLError("add_nodes: a block's node sets are fixed")
+        num = int(num)
+        if num < 0:
+            raise DGLError(f"add_nodes: num must be >= 0, got {num}")
+        self._coo()
+        self._srcframe.grow(num, data)
+        self._num_src = self._num_dst = self._num_src + num
+        self._native = self._out = None
+
+    def add_edges(self, u, v, data=None, etype=None):
+        """DGL's add_edges: edges u[i] -> v[i] after the last (ids in that
+        order), adding the nodes they name that the graph lacks; their data
+        from `data` or zeros in every existing column."""
+        self._check_etype(etype)
+        if self.is_block:
+            raise DGLError("add_edges: a block's edges are fixed")
+        u = as_ids(u, "add_edges u", None, check_range=False)
+        v = as_ids(v, "add_edges v", None, check_range=False)
+        if u.numel() == 1 and v.numel() > 1:
+            u = u.expand(v.numel())
+        if v.numel() == 1 and u.numel() > 1:
+            v = v.expand(u.numel())
+        if u.numel() != v.numel():
+            raise DGLError(f"add_edges: {u.numel()} sources but {v.numel()} destinations")
+        if u.numel() and int(torch.minimum(u.min(), v.min())) < 0:
+            raise DGLError("add_edges: node ids must be >= 0")
+        need = int(torch.maximum(u.max(), v.max())) + 1 if u.numel() else 0
+        if need > self._num_src:
+            self.add_nodes(need - self._num_src)
+        src, dst = self._coo()
+        self._src, self._dst = torch.cat([src, u.to(torch.int64)]), torch.cat([dst, v.to(torch.int64)])
+        self._eframe.grow(u.numel(), data)
+        self._native = self._out = None
+
     # ------------------------------------------------------------ sparse formats
 
     _FORMATS = ("coo", "csr", "csc")

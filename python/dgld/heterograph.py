@@ -23,13 +23,22 @@ __all__ = ["DGLGraph", "DGLHeteroGraph", "DGLBlock"]
 class DGLGraph:
     """Any dgld graph (see the module doc). Made by dgld.graph(),
     dgld.heterograph(), dgld.create_block(), dgld.to_block() and dgld's
-    loaders; not by calling the class."""
+    loaders; DGLGraph() with no arguments is DGL's empty graph (one node
+    and one edge type), grown with add_nodes / add_edges."""
 
     is_block = False
 
+    def __new__(cls, *args, **kwargs):
+        if cls is DGLGraph and not args and not kwargs:
+            from .graph import HomoGraph  # graph.py builds on this module
+            empty = torch.empty(0, dtype=torch.int64)
+            return HomoGraph._from_coo(empty, empty, 0, 0)
+        return super().__new__(cls)
+
     def __init__(self, *args, **kwargs):
-        raise DGLError("make graphs with dgld.graph((src, dst), num_nodes=...), dgld.heterograph({...}) or "
-                       "dgld.create_block(...) (dgld.graph(([], [])) is an empty graph)")
+        if args or kwargs:
+            raise DGLError("make graphs with dgld.graph((src, dst), num_nodes=...), dgld.heterograph({...}) or "
+                           "dgld.create_block(...); DGLGraph() alone is the empty graph")
 
     @property
     def device(self):

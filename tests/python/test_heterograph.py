@@ -262,7 +262,15 @@ def test_every_graph_is_a_dglgraph_and_every_block_a_dglblock():
     assert isinstance(block, dgld.DGLBlock) and isinstance(typed, dgld.DGLBlock)
     assert not isinstance(hetero[WRITES], dgld.DGLBlock) and isinstance(typed[WRITES], dgld.DGLBlock)
     with pytest.raises(DGLError, match="make graphs with dgld.graph"):
-        dgld.DGLGraph()
+        dgld.DGLGraph(([0], [1]))
+    # DGLGraph() is DGL's empty graph, grown in place as DGL's tests build theirs.
+    g = dgld.DGLGraph()
+    g.add_nodes(3, data={"x": torch.ones(3)})
+    g.add_edges(0, 1)
+    g.add_edges(torch.tensor([1, 4]), torch.tensor([2, 0]), data={"w": torch.tensor([5.0, 6.0])})
+    assert g.num_nodes() == 5 and g.ndata["x"].tolist() == [1.0, 1.0, 1.0, 0.0, 0.0]
+    assert [t.tolist() for t in g.edges()] == [[0, 1, 4], [1, 2, 0]] and g.edata["w"].tolist() == [0.0, 5.0, 6.0]
+    assert g.in_degrees().tolist() == [1, 1, 1, 0, 0]
     # What needs one node and one edge type says so for a typed graph.
     with pytest.raises(DGLError, match="homogeneous"):
         dgld.reverse(hetero)
