@@ -55,6 +55,20 @@ def get_pool():
     return _pool
 
 
+def _start_with_trainer():
+    """Not under dgl-launch (DGL's tests, custom launchers), the servers are
+    DGL's DistGraphServer: they count the sampler processes among the job's
+    clients (num_clients) and stop once all have left, so the processes
+    start as soon as the trainer has joined, as DGL's initialize() starts
+    them, whatever loaders the script uses. dgl-launch's servers wait for
+    none: there the first DistDataLoader with a collate_fn starts them."""
+    if dist_context.num_sampler_workers() > 0 and not dist_context.launched_by_dgl_launch():
+        get_pool()
+
+
+dist_context.on_trainer_connect(_start_with_trainer)
+
+
 def stop_pool():
     global _pool
     if _pool is not None:
@@ -275,6 +289,17 @@ class SamplerPool:
             if (key[0], key[1]) not in self._abandoned:
                 self._results[key] = (kind, message[2])
 
+    @staticmethod
+    def _note_ready(w):
+        """Reads what the process sent and nobody asked for yet (its 'ready'
+        when the trainer never waited for a batch), without waiting."""
+        try:
+            while not w.ready and w.results.poll(0):
+                if pickle.loads(w.results.recv_bytes())[0] == "ready":
+                    w.ready = True
+        except Exception:  # noqa: BLE001 - stopping goes on; the process's exit says the rest
+            pass
+
     def _died(self, w):
         """A process's sentinel fired or its pipe ended: read what it sent
         before dying, then fail."""
@@ -321,21 +346,27 @@ class SamplerPool:
 
     def stop(self, abort=False, timeout_s=5.0):
         """Stops the processes by PID: orderly (their task pipes end, they
-        leave the job and exit) within timeout_s, then SIGTERM, then SIGKILL.
-        With abort (Ctrl-C, a failure) SIGTERM at once."""
+        leave the job and exit) within timeout_s, or, for a process still
+        joining, by the end of its start-up time (it joins, then leaves: the
+        servers count it among the job's clients), then SIGTERM, then
+        SIGKILL. With abort (Ctrl-C, a failure) SIGTERM at once."""
         if self._stopped:
             return
         self._stopped = True
         atexit.unregister(self.stop)
         for w in self._workers:
             w.outbox.put(None)  # the feeder closes the task pipe after what is queued
+            if not abort:
+                self._note_ready(w)
             try:
                 w.results.close()  # a process blocked sending a batch gets EPIPE instead of waiting
             except OSError:
                 pass
         deadline = time.monotonic() + (0.0 if abort else timeout_s)
         for w in self._workers:
-            w.process.join(max(0.0, deadline - time.monotonic()))
+            # a process still joining has until the end of its start-up time
+            until = deadline if abort or w.ready else max(deadline, self._start_deadline)
+            w.process.join(max(0.0, until - time.monotonic()))
         for w in self._workers:
             if w.process.is_alive():
                 w.process.terminate()
@@ -433,7 +464,11 @@ def _worker_main(index, spec, seed, tasks, results):
     except BaseException:  # noqa: BLE001 - reported to the trainer
         send(("start-error", _exc_info()))
         return
-    send(("ready", os.getpid()))
+    try:
+        send(("ready", os.getpid()))
+    except OSError:  # the trainer stopped the pool while this process was joining: leave at once
+        dist_context.exit_client()
+        return
     inbox, outbox, gone = queue.Queue(), queue.Queue(), threading.Event()
     threading.Thread(target=_read_tasks, args=(tasks, inbox), daemon=True).start()
     sender = threading.Thread(target=_send_results, args=(results, outbox, gone), daemon=True)

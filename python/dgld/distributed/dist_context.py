@@ -6,9 +6,10 @@ leaving the job (exit_client).
 
 The lowest module of dgld.distributed with a state: dist_tensor, the
 embedding, the loaders and dist_graph import it; of them it imports only
-graph_partition_book. What must happen before the client leaves (stopping
-the sampler processes) registers itself with on_exit(). dgld._client is
-this module under its old name.
+graph_partition_book. What must happen once the trainer has joined
+(starting its sampler processes) registers itself with
+on_trainer_connect(), what must happen before the client leaves (stopping
+them) with on_exit(). dgld._client is this module under its old name.
 """
 
 import atexit
@@ -27,6 +28,7 @@ from .graph_partition_book import GraphPartitionBook
 _state = {"ip_config": None, "client": None, "book": None, "options": {}, "interrupted": False,
           "role": "trainer", "group": -1, "standalone": False, "server": None, "scratch": None}
 _exit_hooks = []
+_connect_hooks = []
 _DEFAULT_TIMEOUT_S = 600.0
 
 # DGL's default max_queue_size (bytes of its client queue; 20 GiB).
@@ -219,7 +221,10 @@ def _connect(part_config):
     o.rank = _env_int("DGLD_TRAINER_RANK", -1)
     o.num_trainers = _env_int("DGLD_NUM_TRAINERS", 0)
     o.job_id = os.environ.get("DGLD_JOB_ID", "")
-    return _open(o, part_config)
+    client = _open(o, part_config)
+    for hook in list(_connect_hooks):
+        hook()
+    return client
 
 
 def part_config_from_servers():
@@ -373,6 +378,18 @@ def option(name):
 
 def is_initialized():
     return _state["ip_config"] is not None
+
+
+def on_trainer_connect(hook):
+    """hook() runs when this process has joined a job of servers as a
+    trainer (not in standalone mode)."""
+    if hook not in _connect_hooks:
+        _connect_hooks.append(hook)
+
+
+def launched_by_dgl_launch():
+    """Whether dgl-launch started this process (it names the job)."""
+    return bool(os.environ.get("DGLD_JOB_ID"))
 
 
 def on_exit(hook):
