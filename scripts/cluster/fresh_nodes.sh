@@ -98,7 +98,7 @@ boot() {  # boot I: node I under systemd-nspawn, booted again whenever it reboot
       rc=0
       systemd-nspawn -D "$d/root" -b --register=no --keep-unit --machine="node$i" --hostname="node$i" \
         --network-namespace-path="/run/netns/dgldemu-$NAME-h$i" --console=passive --link-journal=no \
-        --bind="$CACHE/archives:/var/cache/apt/archives" --bind-ro="$DEBS:/mnt/debs" || rc=$?
+        --bind-ro="$DEBS:/mnt/debs" || rc=$?
       echo "fresh_nodes: node$i's systemd-nspawn exited $rc" >>"$d/console.log"
       [ "$rc" -eq 133 ] && [ ! -e "$RUN/stop" ] || break
     done ) >>"$d/console.log" 2>&1 &
@@ -157,7 +157,8 @@ trap 'exit 130' INT TERM
 ssh-keygen -q -t ed25519 -N "" -C dgld-fresh-nodes -f "$RUN/id"
 for i in $(seq 0 $((NODES - 1))); do
   d="$RUN/node$i"
-  mkdir -p "$d/upper" "$d/work" "$d/root"
+  mkdir -p "$d/upper/var/cache/apt" "$d/work" "$d/root"
+  cp -al "$CACHE/archives" "$d/upper/var/cache/apt/"   # hard links: each node's apt has its own cache
   mount -t overlay overlay -o "lowerdir=$IMAGE,upperdir=$d/upper,workdir=$d/work" "$d/root"
   install -d -m 700 "$d/root/root/.ssh"
   install -m 600 "$RUN/id.pub" "$d/root/root/.ssh/authorized_keys"
@@ -175,13 +176,20 @@ phase "$NODES nodes booted (systemd-nspawn, systemd as PID 1, own sshd)"
 # ------------------------------------------------------------------ 4: install
 for i in $(seq 0 $((NODES - 1))); do
   on "$i" "apt-get install -y -q /mnt/debs/$(basename "$deb_dgld") /mnt/debs/$(basename "$deb_py")" \
-    >"$RUN/install-$i.log" 2>&1 || die "apt-get install on node $i: $(tail -n 8 "$RUN/install-$i.log")"
+    >"$RUN/install-$i.log" 2>&1 &
+  echo $! >"$RUN/install-$i.pid"
 done
-version=$(on 0 'graph-server --version')
+for i in $(seq 0 $((NODES - 1))); do
+  wait "$(cat "$RUN/install-$i.pid")" || die "apt-get install on node $i: $(tail -n 8 "$RUN/install-$i.log")"
+done
+version=$(on 0 'graph-server --version') || die "graph-server --version on node 0 failed: is it in the dgld package?"
 pyver=$(on 0 'cd / && OMP_NUM_THREADS=1 python3 -c "import dgld; print(dgld.__version__, dgld.protocol_version)"')
 echo "fresh_nodes: installed: $version; python3 -c 'import dgld': $pyver" >&2
-on 0 "getent passwd dgld >/dev/null && test -d /etc/dgld && systemctl is-enabled dgld.target >/dev/null" ||
-  die "after install: no dgld user, no /etc/dgld or dgld.target not enabled"
+for i in $(seq 0 $((NODES - 1))); do
+  on "$i" "getent passwd dgld >/dev/null" || die "after install, node $i has no user dgld"
+  on "$i" "test -d /etc/dgld" || die "after install, node $i has no /etc/dgld"
+  on "$i" "systemctl is-enabled -q dgld.target" || die "after install, dgld.target is not enabled on node $i"
+done
 phase "apt-get install ./dgld_*.deb ./python3-dgld_*.deb on $NODES nodes"
 
 # ------------------------------------------------------------------ the demo job over ssh
