@@ -26,15 +26,36 @@ Result<NegativeSampler> parse_negative_sampler(const std::string& name) {
   return invalid_argument("unknown negative sampler '" + name + "' (known: uniform, local-uniform)");
 }
 
+// The nodes negatives are drawn from (of one node type on a heterogeneous
+// graph): id ranges, drawn from uniformly over their union.
+struct NegativePool {
+  std::vector<IdRange> ranges;
+  std::vector<int64_t> ends;  // running total of the sizes
+  uint64_t total() const { return ends.empty() ? 0 : static_cast<uint64_t>(ends.back()); }
+  void add(IdRange r) {
+    if (r.size() <= 0) return;
+    ranges.push_back(r);
+    ends.push_back((ends.empty() ? 0 : ends.back()) + r.size());
+  }
+  int64_t draw(StreamRng& rng) const {
+    const auto k = static_cast<int64_t>(rng.below(total()));
+    const size_t i = static_cast<size_t>(std::upper_bound(ends.begin(), ends.end(), k) - ends.begin());
+    return ranges[i].start + (k - (i == 0 ? 0 : ends[i - 1]));
+  }
+};
+
 struct DistEdgeDataLoader::Impl {
   Cluster* cluster = nullptr;
   LinkLoaderOptions o;
-  std::vector<int64_t> src, dst;  // endpoints of each training edge
+  std::vector<int64_t> eids, src, dst;  // each training edge and its endpoints
   std::unique_ptr<BatchBuilder> builder;
-  int64_t neg_lo = 0, neg_hi = 0;  // the range negatives are drawn from
+  std::vector<NegativePool> neg_pools;  // by node type (one on a homogeneous graph)
+  std::vector<int32_t> dst_type;        // heterogeneous graphs: each training edge's destination type
   int epoch = -1;
   std::vector<int64_t> order;  // this epoch's edge positions
   std::unique_ptr<OrderedPrefetcher<LinkBatch>> prefetcher;
+
+  Status make_negative_pools();
 
   int64_t num_batches() const {
     const int64_t n = static_cast<int64_t>(src.size());
@@ -80,19 +101,20 @@ struct DistEdgeDataLoader::Impl {
       if (exclude && !o.exclude_reverse) own_edges.add(u, v);
       lb.pos_u.push_back(row_of(u));
       lb.pos_v.push_back(row_of(v));
+      lb.pos_eid.push_back(eids[static_cast<size_t>(p)]);
     }
-    const uint64_t range = static_cast<uint64_t>(neg_hi - neg_lo);
     lb.neg_v.reserve(static_cast<size_t>((end - start) * o.num_negatives));
     for (int64_t i = start; i < end; ++i) {
       const int64_t p = ord[static_cast<size_t>(i)];
       const int64_t u = src[static_cast<size_t>(p)], v = dst[static_cast<size_t>(p)];
+      const NegativePool& pool = neg_pools[dst_type.empty() ? 0 : static_cast<size_t>(dst_type[static_cast<size_t>(p)])];
       for (int j = 0; j < o.num_negatives; ++j) {
-        int64_t w = neg_lo + static_cast<int64_t>(rng.below(range));
+        int64_t w = pool.draw(rng);
         if (o.exclude_positives) {
           for (int tries = 0; tries < kMaxRedraws && (w == v || positives.contains(u, w) ||
                                                       (o.held_out && o.held_out->contains(u, w)));
                ++tries) {
-            w = neg_lo + static_cast<int64_t>(rng.below(range));
+            w = pool.draw(rng);
           }
         }
         lb.neg_v.push_back(row_of(w));
@@ -123,6 +145,7 @@ Result<std::unique_ptr<DistEdgeDataLoader>> DistEdgeDataLoader::create(Cluster& 
   const LinkLoaderOptions& o = impl->o;
   DistGraph g(cluster);
   DGLD_ASSIGN_OR_RETURN(Edges e, g.find_edges(train_eids));
+  impl->eids = std::move(train_eids);
   impl->src = std::move(e.src);
   impl->dst = std::move(e.dst);
   BatchSpec spec;
@@ -132,16 +155,51 @@ Result<std::unique_ptr<DistEdgeDataLoader>> DistEdgeDataLoader::create(Cluster& 
   spec.feature_cache_bytes = o.feature_cache_bytes;
   spec.shared_feature_cache = o.shared_feature_cache;
   DGLD_ASSIGN_OR_RETURN(impl->builder, BatchBuilder::create(cluster, spec));
-  if (o.negative_sampler == NegativeSampler::local_uniform) {
-    const IdRange r = cluster.partition_book().node_range(cluster.machine_id());
-    impl->neg_lo = r.start;
-    impl->neg_hi = r.end;
-  } else {
-    impl->neg_lo = 0;
-    impl->neg_hi = g.num_nodes();
-  }
-  if (impl->neg_hi <= impl->neg_lo) return invalid_argument("link loader: no nodes to draw negatives from");
+  DGLD_RETURN_IF_ERROR(impl->make_negative_pools());
   return std::unique_ptr<DistEdgeDataLoader>(new DistEdgeDataLoader(std::move(impl)));
+}
+
+// Every node ("uniform") or this machine's ("local-uniform"); on a
+// heterogeneous graph one pool per node type, and each training edge's
+// destination type. An error names a destination type with no node to draw.
+Status DistEdgeDataLoader::Impl::make_negative_pools() {
+  const PartitionConfig& config = cluster->config();
+  const bool local = o.negative_sampler == NegativeSampler::local_uniform;
+  const int machine = cluster->machine_id();
+  const char* where = local ? " on this machine" : "";
+  if (!config.types.present()) {
+    neg_pools.resize(1);
+    neg_pools[0].add(local ? cluster->partition_book().node_range(machine) : IdRange{0, config.num_nodes});
+    if (neg_pools[0].total() == 0) return invalid_argument(fmt::format("link loader: no nodes{} to draw negatives from", where));
+    return Status::ok();
+  }
+  const GraphTypeInfo& t = config.types;
+  neg_pools.resize(static_cast<size_t>(t.num_ntypes()));
+  struct Owner { IdRange r; int32_t type; };
+  std::vector<Owner> owners;  // every type's ranges, by start
+  for (int32_t ty = 0; ty < t.num_ntypes(); ++ty) {
+    const auto& parts = t.ntype_map[static_cast<size_t>(ty)];
+    for (size_t p = 0; p < parts.size(); ++p) {
+      if (!local || static_cast<int>(p) == machine) neg_pools[static_cast<size_t>(ty)].add(parts[p]);
+      if (parts[p].size() > 0) owners.push_back({parts[p], ty});
+    }
+  }
+  std::sort(owners.begin(), owners.end(), [](const Owner& a, const Owner& b) { return a.r.start < b.r.start; });
+  dst_type.resize(dst.size());
+  for (size_t i = 0; i < dst.size(); ++i) {
+    auto it = std::upper_bound(owners.begin(), owners.end(), dst[i],
+                               [](int64_t v, const Owner& w) { return v < w.r.start; });
+    if (it == owners.begin() || dst[i] >= std::prev(it)->r.end) {
+      return invalid_argument(fmt::format("link loader: node {} (the end of edge {}) has no node type", dst[i], eids[i]));
+    }
+    const int32_t ty = std::prev(it)->type;
+    if (neg_pools[static_cast<size_t>(ty)].total() == 0) {
+      return invalid_argument(fmt::format("link loader: no nodes of type {}{} to draw negatives of edge {} from",
+                                          t.ntypes[static_cast<size_t>(ty)], where, eids[i]));
+    }
+    dst_type[i] = ty;
+  }
+  return Status::ok();
 }
 
 int64_t DistEdgeDataLoader::num_batches_per_epoch() const { return impl_->num_batches(); }

@@ -4,7 +4,9 @@
 // Each epoch cuts the (optionally shuffled) edges into batches; a batch is
 //   - its positive edges (u, v) and k negative destinations per positive,
 //     (u, v') with v' drawn uniformly over every node ("uniform") or over the
-//     nodes this machine owns ("local-uniform", as GraphStorm offers);
+//     nodes this machine owns ("local-uniform", as GraphStorm offers); on a
+//     heterogeneous graph over the nodes of v's type (DGL's Uniform draws an
+//     edge type's negatives among its destination type's nodes);
 //     with exclude_positives a draw that hits v itself, another positive of
 //     the batch or a held-out (validation / test) edge is redrawn;
 //   - the blocks of the union of all those endpoints, sampled with the
@@ -65,6 +67,7 @@ struct LinkBatch {
   // Rows of the seeds: positive i is (pos_u[i], pos_v[i]); its negatives are
   // (pos_u[i], neg_v[i * k + j]) for j < k.
   std::vector<int64_t> pos_u, pos_v, neg_v;
+  std::vector<int64_t> pos_eid;  // the positive edges' (homogeneous) ids
   int num_negatives = 0;
 };
 

@@ -234,6 +234,7 @@ class EdgeDataLoader {
       }
       loader_ = unwrap(client::DistEdgeDataLoader::create(cluster, std::move(ids), std::move(o)));
     }
+    num_etypes_ = cluster.config().types.num_etypes();
   }
 
   ~EdgeDataLoader() {
@@ -249,22 +250,26 @@ class EdgeDataLoader {
   }
 
   // None at the end of the epoch; else the node batch's tuple followed by
-  // (pos_u, pos_v, neg_u, neg_v): rows of seeds.
+  // (pos_u, pos_v, neg_u, neg_v): rows of seeds, and pos_eid: the positive
+  // edges' ids. A heterogeneous graph's blocks carry edge types and its
+  // features are typed_rows' list, as DataLoader's.
   py::object next() {
     auto b = next_interruptibly(*loader_, next_timeout_, "DistEdgeDataLoader");
     if (!b) return py::none();
     std::vector<int64_t> neg_u;
     neg_u.reserve(b->neg_v.size());
     for (const int64_t u : b->pos_u) neg_u.insert(neg_u.end(), static_cast<size_t>(b->num_negatives), u);
-    auto node = to_python_batch(std::move(b->batch), feature_, "").cast<py::tuple>();
+    auto node = to_python_batch(std::move(b->batch), feature_, "", num_etypes_).cast<py::tuple>();
     return py::make_tuple(node[0], node[1], node[2], node[3], node[5], tensor_of(std::move(b->pos_u)),
-                          tensor_of(std::move(b->pos_v)), tensor_of(std::move(neg_u)), tensor_of(std::move(b->neg_v)));
+                          tensor_of(std::move(b->pos_v)), tensor_of(std::move(neg_u)), tensor_of(std::move(b->neg_v)),
+                          tensor_of(std::move(b->pos_eid)));
   }
 
  private:
   std::shared_ptr<Client> client_;
   std::string feature_;
   std::unique_ptr<client::DistEdgeDataLoader> loader_;
+  int64_t num_etypes_ = 0;  // heterogeneous graphs: blocks carry edge types
   std::chrono::milliseconds next_timeout_{120000};
 };
 

@@ -8,13 +8,14 @@ DGL_NUM_SAMPLER set for the trainer only:
   num_clients) and stop once all have left; the trainer's K sampler
   processes start with it, as DGL's initialize() starts them, so a trainer
   that uses only DistNodeDataLoader (dgld's C++ sampling) still lets the
-  servers stop."""
+  servers stop.
+- DistEdgeDataLoader on a typed graph gives DGL's typed pair graphs."""
 
 import os
 import subprocess
 import sys
 
-from conftest import BUILD, free_port_block, generate_parts
+from conftest import BUILD, free_port_block, generate_parts, run_result
 
 GRAPH = "sbm:nodes=3000,avg_degree=8,classes=4,feat_dim=8,seed=3"
 # Not under dgl-launch: none of its variables.
@@ -76,3 +77,61 @@ def test_servers_counting_sampler_processes_stop_after_a_node_loader_trainer(tmp
     assert "servers alive [False, False]" in r.stdout, (r.stdout, r.stderr[-3000:])
     assert "taking machine 0, the first" in r.stderr  # two lines of ip.txt are this host
     assert r.stderr.count("registered sampler") == 2, r.stderr[-3000:]
+
+
+TYPED_EDGE_SCRIPT = r"""
+import json, torch
+import dgld as dgl, dgld.distributed as dist
+
+dist.initialize({ip!r})
+g = dist.DistGraph('g', part_config={part!r})
+cw = ("author", "writes", "paper")
+eids = torch.arange(100)
+src, dst = g.find_edges(eids, etype=cw)
+edges = sorted(zip(src.tolist(), dst.tolist()))
+sampler = dgl.dataloading.MultiLayerNeighborSampler([3, 3])
+loader = dgl.dataloading.DistEdgeDataLoader(g, {{"writes": eids}}, sampler, batch_size=32, shuffle=True,
+                                            negative_sampler=dgl.dataloading.negative_sampler.Uniform(2))
+out = {{"types": True, "dst_match": True, "neg": True, "block_edges": True, "others_empty": True}}
+seen = []
+for input_nodes, pos, neg, blocks in loader:
+    out["types"] &= set(pos.ntypes) == set(g.ntypes) and set(input_nodes) == set(g.ntypes)
+    u, v = pos.edges(etype=cw)
+    a, p = pos.nodes["author"].data[dgl.NID], pos.nodes["paper"].data[dgl.NID]
+    seen += list(zip(a[u].tolist(), p[v].tolist()))
+    out["others_empty"] &= all(pos.num_edges(c) == 0 for c in pos.canonical_etypes if c != cw)
+    nu, nv = neg.edges(etype=cw)
+    out["neg"] &= neg.num_edges() == 2 * pos.num_edges() and bool(torch.equal(nu, u.repeat_interleave(2)))
+    out["neg"] &= bool((neg.nodes["paper"].data[dgl.NID][nv] < g.num_nodes("paper")).all())
+    last = blocks[-1]
+    for t in g.ntypes:
+        out["dst_match"] &= bool(torch.equal(last.dstnodes[t].data[dgl.NID], pos.nodes[t].data[dgl.NID]))
+        out["dst_match"] &= bool(torch.equal(last.dstnodes[t].data[dgl.NID], neg.nodes[t].data[dgl.NID]))
+    bu, bv = last.edges(etype=cw)
+    if bu.numel():
+        fu, fv = g.find_edges(last.edges[cw].data[dgl.EID], etype=cw)
+        out["block_edges"] &= bool(torch.equal(fu, last.srcnodes["author"].data[dgl.NID][bu])) and \
+            bool(torch.equal(fv, last.dstnodes["paper"].data[dgl.NID][bv]))
+out["every_edge_once"] = sorted(seen) == edges
+try:
+    dgl.dataloading.DistEdgeDataLoader(g, eids, sampler, batch_size=32)
+    out["untyped"] = "no error"
+except Exception as e:
+    out["untyped"] = str(e)
+print("RESULT " + json.dumps(out))
+dist.exit_client()
+"""
+
+
+def test_typed_edge_loader_gives_dgl_typed_pair_graphs():
+    """DistEdgeDataLoader on a typed graph (DGL's test_dataloader[edge] and
+    test_neg_dataloader on their random heterograph): training edges as
+    {etype: per-type ids}; the pair graphs typed as DGL's (every node type,
+    the seeds of each type as the last block's destination nodes, the
+    positive edges under their type, none under the others); negatives of
+    an edge type drawn among its destination type's nodes."""
+    res = run_result(TYPED_EDGE_SCRIPT, graph="hsbm:papers=600,authors=300,venues=8,topics=20,feat_dim=8,seed=3",
+                     part_flags=("--add-reverse",), prefix="dgld-pytest-typed-edges-")
+    for key in ("types", "dst_match", "neg", "block_edges", "others_empty", "every_edge_once"):
+        assert res[key] is True, (key, res)
+    assert "several edge types" in res["untyped"], res["untyped"]

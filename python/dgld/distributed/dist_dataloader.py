@@ -40,7 +40,7 @@ from ..dataloading.neighbor_sampler import NeighborSampler
 from . import _sampler_pool
 from . import dist_context
 from .dist_tensor import DistTensor, forget_batch_rows
-from .typed_batches import etype_fanouts, typed_batch, typed_seeds
+from .typed_batches import etype_fanouts, typed_batch, typed_edge_seeds, typed_pair_graph, typed_seeds
 
 __all__ = ["DistDataLoader", "DistNodeDataLoader", "DistEdgeDataLoader"]
 
@@ -330,21 +330,48 @@ class DistEdgeDataLoader(_EpochLoader):
                                   "or a NeighborSampler with negative_sampler=/exclude= arguments")
         if drop_last:
             raise InvalidArgument("DistEdgeDataLoader: drop_last is not supported by dgld yet")
-        self._set_ids(g, eids, device, "edge", g.num_edges())
+        self._typed = not g.is_homogeneous()
         self._sampler = graph_sampler
         node_sampler = graph_sampler.sampler
-        self._feature = _default_tensor(g, node_sampler.prefetch_node_feats, torch.float32, 2)
+        spec = node_sampler.spec
+        if self._typed:
+            self._set_ids(g, typed_edge_seeds(g, eids), device, "edge", g.num_edges())
+            spec = _C.SamplingSpec(spec.fanouts, etype_fanouts=etype_fanouts(g, node_sampler.layer_fanouts),
+                                   replace=spec.replace, prob=spec.prob)
+            self._feature, _ = _typed_tensors(g, node_sampler, [])
+        else:
+            self._set_ids(g, eids, device, "edge", g.num_edges())
+            self._feature = _default_tensor(g, node_sampler.prefetch_node_feats, torch.float32, 2)
         neg = graph_sampler.negative_sampler
         self._seeded(lambda seed: _C.EdgeDataLoader(
-            g._client, self._ids, node_sampler.spec, int(batch_size), bool(shuffle), seed,
+            g._client, self._ids, spec, int(batch_size), bool(shuffle), seed,
             int(prefetch), self._feature, int(num_threads), neg.k if neg else 0, neg.kind if neg else "uniform",
             graph_sampler.exclude is not None, bool(exclude_positives), int(feature_cache_mb),
             bool(graph_sampler.exclude_reverse)))
 
+    def _typed_batches(self):
+        g, name, k = self._g, self._feature, self._sampler.negative_sampler
+        for b in _raw_batches(self._loader):
+            _, seeds, natives, features, timings, pos_u, pos_v, neg_u, neg_v, pos_eid = b
+            self._add_timings(timings)
+            in_ids, _, blocks = typed_batch(g, natives, features, None, name, "")
+            for t, _, rows in features or []:
+                g.nodes[g.ntypes[t]].data[name]._remember(in_ids[g.ntypes[t]], rows)
+            pos_types = g.to_type_wise_eids(pos_eid)[0]
+            pair = typed_pair_graph(g, seeds, pos_u, pos_v, pos_types)
+            if k is None:
+                yield in_ids, pair, blocks
+            else:
+                neg = typed_pair_graph(g, seeds, neg_u, neg_v, pos_types.repeat_interleave(k.k))
+                yield in_ids, pair, neg, blocks
+
     def _batches(self):
+        if self._typed:
+            yield from self._typed_batches()
+            return
         feat = self._g.ndata[self._feature] if self._feature else None
         for b in _raw_batches(self._loader):
-            input_nodes, seeds, blocks, features, timings, pos_u, pos_v, neg_u, neg_v = b
+            input_nodes, seeds, blocks, features, timings, pos_u, pos_v, neg_u, neg_v, _ = b
             self._add_timings(timings)
             if feat is not None and features is not None:
                 feat._remember(input_nodes, features)

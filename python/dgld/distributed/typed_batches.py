@@ -11,7 +11,11 @@ hold per-type ids, block.edata[dgl.EID] per relation the edges' per-type
 ids (g.find_edges(ids, etype) and g.edges[etype].data take them);
 the feature rows fetched with the batch are blocks[0].srcdata[feature]
 ({ntype: rows} for the types that have the feature), the labels
-blocks[-1].dstdata[label] ({seed type: labels})."""
+blocks[-1].dstdata[label] ({seed type: labels}).
+
+An edge batch's seeds are the ends of its positive and negative edges; its
+pair graphs (typed_pair_graph) are typed as DGL's: every node type, the
+seeds of each type, the edges by edge type."""
 
 import torch
 
@@ -19,7 +23,7 @@ from .._errors import InvalidArgument
 from ..base import EID, NID
 from ..typed_graph import typed_graph
 
-__all__ = ["etype_fanouts", "typed_seeds", "typed_batch"]
+__all__ = ["etype_fanouts", "typed_seeds", "typed_edge_seeds", "typed_batch", "typed_pair_graph"]
 
 
 def _fanout(v, layer):
@@ -68,6 +72,39 @@ def typed_seeds(g, nids):
         parts.append(g.to_homogeneous_ids(ntype, ids))
         named.append(ntype)
     return torch.cat(parts), named
+
+
+def typed_edge_seeds(g, eids):
+    """{etype: per-type edge ids} (or one edge type's ids when g has one)
+    -> the homogeneous edge ids."""
+    if not isinstance(eids, dict):
+        if len(g.canonical_etypes) != 1:
+            raise InvalidArgument(f"the graph has several edge types ({', '.join(g.etypes)}): pass the edge ids as "
+                                  "a dict {etype: ids}")
+        eids = {g.canonical_etypes[0]: eids}
+    if not eids:
+        raise InvalidArgument("no training edges: the dict of ids is empty")
+    return torch.cat([g.to_homogeneous_eids(etype, ids) for etype, ids in eids.items()])
+
+
+def typed_pair_graph(g, seeds, u, v, edge_types):
+    """DGL's pair graph of a typed edge batch: every node type of g, its
+    nodes the batch's seeds of that type in the order of `seeds` (the last
+    block's destination nodes), ndata[dgl.NID] their per-type ids; the edges
+    rows u -> v of seeds, edge i of canonical type edge_types[i] (every edge
+    type of g, empty ones included)."""
+    ntypes, cets = g.ntypes, g.canonical_etypes
+    s_type, s_id = g.to_type_wise_ids(seeds)
+    rank, count = _rank_within_type(s_type, len(ntypes))
+    rels = {}
+    for r, cet in enumerate(cets):
+        m = edge_types == r
+        rels[cet] = (rank[u[m]], rank[v[m]])
+    counts = {t: int(count[i]) for i, t in enumerate(ntypes)}
+    pair = typed_graph(rels, counts, counts, False)
+    for t, ids in _split_by_type(s_type, s_id, ntypes).items():
+        pair.nodes[t].data[NID] = ids
+    return pair
 
 
 def _rank_within_type(types, num_types):
