@@ -52,6 +52,8 @@ std::string CheckpointPosition::str() const {
 CheckpointStore::CheckpointStore(fs::path root, int rank)
     : dir_(std::move(root) / fmt::format("rank-{}", rank)), rank_(rank) {}
 
+CheckpointStore CheckpointStore::replica(const fs::path& root, int rank) { return CheckpointStore(root / "replica", rank); }
+
 Status CheckpointStore::prepare() const {
   std::error_code ec;
   fs::create_directories(dir_, ec);
@@ -130,6 +132,30 @@ Result<json> CheckpointStore::verify(CheckpointPosition p) const {
   return meta;
 }
 
+Result<CheckpointStore::Files> CheckpointStore::read(CheckpointPosition p) const {
+  DGLD_RETURN_IF_ERROR(verify(p).status());
+  Files f;
+  DGLD_ASSIGN_OR_RETURN(f.payload, read_file(payload_path(p)));
+  DGLD_ASSIGN_OR_RETURN(f.meta, read_file(meta_path(p)));
+  return f;
+}
+
+Status CheckpointStore::adopt(CheckpointPosition p, const Files& files, const std::string& from) const {
+  DGLD_RETURN_IF_ERROR(prepare());
+  const fs::path payload = payload_path(p), meta_file = meta_path(p);
+  std::error_code ec;
+  fs::remove(meta_file, ec);  // an older copy of p: never paired with the new payload
+  DGLD_RETURN_IF_ERROR(write_file_atomic(payload, files.payload));
+  DGLD_RETURN_IF_ERROR(write_file_atomic(meta_file, files.meta));
+  DGLD_RETURN_IF_ERROR(fsync_path(dir_, true));
+  auto meta = verify(p);
+  if (meta.is_ok()) return Status::ok();
+  fs::remove(meta_file, ec);
+  fs::remove(payload, ec);
+  return corruption(fmt::format("the copy of rank {}'s checkpoint of {} from {} is refused: {}", rank_, p.str(), from,
+                                meta.status().message()));
+}
+
 std::vector<CheckpointPosition> CheckpointStore::valid(std::vector<RefusedCheckpoint>* refused) const {
   std::vector<CheckpointPosition> out;
   for (const CheckpointPosition& p : on_disk()) {
@@ -175,37 +201,110 @@ std::optional<CheckpointPosition> agreed_position(const std::vector<std::vector<
   return *common.rbegin();
 }
 
-std::vector<int64_t> checkpoint_offer(const std::vector<CheckpointPosition>& held) {
-  std::vector<int64_t> row(kCheckpointExchange, 0);  // 0: no position
-  for (size_t i = 0; i < held.size() && i < row.size(); ++i) row[i] = held[i].encode() + 1;
+namespace {
+
+// Each machine's ranks in rank order; machines without trainers stay empty.
+std::vector<std::vector<int>> ranks_by_machine(const std::vector<int>& machine_of_rank) {
+  int machines = 0;
+  for (int m : machine_of_rank) machines = std::max(machines, m + 1);
+  std::vector<std::vector<int>> by(static_cast<size_t>(machines));
+  for (size_t r = 0; r < machine_of_rank.size(); ++r) {
+    if (machine_of_rank[r] >= 0) by[static_cast<size_t>(machine_of_rank[r])].push_back(static_cast<int>(r));
+  }
+  return by;
+}
+
+}  // namespace
+
+std::vector<int> replica_holders(const std::vector<int>& machine_of_rank, int rank, int k) {
+  std::vector<int> out;
+  if (k <= 0 || rank < 0 || static_cast<size_t>(rank) >= machine_of_rank.size()) return out;
+  const auto by = ranks_by_machine(machine_of_rank);
+  const int machines = static_cast<int>(by.size()), own = machine_of_rank[static_cast<size_t>(rank)];
+  const auto& mates = by[static_cast<size_t>(own)];
+  const auto index = static_cast<size_t>(std::find(mates.begin(), mates.end(), rank) - mates.begin());
+  for (int step = 1; step < machines && static_cast<int>(out.size()) < k; ++step) {
+    const auto& there = by[static_cast<size_t>((own + step) % machines)];
+    if (!there.empty()) out.push_back(there[index % there.size()]);
+  }
+  return out;
+}
+
+std::vector<int> replicas_held_by(const std::vector<int>& machine_of_rank, int rank, int k) {
+  std::vector<int> out;
+  for (int r = 0; r < static_cast<int>(machine_of_rank.size()); ++r) {
+    const auto holders = replica_holders(machine_of_rank, r, k);
+    if (std::find(holders.begin(), holders.end(), rank) != holders.end()) out.push_back(r);
+  }
+  return out;
+}
+
+std::vector<std::pair<int, int>> CheckpointPlan::transfers() const {
+  std::vector<std::pair<int, int>> out;
+  for (size_t r = 0; r < source.size(); ++r) {
+    if (source[r] != static_cast<int>(r)) out.emplace_back(static_cast<int>(r), source[r]);
+  }
+  return out;
+}
+
+std::vector<int64_t> checkpoint_offer(const std::vector<std::vector<CheckpointPosition>>& held) {
+  constexpr size_t k = kCheckpointExchange;
+  std::vector<int64_t> row(held.size() * k, 0);  // 0: no position
+  for (size_t r = 0; r < held.size(); ++r) {
+    for (size_t i = 0; i < held[r].size() && i < k; ++i) row[r * k + i] = held[r][i].encode() + 1;
+  }
   return row;
 }
 
-Result<std::optional<CheckpointPosition>> agreed_from_offers(std::span<const int64_t> table, int world,
-                                                             const std::string& dir, const std::string& dir_option) {
+Result<CheckpointPlan> agreed_from_offers(std::span<const int64_t> table, int world, const std::string& dir,
+                                          const std::string& dir_option, const std::string& replicas_option) {
   constexpr size_t k = kCheckpointExchange;
-  if (world < 1 || table.size() != static_cast<size_t>(world) * k) {
-    return invalid_argument(fmt::format("checkpoint offers: {} values for {} ranks of {} each", table.size(), world,
-                                        kCheckpointExchange));
+  const auto w = static_cast<size_t>(std::max(world, 0));
+  if (world < 1 || table.size() != w * w * k) {
+    return invalid_argument(fmt::format("checkpoint offers: {} values for {} ranks, each offering {} positions of each "
+                                        "rank",
+                                        table.size(), world, kCheckpointExchange));
   }
-  std::vector<std::vector<CheckpointPosition>> all(static_cast<size_t>(world));
+  // held[r][h]: the positions of rank r's files that rank h holds.
+  std::vector<std::vector<std::set<CheckpointPosition>>> held(w, std::vector<std::set<CheckpointPosition>>(w));
+  std::vector<std::vector<CheckpointPosition>> anywhere(w);  // by rank, newest first
   bool any = false;
-  for (size_t r = 0; r < all.size(); ++r) {
-    for (size_t i = 0; i < k; ++i) {
-      const int64_t v = table[r * k + i];
-      if (v > 0) all[r].push_back(CheckpointPosition::decode(v - 1));
+  for (size_t h = 0; h < w; ++h) {
+    for (size_t r = 0; r < w; ++r) {
+      for (size_t i = 0; i < k; ++i) {
+        const int64_t v = table[(h * w + r) * k + i];
+        if (v > 0) held[r][h].insert(CheckpointPosition::decode(v - 1));
+      }
     }
-    any = any || !all[r].empty();
   }
-  auto agreed = agreed_position(all);
-  if (agreed || !any) return agreed;
-  std::string held;
-  for (size_t r = 0; r < all.size(); ++r) {
-    held += fmt::format("{}rank {}: {}", held.empty() ? "" : "; ", r, all[r].empty() ? "none" : all[r].front().str());
+  for (size_t r = 0; r < w; ++r) {
+    std::set<CheckpointPosition> all;
+    for (const auto& s : held[r]) all.insert(s.begin(), s.end());
+    anywhere[r].assign(all.rbegin(), all.rend());
+    any = any || !all.empty();
+  }
+  CheckpointPlan plan;
+  plan.position = agreed_position(anywhere);
+  if (plan.position) {
+    for (size_t r = 0; r < w; ++r) {
+      int from = held[r][r].count(*plan.position) ? static_cast<int>(r) : -1;
+      for (size_t h = 0; h < w && from < 0; ++h) {
+        if (held[r][h].count(*plan.position)) from = static_cast<int>(h);
+      }
+      plan.source.push_back(from);
+    }
+    return plan;
+  }
+  if (!any) return plan;
+  std::string list;
+  for (size_t r = 0; r < w; ++r) {
+    list += fmt::format("{}rank {}: {}", list.empty() ? "" : "; ", r,
+                        anywhere[r].empty() ? "none" : anywhere[r].front().str());
   }
   return not_found(fmt::format("no checkpoint in {} is held intact by every trainer ({}): a trainer whose machine was "
-                               "replaced needs {} on storage every machine shares",
-                               dir, held, dir_option));
+                               "replaced needs its files replicated on a machine still there ({} of at least 1) or {} "
+                               "on storage every machine shares",
+                               dir, list, replicas_option, dir_option));
 }
 
 std::string progress_line(const std::string& event, CheckpointPosition p) {

@@ -20,6 +20,22 @@
 // agreed_position picks the newest one all hold. After every rank sealed P
 // (a barrier), prune(P) keeps P and the position before it, so a newest
 // checkpoint found corrupt leaves an older complete one to resume from.
+//
+// Replicas (--checkpoint-replicas K, Checkpointer(replicas=K)): once P is
+// committed, each rank's two files are copied to a trainer on each of the K
+// machines after its own in ip_config order (replica_holders), which keeps
+// them as
+//
+//   <root>/replica/rank-<R>/ckpt-<E>-<S>.{pt,json}   rank R's files, held on this machine
+//
+// (CheckpointStore::replica(root, R): the same checks and pruning). A copy
+// counts only once it verifies there (adopt). On a restart every rank offers
+// the positions it holds for every rank (its own and its replicas), the
+// newest position every rank's files are held at *somewhere* is agreed on,
+// and a rank without its own files there gets them from a holder (plan).
+// The bytes travel over the trainers' collective channel (c10d Gloo
+// send/recv in trainer-host, torch.distributed in Python); this file only
+// decides who sends what to whom.
 
 #include <compare>
 #include <cstdint>
@@ -60,6 +76,8 @@ class CheckpointStore {
   Status prepare() const;
   const std::filesystem::path& dir() const { return dir_; }
   int rank() const { return rank_; }
+  // Rank `rank`'s replicas as this machine holds them: <root>/replica/rank-<rank>.
+  static CheckpointStore replica(const std::filesystem::path& root, int rank);
   std::filesystem::path payload_path(CheckpointPosition p) const;
   std::filesystem::path meta_path(CheckpointPosition p) const;
   // Where the caller writes the payload of `p` before seal() (in the same directory).
@@ -77,6 +95,19 @@ class CheckpointStore {
   // file and what is wrong otherwise.
   Result<nlohmann::json> verify(CheckpointPosition p) const;
 
+  // The two files of `p` as they are on disk (after verify): what a replica
+  // or a rank without its own files receives.
+  struct Files {
+    std::string payload, meta;
+  };
+  Result<Files> read(CheckpointPosition p) const;
+  // Makes `files` (another store's read(p) of this rank, received from
+  // `from`) the checkpoint of `p` here: payload, then JSON (each to a
+  // temporary name, fsynced, renamed), then the directory fsynced, then
+  // verify(p). A copy that does not verify is removed and the error names
+  // `from` and what is wrong; nothing of it is ever offered.
+  Status adopt(CheckpointPosition p, const Files& files, const std::string& from) const;
+
   // After every rank sealed `committed`: removes this rank's positions other
   // than `committed` and the newest one before it (later ones are leftovers
   // of a run that stopped before committing them), and stray temporary files.
@@ -93,16 +124,36 @@ class CheckpointStore {
 // nullopt when there is none (or no rank at all).
 std::optional<CheckpointPosition> agreed_position(const std::vector<std::vector<CheckpointPosition>>& per_rank);
 
-// The exchange that agrees on it, over a sum-allreduce: each rank fills its
-// row of a zeroed [world, kCheckpointExchange] table with checkpoint_offer(
-// its valid() list), and every rank reads the summed table with
-// agreed_from_offers. The newest position all offered; nullopt when no rank
-// holds any; not_found naming each rank's newest when they hold some but
-// none in common (`dir` names the directory, `dir_option` how the user
-// sets it, for the message).
-std::vector<int64_t> checkpoint_offer(const std::vector<CheckpointPosition>& held);
-Result<std::optional<CheckpointPosition>> agreed_from_offers(std::span<const int64_t> table, int world,
-                                                             const std::string& dir, const std::string& dir_option);
+// Where rank `rank`'s replicas go: on each of the `k` machines after its own
+// (ip_config order, wrapping; machines without trainers skipped), the
+// trainer whose index among that machine's trainers is rank's index among
+// its own machine's (modulo their count). Fewer than k when there are fewer
+// other machines; none for k <= 0. machine_of_rank[r]: rank r's machine.
+std::vector<int> replica_holders(const std::vector<int>& machine_of_rank, int rank, int k);
+// The ranks whose replicas `rank` holds (the inverse of replica_holders).
+std::vector<int> replicas_held_by(const std::vector<int>& machine_of_rank, int rank, int k);
+
+// The exchange that agrees on a position, over a sum-allreduce: each rank
+// fills its row of a zeroed [world, world * kCheckpointExchange] table with
+// checkpoint_offer(held), held[r] being the positions it holds intact of
+// rank r (its own valid() list at r == its rank, a replica's at the ranks
+// it holds replicas of, empty elsewhere), and every rank reads the summed
+// table with agreed_from_offers. The plan: the newest position whose files
+// of every rank some rank holds, and for each rank the rank that has them
+// (itself when it does, else the lowest holder); no position when no rank
+// holds any; not_found naming each rank's newest anywhere when they hold
+// some but none in common (`dir` names the directory, `dir_option` and
+// `replicas_option` how the user sets it and its replicas, for the message).
+struct CheckpointPlan {
+  std::optional<CheckpointPosition> position;
+  std::vector<int> source;  // by rank; empty without a position
+  // The ranks that must receive their files from another, and from whom.
+  std::vector<std::pair<int, int>> transfers() const;  // (to, from)
+};
+std::vector<int64_t> checkpoint_offer(const std::vector<std::vector<CheckpointPosition>>& held);
+Result<CheckpointPlan> agreed_from_offers(std::span<const int64_t> table, int world, const std::string& dir,
+                                          const std::string& dir_option,
+                                          const std::string& replicas_option = "--checkpoint-replicas");
 
 // dgl-launch follows a job's checkpoints through one line a trainer writes to
 // stderr (docs/reliability.md): "dgld-progress {"event": ..., "epoch": E, "step": S}"

@@ -66,6 +66,9 @@ class DistBackend final : public TrainingBackend {
     return coll_->allreduce(t, op, what);
   }
   Status broadcast(torch::Tensor& t, const std::string& what) override { return coll_->broadcast(t, what); }
+  Status exchange(std::vector<Transfer>& sends, std::vector<Transfer>& recvs, const std::string& what) override {
+    return coll_->exchange(sends, recvs, what);
+  }
   Result<EvalCounts> layerwise(Model& model, const Layer0Input& input, const LayerwiseRequest& request) override;
   Status original_node_ids(int64_t start, int64_t count, int64_t* out) override;
   Result<std::unique_ptr<EmbeddingStore>> create_embedding_store(const std::vector<int64_t>& dims,

@@ -72,6 +72,15 @@ class Loop {
   // The position every trainer resumes from (the newest all hold intact),
   // its state loaded; (0, 0) when there is none.
   Result<CheckpointPosition> resume();
+  // loop_replicas.cpp. After every rank committed p: this rank's files to
+  // its replica holders, and the replicas it holds received and verified.
+  Status replicate(CheckpointPosition p);
+  // On a resume: the files of the agreed position sent by their holders to
+  // the ranks that lack them (plan.transfers()), verified there.
+  Status fetch_missing(const CheckpointPlan& plan);
+  // What this rank offers: its own intact positions and its replicas' (by rank).
+  std::vector<std::vector<CheckpointPosition>> held_checkpoints(std::vector<RefusedCheckpoint>& refused) const;
+  std::vector<int> machine_of_ranks() const;
   // Loads this trainer's state at position p (verified by the store).
   Status load_checkpoint(CheckpointPosition p, const nlohmann::json& meta);
   // The line dgl-launch follows a job's checkpoints by (progress_line), on

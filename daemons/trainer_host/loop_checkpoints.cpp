@@ -73,23 +73,29 @@ Status Loop::save_checkpoint(CheckpointPosition p) {
   }
   ckpt_->prune(p);
   log_->info("checkpoint of {} written to {} ({:.2f} s)", p.str(), ckpt_->dir().string(), seconds_since(t0));
+  DGLD_RETURN_IF_ERROR(replicate(p));
+  ++r_.checkpoints;
+  r_.checkpoint_s += seconds_since(t0);
   if (b_.rank() == 0) announce_progress("checkpoint", p);
   return Status::ok();
 }
 
 Result<CheckpointPosition> Loop::resume() {
   std::vector<RefusedCheckpoint> refused;
-  const std::vector<CheckpointPosition> mine = ckpt_->valid(&refused);
+  const auto held = held_checkpoints(refused);
+  const std::vector<CheckpointPosition>& mine = held[b_.rank()];
   for (const auto& r : refused) log_->warn("refused checkpoint {}: {}", r.path.string(), r.reason);
-  // Every trainer's newest intact positions, to find the newest all hold.
+  // Every trainer's newest intact positions of every rank (its own and the
+  // replicas it holds), to find the newest whose files all ranks can have.
   const int world = b_.world_size();
-  auto table = torch::zeros({world, kCheckpointExchange}, torch::kInt64);
-  const std::vector<int64_t> offer = checkpoint_offer(mine);
+  auto table = torch::zeros({world, world * kCheckpointExchange}, torch::kInt64);
+  const std::vector<int64_t> offer = checkpoint_offer(held);
   std::copy(offer.begin(), offer.end(), table[b_.rank()].data_ptr<int64_t>());
   DGLD_RETURN_IF_ERROR(b_.allreduce(table, Reduce::sum, "agreeing on the checkpoint to resume from"));
-  DGLD_ASSIGN_OR_RETURN(const std::optional<CheckpointPosition> agreed,
+  DGLD_ASSIGN_OR_RETURN(const CheckpointPlan plan,
                         agreed_from_offers({table.data_ptr<int64_t>(), static_cast<size_t>(table.numel())}, world,
                                            c_.checkpoint_dir, "--checkpoint-dir"));
+  const std::optional<CheckpointPosition>& agreed = plan.position;
   if (!agreed) {
     log_->warn("--resume: no checkpoint in {} yet; starting from epoch 0", c_.checkpoint_dir);
     return CheckpointPosition{};
@@ -98,6 +104,7 @@ Result<CheckpointPosition> Loop::resume() {
     log_->warn("resuming from {}: the newer {} in {} is not held intact by every trainer", agreed->str(),
                mine.front().str(), ckpt_->dir().string());
   }
+  DGLD_RETURN_IF_ERROR(fetch_missing(plan));
   auto meta = ckpt_->verify(*agreed);
   if (!meta.is_ok()) return meta.status();
   DGLD_RETURN_IF_ERROR(load_checkpoint(*agreed, *meta));

@@ -105,6 +105,10 @@ ParsedTrainerHostOptions parse_trainer_host_options(int argc, const char* const 
       ("checkpoint-every-steps", po::value(&t.checkpoint_every_steps)->default_value(t.checkpoint_every_steps),
        "with --checkpoint-dir: also a checkpoint after every N-th step (0: none); a resumed run continues "
        "from that step")
+      ("checkpoint-replicas", po::value(&t.checkpoint_replicas)->default_value(t.checkpoint_replicas),
+       "with --checkpoint-dir: copy each trainer's committed checkpoint to a trainer on each of the next N machines "
+       "(ip_config order), into <checkpoint-dir>/replica/ there, so that a machine lost with its disk is resumed "
+       "from its copies (0: none; docs/reliability.md)")
       ("resume", po::bool_switch(&t.resume),
        "continue from the newest checkpoint in --checkpoint-dir every trainer holds intact (also when dgl-launch "
        "--max-restarts starts the job again: env DGLD_RESTART > 0)")

@@ -123,6 +123,7 @@ Status validate_train_config(const TrainConfig& c) {
   if (c.resume && c.checkpoint_dir.empty()) return invalid_argument("--resume needs --checkpoint-dir");
   if (c.checkpoint_every < 1) return invalid_argument("--checkpoint-every must be >= 1");
   if (c.checkpoint_every_steps < 0) return invalid_argument("--checkpoint-every-steps must be >= 0");
+  if (c.checkpoint_replicas < 0) return invalid_argument("--checkpoint-replicas must be >= 0");
   if (c.infer) {
     if (c.model_file.empty()) {
       return invalid_argument("--infer needs --model-file (a model written by --save-model or torch.jit.save)");
@@ -328,6 +329,13 @@ std::string metrics_json(const TrainResult& r) {
   if (r.resumed_at_epoch >= 0) {
     j["resumed_from_epoch"] = r.resumed_from_epoch;
     j["resumed_at"] = {{"epoch", r.resumed_at_epoch}, {"step", r.resumed_at_step}};
+  }
+  if (r.checkpoints > 0) {
+    j["checkpoints"] = {{"count", r.checkpoints},
+                        {"time_s", r.checkpoint_s},
+                        {"replicas", r.config.checkpoint_replicas},
+                        {"replica_time_s", r.replica_s},
+                        {"replica_bytes_sent", r.replica_bytes_sent}};
   }
   j["epochs"] = json::array();
   for (const auto& e : r.epochs) {

@@ -64,6 +64,10 @@ struct TrainConfig {
   std::string checkpoint_dir;
   int checkpoint_every = 1;
   int64_t checkpoint_every_steps = 0;
+  // Copies of each trainer's committed checkpoint on this many other
+  // machines (the next ones in ip_config order; 0: none), so that a spare
+  // can resume a lost machine's trainers without shared storage.
+  int checkpoint_replicas = 1;
   bool resume = false;
   // A progress bar per epoch when stderr is a terminal; off: plain lines only.
   bool progress = true;
@@ -215,6 +219,12 @@ struct TrainResult {
   int resumed_from_epoch = -1;  // the last epoch complete in the checkpoint resumed from; -1: none
   int resumed_at_epoch = -1;    // where the resumed run started: epoch and step; -1: a fresh run
   int64_t resumed_at_step = 0;
+  // This run's checkpoints: how many, the time spent writing and committing
+  // them, and the part of it spent on replicas (--checkpoint-replicas) with
+  // the bytes this trainer sent.
+  int checkpoints = 0;
+  double checkpoint_s = 0, replica_s = 0;
+  int64_t replica_bytes_sent = 0;
   std::vector<EpochMetrics> epochs;
   std::vector<EvalMetrics> evals;
   double val_acc = 0, test_acc = 0;  // from the last evaluation (--keep-best: the best one)

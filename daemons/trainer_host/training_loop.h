@@ -86,6 +86,17 @@ class TrainingBackend {
   // Collectives over every trainer, in place; no-ops for one trainer.
   virtual Status allreduce(torch::Tensor& t, Reduce op, const std::string& what) = 0;
   virtual Status broadcast(torch::Tensor& t, const std::string& what) = 0;
+  // Point-to-point transfers of byte tensors between trainers (checkpoint
+  // replicas): every send and receive is posted, then each is waited for
+  // with the collective deadline. A receive's tensor is already sized.
+  struct Transfer {
+    int peer;
+    torch::Tensor bytes;  // kUInt8, contiguous
+  };
+  virtual Status exchange(std::vector<Transfer>& sends, std::vector<Transfer>& recvs, const std::string& what) {
+    if (sends.empty() && recvs.empty()) return Status::ok();
+    return invalid_argument(what + ": this backend has no point-to-point transfers (one trainer)");
+  }
   // Layer-wise full-neighbour inference of `model` (in eval mode) over every
   // node, the trainers sharing the nodes; correct / total counts of the val
   // and test nodes summed over the trainers (when request.count), and the

@@ -19,6 +19,10 @@ Position to_tuple(const CheckpointPosition& p) { return {p.epoch, p.step}; }
 void bind_checkpoint(py::module_& m) {
   py::class_<CheckpointStore>(m, "CheckpointStore")
       .def(py::init<std::string, int>(), py::arg("root"), py::arg("rank"))
+      // Rank `rank`'s replicas as this machine holds them (<root>/replica/rank-<rank>).
+      .def_static(
+          "replica", [](const std::string& root, int rank) { return CheckpointStore::replica(root, rank); },
+          py::arg("root"), py::arg("rank"))
       .def("prepare", [](const CheckpointStore& s) { check(s.prepare()); })
       .def_property_readonly("dir", [](const CheckpointStore& s) { return s.dir().string(); })
       .def("payload_path", [](const CheckpointStore& s, Position p) { return s.payload_path(from_tuple(p)).string(); })
@@ -61,24 +65,52 @@ void bind_checkpoint(py::module_& m) {
              }();
              return unwrap(std::move(meta)).dump();
            })
+      // (payload bytes, JSON bytes) of a verified position, to send to another trainer.
+      .def("read",
+           [](const CheckpointStore& s, Position p) {
+             auto files = [&] {
+               py::gil_scoped_release release;
+               return s.read(from_tuple(p));
+             }();
+             auto f = unwrap(std::move(files));
+             return std::make_pair(py::bytes(f.payload), py::bytes(f.meta));
+           })
+      // Places received files as position p here and verifies them (removed
+      // and refused, naming `sender`, when they do not verify).
+      .def(
+          "adopt",
+          [](const CheckpointStore& s, Position p, const py::bytes& payload, const py::bytes& meta,
+             const std::string& sender) {
+            CheckpointStore::Files f{std::string(payload), std::string(meta)};
+            py::gil_scoped_release release;
+            check(s.adopt(from_tuple(p), f, sender));
+          },
+          py::arg("position"), py::arg("payload"), py::arg("meta"), py::arg("sender"))
       .def("prune", [](const CheckpointStore& s, Position p) { s.prune(from_tuple(p)); });
+  m.def("replica_holders", &replica_holders, py::arg("machine_of_rank"), py::arg("rank"), py::arg("k"));
+  m.def("replicas_held_by", &replicas_held_by, py::arg("machine_of_rank"), py::arg("rank"), py::arg("k"));
   // The exchange that agrees on a position (checkpoint_store.h): this rank's
-  // row of the table, and the position from the summed table (None when no
-  // rank holds one; NotFound naming each rank's newest when none is common).
-  m.def("checkpoint_offer", [](const std::vector<Position>& held) {
-    std::vector<CheckpointPosition> positions;
-    for (const auto& p : held) positions.push_back(from_tuple(p));
+  // row of the table from held[r] (the positions it holds of rank r), and
+  // from the summed table (position or None when no rank holds one, [the
+  // rank that has each rank's files]); NotFound naming each rank's newest
+  // anywhere when none is common.
+  m.def("checkpoint_offer", [](const std::vector<std::vector<Position>>& held) {
+    std::vector<std::vector<CheckpointPosition>> positions(held.size());
+    for (size_t r = 0; r < held.size(); ++r) {
+      for (const auto& p : held[r]) positions[r].push_back(from_tuple(p));
+    }
     return checkpoint_offer(positions);
   });
   m.def(
       "agreed_from_offers",
-      [](const std::vector<int64_t>& table, int world, const std::string& dir,
-         const std::string& dir_option) -> std::optional<Position> {
-        auto agreed = unwrap(agreed_from_offers(table, world, dir, dir_option));
-        if (!agreed) return std::nullopt;
-        return to_tuple(*agreed);
+      [](const std::vector<int64_t>& table, int world, const std::string& dir, const std::string& dir_option,
+         const std::string& replicas_option) -> std::pair<std::optional<Position>, std::vector<int>> {
+        auto plan = unwrap(agreed_from_offers(table, world, dir, dir_option, replicas_option));
+        if (!plan.position) return {std::nullopt, {}};
+        return {to_tuple(*plan.position), plan.source};
       },
-      py::arg("table"), py::arg("world"), py::arg("dir"), py::arg("dir_option"));
+      py::arg("table"), py::arg("world"), py::arg("dir"), py::arg("dir_option"),
+      py::arg("replicas_option") = "--checkpoint-replicas");
   m.def("position_str", [](Position p) { return from_tuple(p).str(); });
   m.def("progress_line", [](const std::string& event, Position p) { return progress_line(event, from_tuple(p)); });
 }

@@ -114,30 +114,144 @@ TEST_CASE("checkpoint store: prune keeps the committed position and the one befo
   CHECK((*meta)["payload"]["bytes"] == 5);
 }
 
+namespace {
+
+// The summed table of offers: held[h][r] = what rank h offers of rank r.
+std::vector<int64_t> offers(const std::vector<std::vector<std::vector<CheckpointPosition>>>& held) {
+  std::vector<int64_t> table;
+  for (const auto& row : held) {
+    const auto offer = checkpoint_offer(row);
+    REQUIRE(offer.size() == held.size() * kCheckpointExchange);
+    table.insert(table.end(), offer.begin(), offer.end());
+  }
+  return table;
+}
+
+}  // namespace
+
 TEST_CASE("checkpoint store: the exchange of offers (rows summed over the ranks) agrees as agreed_position") {
   using P = CheckpointPosition;
   // Rank 0 holds (3, 0) and (2, 40), rank 1 only (2, 40): each fills its row.
-  std::vector<int64_t> table(2 * kCheckpointExchange, 0);
-  const auto r0 = checkpoint_offer({P{3, 0}, P{2, 40}}), r1 = checkpoint_offer({P{2, 40}});
-  REQUIRE(r0.size() == static_cast<size_t>(kCheckpointExchange));
+  const auto r0 = checkpoint_offer({{P{3, 0}, P{2, 40}}, {}});
   CHECK(r0[2] == 0);  // an empty slot
-  std::copy(r0.begin(), r0.end(), table.begin());
-  std::copy(r1.begin(), r1.end(), table.begin() + kCheckpointExchange);
-  auto agreed = agreed_from_offers(table, 2, "ckpt", "--checkpoint-dir");
+  CHECK(r0[kCheckpointExchange] == 0);  // nothing of rank 1
+  auto agreed = agreed_from_offers(offers({{{P{3, 0}, P{2, 40}}, {}}, {{}, {P{2, 40}}}}), 2, "ckpt",
+                                   "--checkpoint-dir");
   REQUIRE(agreed.is_ok());
-  CHECK(*agreed == P{2, 40});
+  CHECK(agreed->position == P{2, 40});
+  CHECK(agreed->source == std::vector<int>{0, 1});
+  CHECK(agreed->transfers().empty());
   // Nothing anywhere: no position, not an error.
-  auto none = agreed_from_offers(std::vector<int64_t>(2 * kCheckpointExchange, 0), 2, "ckpt", "--checkpoint-dir");
+  auto none = agreed_from_offers(std::vector<int64_t>(4 * kCheckpointExchange, 0), 2, "ckpt", "--checkpoint-dir");
   REQUIRE(none.is_ok());
-  CHECK_FALSE(none->has_value());
+  CHECK_FALSE(none->position.has_value());
+  CHECK(none->transfers().empty());
   // Positions but none in common: each rank's newest named.
-  std::fill(table.begin() + kCheckpointExchange, table.end(), 0);
-  auto apart = agreed_from_offers(table, 2, "ckpt", "--checkpoint-dir");
+  auto apart = agreed_from_offers(offers({{{P{3, 0}, P{2, 40}}, {}}, {{}, {}}}), 2, "ckpt", "--checkpoint-dir");
   REQUIRE(apart.status().code() == StatusCode::not_found);
   CHECK(apart.status().message() ==
         "no checkpoint in ckpt is held intact by every trainer (rank 0: the end of epoch 2; rank 1: none): a trainer "
-        "whose machine was replaced needs --checkpoint-dir on storage every machine shares");
-  CHECK(agreed_from_offers(table, 3, "ckpt", "--checkpoint-dir").status().code() == StatusCode::invalid_argument);
+        "whose machine was replaced needs its files replicated on a machine still there (--checkpoint-replicas of "
+        "at least 1) or --checkpoint-dir on storage every machine shares");
+  CHECK(agreed_from_offers(std::vector<int64_t>(2 * kCheckpointExchange, 0), 2, "ckpt", "--checkpoint-dir")
+            .status()
+            .code() == StatusCode::invalid_argument);
+}
+
+TEST_CASE("checkpoint store: a rank's files held only as another's replica count; the plan says who sends them") {
+  using P = CheckpointPosition;
+  // Three ranks. Rank 1's machine was replaced: it holds nothing of its own.
+  // Rank 2 holds rank 1's replicas at (3, 0) and (2, 0); rank 0 holds rank 2's.
+  auto plan = agreed_from_offers(offers({{{P{3, 0}, P{2, 0}}, {}, {P{3, 0}, P{2, 0}}},
+                                         {{}, {}, {}},
+                                         {{}, {P{3, 0}, P{2, 0}}, {P{3, 0}, P{2, 0}}}}),
+                                 3, "ckpt", "--checkpoint-dir");
+  REQUIRE(plan.is_ok());
+  CHECK(plan->position == P{3, 0});
+  CHECK(plan->source == std::vector<int>{0, 2, 2});
+  CHECK(plan->transfers() == std::vector<std::pair<int, int>>{{1, 2}});
+  // Rank 1's newest only in a replica, rank 0 without (3, 0): the newest all have is (2, 0).
+  auto older = agreed_from_offers(offers({{{P{2, 0}}, {P{3, 0}, P{2, 0}}}, {{}, {P{2, 0}}}}), 2, "ckpt", "-d");
+  REQUIRE(older.is_ok());
+  CHECK(older->position == P{2, 0});
+  CHECK(older->source == std::vector<int>{0, 1});  // its own copy first
+  // Rank 1's files only on rank 0 and on nobody else: rank 0 sends them.
+  auto only = agreed_from_offers(offers({{{P{5, 0}}, {P{5, 0}}}, {{}, {}}}), 2, "ckpt", "-d");
+  REQUIRE(only.is_ok());
+  CHECK(only->transfers() == std::vector<std::pair<int, int>>{{1, 0}});
+  // Two machines lost at once with one replica each: the message names what is held anywhere.
+  auto lost = agreed_from_offers(offers({{{P{5, 0}}, {}, {}}, {{}, {}, {}}, {{}, {}, {}}}), 3, "ckpt", "replicas",
+                                 "replicas=");
+  REQUIRE(lost.status().code() == StatusCode::not_found);
+  CHECK_THAT(lost.status().message(),
+             Catch::Contains("(rank 0: the end of epoch 4; rank 1: none; rank 2: none)") &&
+                 Catch::Contains("(replicas= of at least 1)"));
+}
+
+TEST_CASE("checkpoint store: replicas go to the next machines in order, the same trainer index there") {
+  // Machines 0, 1, 2 with two trainers each: ranks 0,1 | 2,3 | 4,5.
+  const std::vector<int> two_each = {0, 0, 1, 1, 2, 2};
+  CHECK(replica_holders(two_each, 0, 1) == std::vector<int>{2});
+  CHECK(replica_holders(two_each, 1, 1) == std::vector<int>{3});
+  CHECK(replica_holders(two_each, 5, 1) == std::vector<int>{1});  // wraps to machine 0
+  CHECK(replica_holders(two_each, 4, 2) == std::vector<int>{0, 2});
+  CHECK(replica_holders(two_each, 4, 5) == std::vector<int>{0, 2});  // only two other machines
+  CHECK(replica_holders(two_each, 4, 0).empty());
+  CHECK(replicas_held_by(two_each, 2, 1) == std::vector<int>{0});
+  CHECK(replicas_held_by(two_each, 2, 2) == std::vector<int>{0, 4});
+  // One machine: nowhere else to go.
+  CHECK(replica_holders({0, 0}, 0, 1).empty());
+  // Machine 1 without trainers is skipped; machine 2 has one trainer for machine 0's two.
+  const std::vector<int> uneven = {0, 0, 2};
+  CHECK(replica_holders(uneven, 0, 1) == std::vector<int>{2});
+  CHECK(replica_holders(uneven, 1, 1) == std::vector<int>{2});
+  CHECK(replica_holders(uneven, 2, 1) == std::vector<int>{0});
+  CHECK(replicas_held_by(uneven, 2, 1) == std::vector<int>{0, 1});
+}
+
+TEST_CASE("checkpoint store: a replica is adopted only when it verifies, and pruned like the own files") {
+  testing::TempDir dir("dgld-ckpt-store");
+  CheckpointStore own(dir.path() / "machine-0", 1);
+  REQUIRE(own.prepare().is_ok());
+  save(own, {1, 0}, "epoch 0's state");
+  save(own, {2, 0}, std::string(5000, 'y'));
+  const auto replica = CheckpointStore::replica(dir.path() / "machine-1", 1);
+  CHECK(replica.dir() == dir.path() / "machine-1" / "replica" / "rank-1");
+  auto files = own.read({2, 0});
+  REQUIRE(files.is_ok());
+  CHECK(files->payload == std::string(5000, 'y'));
+  REQUIRE(replica.adopt({2, 0}, *files, "rank 1 (machine 0)").is_ok());
+  CHECK(replica.valid() == std::vector<CheckpointPosition>{{2, 0}});
+
+  SECTION("altered on the way: refused, naming the sender, and nothing left") {
+    auto bad = *own.read({1, 0});
+    bad.payload[3] ^= 1;
+    const auto st = replica.adopt({1, 0}, bad, "rank 1 (machine 0)");
+    REQUIRE(st.code() == StatusCode::corruption);
+    CHECK_THAT(st.message(), Catch::Contains("the copy of rank 1's checkpoint of the end of epoch 0 from rank 1 "
+                                             "(machine 0) is refused") &&
+                                 Catch::Contains("(the file was altered)"));
+    CHECK_FALSE(fs::exists(replica.payload_path({1, 0})));
+    CHECK_FALSE(fs::exists(replica.meta_path({1, 0})));
+  }
+  SECTION("another rank's files are not this rank's replica") {
+    const auto st = CheckpointStore::replica(dir.path() / "machine-1", 2).adopt({2, 0}, *files, "rank 2");
+    CHECK_THAT(st.message(), Catch::Contains("it does not describe rank 2"));
+  }
+  SECTION("a machine that lost its disk gets its files back from the replica") {
+    fs::remove_all(own.dir());
+    CHECK(own.valid().empty());
+    REQUIRE(own.adopt({2, 0}, *replica.read({2, 0}), "rank 0's replica").is_ok());
+    CHECK(own.valid() == std::vector<CheckpointPosition>{{2, 0}});
+  }
+  SECTION("pruned as the own files") {
+    for (int64_t e : {3, 4}) {
+      save(own, {e, 0}, "epoch " + std::to_string(e));
+      REQUIRE(replica.adopt({e, 0}, *own.read({e, 0}), "rank 1").is_ok());
+      replica.prune({e, 0});
+    }
+    CHECK(replica.valid() == std::vector<CheckpointPosition>{{4, 0}, {3, 0}});
+  }
 }
 
 TEST_CASE("checkpoint store: the ranks agree on the newest position all of them hold") {

@@ -5,7 +5,10 @@ itself (SIGKILL) mid-epoch. dgl-launch restarts the job, the script resumes
 from the last step checkpoint, and the embedding rows and the model at the
 end equal those of an undisturbed run of the same seed, bit for bit. Then
 rank 0's newest checkpoint is altered on disk: it is refused with its path
-and reason, the one before it is used, and the result is again the same."""
+and reason, and its replica on machine 1 is used; with the replica altered
+too, the one before it is used, and the result is again the same. Last, the
+checkpoint directory of each machine on a path of its own, and machine 1's
+wiped: its trainer resumes from the replica machine 0 holds."""
 
 import os
 import re
@@ -33,6 +36,7 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--ckpt"); ap.add_argument("--out"); ap.add_argument("--epochs", type=int, default=2)
 ap.add_argument("--crash-at", type=int, default=-1, help="rank 1 kills itself before this global step (first run)")
 args = ap.parse_args()
+args.ckpt = args.ckpt.format(machine=os.environ.get("DGLD_MACHINE_ID", "0"))  # "ckpt/m{machine}": one per machine
 
 dist.initialize("ip_config.txt")
 # A restarted script draws other seeds (as one seeding from the clock
@@ -131,18 +135,45 @@ def test_a_killed_trainer_resumes_mid_epoch_with_the_same_embedding_rows(job_dir
     assert_same(undisturbed, resumed)
 
     # Rank 0's newest checkpoint (the end of the last epoch) altered on disk:
-    # refused with its path and reason; every trainer goes back to the one
-    # before it, finishes the epoch, and ends where the others did.
-    newest = d / "ckpt-b" / "rank-0" / "ckpt-2-0.pt"
-    data = bytearray(newest.read_bytes())
-    data[len(data) // 2] ^= 0xFF
-    newest.write_bytes(bytes(data))
+    # refused with its path and reason; its copy on machine 1 (replicas=1)
+    # is sent back, verified, and the job resumes there.
+    def alter(path):
+        data = bytearray(path.read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        path.write_bytes(bytes(data))
+
+    alter(d / "ckpt-b" / "rank-0" / "ckpt-2-0.pt")
     again, out = launch(d, "ckpt-b", "c.pt")
     assert re.search(r"refused checkpoint ckpt-b/rank-0/ckpt-2-0\.pt: CRC-32 \w+, but ckpt-2-0\.json records \w+ "
                      r"\(the file was altered\)", out), out[-4000:]
+    assert "fetched from rank 1's replica (machine 1)" in out, out[-4000:]
+    assert "rank 0 starts at epoch 2 step 0 of" in out, out[-4000:]
+    assert_same(undisturbed, again)
+    # The replica altered too: every trainer goes back to the position
+    # before it, finishes the epoch, and ends where the others did.
+    alter(d / "ckpt-b" / "rank-0" / "ckpt-2-0.pt")
+    alter(d / "ckpt-b" / "replica" / "rank-0" / "ckpt-2-0.pt")
+    again, out = launch(d, "ckpt-b", "c.pt")
+    assert re.search(r"refused checkpoint ckpt-b/replica/rank-0/ckpt-2-0\.pt: CRC-32", out), out[-4000:]
     last = (steps - 1) // 3 * 3
     assert f"starts at epoch 1 step {last} of" in out, out[-4000:]
     assert_same(undisturbed, again)
+
+
+def test_a_machine_whose_checkpoints_are_lost_resumes_from_the_replica_on_another(job_dir):
+    d = job_dir
+    reference, _ = launch(d, "ckpt-r3", "r3.pt", ["--epochs", "3"])
+    # Each machine's checkpoints on a path of its own; machine 1's lost after two epochs.
+    launch(d, "ckpt-m/m{machine}", "m2.pt")
+    assert (d / "ckpt-m" / "m0" / "replica" / "rank-1" / "ckpt-2-0.json").exists()
+    import shutil
+    shutil.rmtree(d / "ckpt-m" / "m1")
+    resumed, out = launch(d, "ckpt-m/m{machine}", "m3.pt", ["--epochs", "3"])
+    assert "fetched from rank 0's replica (machine 0)" in out, out[-4000:]
+    assert "rank 1 starts at epoch 2 step 0 of" in out, out[-4000:]
+    assert (d / "ckpt-m" / "m1" / "rank-1" / "ckpt-3-0.json").exists()
+    assert (d / "ckpt-m" / "m1" / "replica" / "rank-0" / "ckpt-3-0.json").exists()
+    assert_same(reference, resumed)
 
 
 def test_a_checkpoint_of_another_job_is_refused_by_name(job_dir):

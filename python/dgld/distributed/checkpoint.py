@@ -26,8 +26,17 @@ epoch covers every training node once.
 Under dgl-launch --max-restarts, a restarted job (DGLD_RESTART > 0) resumes
 by itself from restore(); rank 0 tells dgl-launch of each checkpoint every
 trainer holds ("dgld-progress" lines on stderr), so a job that fails again
-without a new checkpoint is not restarted in a loop. The directory must be
-on storage every machine sees when a spare may take a machine's place.
+without a new checkpoint is not restarted in a loop.
+
+Replicas (replicas=K, default 1): once a position is committed, each
+trainer's two files go to a trainer on each of the K machines after its own
+(ip_config order) over torch.distributed (send/recv of byte tensors in the
+script's process group) and are kept, verified, in `<directory>/replica/`
+there; restore() agrees on the newest position whose files of every rank
+are held on some machine and hands a rank without its own (a spare, a wiped
+disk) its files from a holder. So a spare can take a lost machine's place
+with each machine's checkpoints on its own disk; with replicas=0 the
+directory must be on storage every machine sees.
 """
 
 import json
@@ -35,12 +44,14 @@ import logging
 import os
 import random
 import sys
+import time
+from datetime import timedelta
 
 import torch
 import torch.distributed as tdist
 
 from .. import _C
-from .._errors import InvalidArgument
+from .._errors import Corruption, InvalidArgument, Timeout
 from .dist_context import _client
 from .dist_dataloader import _EpochLoader
 from .nn.pytorch.sparse_emb import DistEmbedding
@@ -50,6 +61,8 @@ __all__ = ["Checkpointer"]
 
 _FORMAT = "dgld-python-checkpoint-1"
 _log = logging.getLogger("dgld.checkpoint")
+_TAG = 0x434B  # the point-to-point transfers of checkpoint files ("CK")
+_TRANSFER_TIMEOUT = timedelta(seconds=600)  # as the commit barrier's
 
 
 def _world():
@@ -63,13 +76,17 @@ class Checkpointer:
     (one subdirectory per trainer rank).
 
     every_steps: save after every that many steps of an epoch (0: never
-    mid-epoch); every_epochs: save at the end of every that many epochs."""
+    mid-epoch); every_epochs: save at the end of every that many epochs;
+    replicas: copies of each trainer's committed checkpoint on that many
+    other machines (0: none; the module's docstring)."""
 
     def __init__(self, directory, model=None, optimizer=None, embeddings=(), sparse_optimizers=(), loaders=(),
-                 every_steps=0, every_epochs=1):
-        if int(every_steps) < 0 or int(every_epochs) < 0:
-            raise InvalidArgument(f"Checkpointer: every_steps ({every_steps}) and every_epochs ({every_epochs}) "
-                                  "must be >= 0")
+                 every_steps=0, every_epochs=1, replicas=1):
+        if int(every_steps) < 0 or int(every_epochs) < 0 or int(replicas) < 0:
+            raise InvalidArgument(f"Checkpointer: every_steps ({every_steps}), every_epochs ({every_epochs}) and "
+                                  f"replicas ({replicas}) must be >= 0")
+        self.replicas = int(replicas)
+        self._machines = None  # the machine of each rank, once asked
         self._client = _client()
         self.rank, self.world = _world()
         if self.world != self._client.num_trainers:
@@ -137,7 +154,104 @@ class Checkpointer:
         self._client.barrier(f"dgld.checkpoint.{pos[0]}.{pos[1]}", 600.0)
         self._store.prune(pos)
         _log.info("checkpoint of %s written to %s", _C.position_str(pos), self._store.dir)
+        self._replicate(pos)
         self._announce("checkpoint", pos)
+
+    # ---------------------------------------------------------------- replicas
+
+    def _machine_of_rank(self):
+        """Each rank's machine (collective the first time)."""
+        if self._machines is None:
+            t = torch.zeros(self.world, dtype=torch.int64)
+            t[self.rank] = self._client.machine_id
+            if self.world > 1:
+                tdist.all_reduce(t)
+            self._machines = [int(m) for m in t.tolist()]
+        return self._machines
+
+    def _exchange(self, sends, recvs, what):
+        """Posts every (rank, byte tensor) send and receive, then waits for each."""
+        works = [(f"{t.numel()} bytes from rank {r}", tdist.irecv(t, src=r, tag=_TAG)) for r, t in recvs]
+        works += [(f"{t.numel()} bytes to rank {r}", tdist.isend(t, dst=r, tag=_TAG)) for r, t in sends]
+        for desc, work in works:
+            try:
+                done = work.wait(_TRANSFER_TIMEOUT)
+            except RuntimeError as e:
+                raise Timeout(f"{what}: {desc} failed (a trainer died or hangs): {str(e).splitlines()[0]}") from e
+            if done is False:
+                raise Timeout(f"{what}: {desc} did not complete within {_TRANSFER_TIMEOUT.total_seconds():.0f} s")
+
+    @staticmethod
+    def _pack(payload, meta):
+        return torch.frombuffer(bytearray(payload + meta), dtype=torch.uint8)
+
+    def _replicate(self, pos):
+        """After every rank committed `pos`: this rank's files to its replica
+        holders, and the replicas this rank holds received and verified."""
+        if self.world == 1 or self.replicas == 0:
+            return
+        machines = self._machine_of_rank()
+        if not _C.replica_holders(machines, 0, self.replicas):
+            return  # one machine: nowhere else to keep them (the same answer on every rank)
+        t0 = time.monotonic()
+        holders = _C.replica_holders(machines, self.rank, self.replicas)
+        sources = _C.replicas_held_by(machines, self.rank, self.replicas)
+        payload, meta = self._store.read(pos)
+        sizes = torch.zeros((self.world, 2), dtype=torch.int64)
+        sizes[self.rank] = torch.tensor([len(payload), len(meta)])
+        tdist.all_reduce(sizes)
+        packed = self._pack(payload, meta)
+        recvs = [(s, torch.empty(int(sizes[s].sum()), dtype=torch.uint8)) for s in sources]
+        what = f"replicating the checkpoint of {_C.position_str(pos)}"
+        self._exchange([(h, packed) for h in holders], recvs, what)
+        for s, t in recvs:
+            raw, n = t.numpy().tobytes(), int(sizes[s, 0])
+            store = _C.CheckpointStore.replica(self.directory, s)
+            try:
+                store.adopt(pos, raw[:n], raw[n:], f"rank {s} (machine {machines[s]})")
+            except Corruption as e:  # the job goes on; this copy does not count
+                _log.warning("%s; rank %d's checkpoint has no replica on this machine", e, s)
+                continue
+            store.prune(pos)
+        _log.info("checkpoint of %s replicated in %.3f s: %d bytes to rank(s) %s, replicas of rank(s) %s held",
+                  _C.position_str(pos), time.monotonic() - t0, packed.numel() * len(holders), holders, sources)
+
+    def _fetch(self, pos, source):
+        """The files of `pos` sent by their holders to the ranks without their own."""
+        transfers = [(to, frm) for to, frm in enumerate(source) if frm != to]
+        if not transfers:
+            return
+        machines = self._machine_of_rank()
+        what = f"fetching the checkpoint of {_C.position_str(pos)} from the machines holding it"
+        sizes = torch.zeros((self.world, 2), dtype=torch.int64)
+        sends = []
+        for to, frm in transfers:
+            if frm != self.rank:
+                continue
+            try:
+                payload, meta = _C.CheckpointStore.replica(self.directory, to).read(pos)
+            except Exception as e:  # told to every rank below
+                _log.error("%s: %s", what, e)
+                sizes[to, 0] = -1
+                continue
+            sizes[to] = torch.tensor([len(payload), len(meta)])
+            sends.append((to, self._pack(payload, meta)))
+        tdist.all_reduce(sizes)
+        recvs = []
+        for to, frm in transfers:
+            if int(sizes[to, 0]) < 0:
+                raise Corruption(f"{what}: rank {frm} (machine {machines[frm]}) could not read its replica of rank "
+                                 f"{to} (its log says why)")
+            if to == self.rank:
+                recvs.append((frm, torch.empty(int(sizes[to].sum()), dtype=torch.uint8)))
+        t0 = time.monotonic()
+        self._exchange(sends, recvs, what)
+        for frm, t in recvs:
+            raw, n = t.numpy().tobytes(), int(sizes[self.rank, 0])
+            sender = f"rank {frm}'s replica (machine {machines[frm]})"
+            self._store.adopt(pos, raw[:n], raw[n:], sender)
+            _log.warning("no intact checkpoint of %s in %s: fetched from %s (%d bytes, %.3f s) and verified",
+                      _C.position_str(pos), self._store.dir, sender, t.numel(), time.monotonic() - t0)
 
     def _meta(self):
         return {"format": _FORMAT, "num_trainers": self.world,
@@ -186,16 +300,26 @@ class Checkpointer:
         truncated or altered is refused (logged with its path and reason)
         and an older one used. Collective."""
         held, refused = self._store.valid()
+        # Every rank's files this rank holds: its own and any replicas here.
+        everything = [[] for _ in range(self.world)]
+        everything[self.rank] = [tuple(p) for p in held]
+        for r in range(self.world):
+            replica = _C.CheckpointStore.replica(self.directory, r)
+            if r != self.rank and os.path.isdir(replica.dir):
+                positions, bad = replica.valid()
+                everything[r] = [tuple(p) for p in positions]
+                refused += bad
         for path, reason in refused:
             if reason.startswith(path + ": "):
                 reason = reason[len(path) + 2:]
             _log.warning("refused checkpoint %s: %s", path, reason)
-        agreed = self._agree(held)
+        agreed, source = self._agree(everything)
         if agreed is None:
             return (0, 0)
         if held and tuple(held[0]) > agreed:
             _log.warning("resuming from %s: the newer %s in %s is not held intact by every trainer",
                          _C.position_str(agreed), _C.position_str(held[0]), self._store.dir)
+        self._fetch(agreed, source)
         meta = json.loads(self._store.verify(agreed))
         self._check_meta(meta, self._store.meta_path(agreed))
         path = self._store.payload_path(agreed)
@@ -209,15 +333,17 @@ class Checkpointer:
         return agreed
 
     def _agree(self, held):
-        """The newest position every rank holds (each offers its newest few)."""
-        offer = torch.tensor(_C.checkpoint_offer([tuple(p) for p in held]), dtype=torch.int64)
+        """The newest position whose files of every rank some rank holds
+        (each offers its newest few of each rank), and the rank that has
+        each rank's files there."""
+        offer = torch.tensor(_C.checkpoint_offer(held), dtype=torch.int64)
         table = torch.zeros((self.world, offer.numel()), dtype=torch.int64)
         table[self.rank] = offer
         if self.world > 1:
             tdist.all_reduce(table)
-        agreed = _C.agreed_from_offers(table.flatten().tolist(), self.world, self.directory,
-                                       "its checkpoint directory")
-        return None if agreed is None else tuple(agreed)
+        agreed, source = _C.agreed_from_offers(table.flatten().tolist(), self.world, self.directory,
+                                               "its checkpoint directory", "Checkpointer's replicas")
+        return (None, []) if agreed is None else (tuple(agreed), source)
 
     def _check_meta(self, meta, path):
         want = self._meta()
