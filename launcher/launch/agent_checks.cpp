@@ -2,12 +2,21 @@
 
 namespace dgld::launch::agent_side {
 
-// "graph-server 0.1.0 (protocol 3)\n" -> "0.1.0 (protocol 3)": what follows the program's name.
-std::string version_of(const std::string& output) {
-  std::string first = output.substr(0, output.find('\n'));
-  while (!first.empty() && std::isspace(static_cast<unsigned char>(first.back()))) first.pop_back();
-  const auto sp = first.find(' ');
-  return sp == std::string::npos ? first : first.substr(sp + 1);
+// "graph-server 0.1.0 (protocol 3)\n" -> "0.1.0 (protocol 3)": what follows the program's name on the
+// line that starts with it. Other lines are a library's words on stderr (libgcrypt's "Warning: using
+// insecure memory!" comes first on a fresh Debian node); without such a line, the first line whole.
+std::string version_of(const std::string& output, const std::string& program) {
+  std::string first;
+  size_t start = 0;
+  while (start < output.size()) {
+    const size_t end = std::min(output.find('\n', start), output.size());
+    std::string line = output.substr(start, end - start);
+    while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.pop_back();
+    if (start == 0) first = line;
+    if (line.rfind(program + " ", 0) == 0) return line.substr(program.size() + 1);
+    start = end + 1;
+  }
+  return first;
 }
 
 bool is_dgld_program(const fs::path& p) {
@@ -225,7 +234,7 @@ void Agent::check_program(std::vector<ProcessSpec>& procs, const std::string& wh
                                                      : describe_exit(r->status) + ": " + r->output));
       return;
     }
-    const std::string v = version_of(r->output);
+    const std::string v = version_of(r->output, exe.filename().string());
     if (v != spec_.version) {
       problems.push_back(fmt::format("{} {} is version {} but dgl-launch is {}: install the same dgld build "
                                      "on every machine", what, exe.string(), v, spec_.version));

@@ -63,7 +63,7 @@ struct Draining {
 
 // The machine's checks (agent_checks.cpp).
 // "graph-server 0.1.0\n" -> "0.1.0".
-std::string version_of(const std::string& output);
+std::string version_of(const std::string& output, const std::string& program);
 // A program of this project (its name is one of dgld's daemons).
 bool is_dgld_program(const fs::path& p);
 // Why a server of this machine could not listen on `e`; "" when it can.

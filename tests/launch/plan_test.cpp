@@ -2,6 +2,7 @@
 // variable each process gets), the agent protocol's encoding.
 #include <catch2/catch.hpp>
 
+#include "launcher/launch/agent_impl.h"  // version_of
 #include "launcher/launch/plan.h"
 #include "launcher/launch/protocol.h"
 #include "launcher/launch/restarts.h"
@@ -300,4 +301,14 @@ TEST_CASE("restarts: the report says what failed, what it cost and where trainin
   CHECK(j[0]["cause"]["kind"] == "lost_agent");
   CHECK(j[0]["resumed_at"]["step"] == 40);
   CHECK(j[0]["restart_s"] == 9.75);
+}
+
+TEST_CASE("versions: the line that starts with the program's name, past a library's warning", "[launch]") {
+  using launch::agent_side::version_of;
+  CHECK(version_of("graph-server 0.1.0 (protocol 3)\n", "graph-server") == "0.1.0 (protocol 3)");
+  // libgcrypt on a fresh Debian node (no locked memory) writes this to stderr first.
+  CHECK(version_of("Warning: using insecure memory!\ntrainer-host 0.1.0 (protocol 3)\n", "trainer-host") ==
+        "0.1.0 (protocol 3)");
+  // No line of the program: the first line whole, which the refusal names.
+  CHECK(version_of("Segmentation fault\n", "trainer-host") == "Segmentation fault");
 }
