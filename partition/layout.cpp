@@ -36,9 +36,31 @@ void number_typed_edges(Layout* L) {
   }
 }
 
+// One partition keeping the input's edge ids (build_layout): slot_eid =
+// each CSC slot's original id (node ids are the original ones, so slot k is
+// CSC position k), when those ids are [0, E) once each and, on a typed graph,
+// every type's edges hold the ids of its range.
+void keep_input_edge_ids(Layout* L) {
+  const GraphData& g = L->g;
+  const int64_t e = g.num_edges();
+  std::vector<int64_t> ids(static_cast<size_t>(e));
+  std::vector<uint8_t> seen(static_cast<size_t>(e), 0);
+  for (int64_t k = 0; k < e; ++k) {
+    const int64_t id = g.orig_edge_id(k);
+    if (id < 0 || id >= e || seen[id]) return;
+    seen[id] = 1;
+    if (g.types.present()) {
+      const IdRange& r = L->etype_map[g.edge_type[k]][0];
+      if (id < r.start || id >= r.end) return;
+    }
+    ids[k] = id;
+  }
+  L->slot_eid = std::move(ids);
+}
+
 }  // namespace
 
-void build_layout(int trainers, Layout* L) {
+void build_layout(int trainers, Layout* L, bool keep_edge_ids) {
   const GraphData& g = L->g;
   const int64_t n = g.num_nodes;
   const int nt = g.types.present() ? g.types.num_ntypes() : 1;
@@ -48,10 +70,11 @@ void build_layout(int trainers, Layout* L) {
   for (int t = 0; t < (g.types.present() ? nt : 0); ++t) {
     std::fill(type.begin() + g.types.ntype_offset[t], type.begin() + g.types.ntype_offset[t + 1], t);
   }
+  const bool keep_ids = L->num_parts == 1;  // DGL's one partition: the input's ids
   auto bucket = [&](int64_t v) -> int64_t {
     const int32_t piece = L->piece[v];
     const int64_t part = piece / trainers, t = type.empty() ? 0 : type[v];
-    return (part * nt + t) * trainers + piece % trainers;
+    return (part * nt + t) * trainers + (keep_ids ? 0 : piece % trainers);
   };
   std::vector<int64_t> start(buckets + 1, 0);
   for (int64_t v = 0; v < n; ++v) ++start[bucket(v) + 1];
@@ -89,6 +112,7 @@ void build_layout(int trainers, Layout* L) {
     L->edge_map.push_back({L->new_indptr[r.start], L->new_indptr[r.end]});
   }
   if (g.types.present()) number_typed_edges(L);
+  if (keep_ids && keep_edge_ids) keep_input_edge_ids(L);
 }
 
 }  // namespace dgld

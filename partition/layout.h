@@ -25,7 +25,9 @@ struct Layout {
   std::vector<IdRange> node_map, edge_map;
   std::vector<std::vector<IdRange>> ntype_map;  // heterogeneous: [ntype][part]
   std::vector<std::vector<IdRange>> etype_map;  // heterogeneous: [etype][part]
-  // Heterogeneous: the edge id of each new CSC slot (new_indptr positions).
+  // The edge id of each new CSC slot (new_indptr positions) when it is not
+  // the slot itself: heterogeneous graphs, and one partition keeping the
+  // input's edge ids (build_layout).
   std::vector<int64_t> slot_eid;
 
   explicit Layout(const GraphData& graph) : g(graph) {}
@@ -40,6 +42,13 @@ struct Layout {
 // partition. Heterogeneous graphs: partition-major, then node type, then
 // trainer piece, then original id, so each type's nodes of a partition are
 // one range.
-void build_layout(int trainers, Layout* L);
+//
+// One partition keeps the input's ids, as DGL's partition_graph does: node
+// ids are the original ones (trainer pieces are then told by trainer_id
+// alone), and with keep_edge_ids (the caller's word that the original edge
+// ids are [0, E) once each: no edges held out) edge ids are the original ones
+// too, numbered off the CSC order through slot_eid (a typed graph's only when
+// its original ids run type by type, as its per-type ranges need).
+void build_layout(int trainers, Layout* L, bool keep_edge_ids = false);
 
 }  // namespace dgld

@@ -118,9 +118,19 @@ Status check_named_data(const GraphData& g, const PartitionOptions& o, const std
     }
   }
   const PartitionConfig names;
-  DGLD_RETURN_IF_ERROR(check_named_tensors(
-      g.node_tensors, "node", g.num_nodes, names.ntype + "/",
-      {"features", "labels", "train_mask", "val_mask", "test_mask", "trainer_id", "orig_id"}, what));
+  // The partitioner's own arrays: "features" (float32) and the rest only when
+  // the input has them, so an in-memory graph's integer features keep their
+  // dtype under that name (as DGL's partition_graph keeps them).
+  std::vector<std::string> node_reserved{"trainer_id", "orig_id"};
+  if (g.feat_dim > 0) node_reserved.push_back("features");
+  if (!g.labels.empty()) node_reserved.push_back("labels");
+  const std::pair<const char*, const std::vector<uint8_t>*> masks[] = {
+      {"train_mask", &g.train_mask}, {"val_mask", &g.val_mask}, {"test_mask", &g.test_mask}};
+  for (const auto& [name, m] : masks) {
+    if (!m->empty()) node_reserved.push_back(name);
+  }
+  DGLD_RETURN_IF_ERROR(check_named_tensors(g.node_tensors, "node", g.num_nodes, names.ntype + "/", node_reserved,
+                                           what));
   std::vector<std::string> edge_reserved{"trainer_id"};
   if (o.link.random || g.edge_split.present) edge_reserved.push_back("train_mask");
   return check_named_tensors(g.edge_tensors, "edge", g.num_edges(), names.etype + "/", edge_reserved, what);
@@ -217,7 +227,8 @@ Status partition_graph(GraphSource& source, const PartitionOptions& o, Partition
   stats->assign_s = seconds_since(t);
 
   t = PartitionClock::now();
-  build_layout(o.num_trainers_per_machine, &L);
+  // One partition keeps the input's ids (DGL's); its edges' only when none is held out.
+  build_layout(o.num_trainers_per_machine, &L, !link.present);
   LinkBuckets link_buckets(o.num_parts);
   if (link.present) {
     const HeldOutEdges* sets[2] = {&link.valid, &link.test};

@@ -219,11 +219,10 @@ Status Verifier::check_in_edges(const MappedPartition& p, std::vector<uint8_t>* 
       used[s] = 1;
       if (p.inner_edge()[k] != (inner_row ? 1 : 0)) return corruption(w + ": inner_edge flag of local edge " + S(k) + " is wrong");
       if (inner_row) {
-        // A heterogeneous graph's ids are grouped by type; opening the partition
-        // checked each lies in its type's range once.
-        if (c_.types.present() ? p.inner_edge_slot(e - er.start) != k : e != er.start + k) {
+        // Opening the partition checked each lies in the range (its type's) once.
+        if (e < er.start || e >= er.end || p.inner_edge_slot(e - er.start) != k) {
           return corruption(w + ": inner edge " + S(k) + " has global id " + S(e) + ", expected " +
-                            (c_.types.present() ? "its type's range, each id once" : S(er.start + k)));
+                            (c_.types.present() ? "its type's range, each id once" : "the partition's range, each id once"));
         }
         ++(*out_degree)[gid[s]];
         continue;

@@ -154,7 +154,7 @@ Result<std::unique_ptr<MappedPartition>> open_partition(const PartitionConfig& c
       }
     }
   }
-  if (config.types.present()) DGLD_RETURN_IF_ERROR(p->index_typed_edges(config, where));
+  DGLD_RETURN_IF_ERROR(p->index_edges(config, where));
   for (const auto& t : p->edge_tensors_) {
     const int64_t rows = edge_tensor_range(config, part_id, t.name).size();
     if (t.num_rows() != rows) {
@@ -182,17 +182,52 @@ std::pair<int64_t, int64_t> MappedPartition::inner_edge_ends(int64_t local_eid) 
   return {node_global_id_[in_.indices[pos]], node_global_id_[row]};
 }
 
-Status MappedPartition::index_typed_edges(const PartitionConfig& config, const std::string& where) {
+Result<std::span<const float>> MappedPartition::edge_weights(const std::string& name, DType dtype, const void* data,
+                                                             int64_t rows, size_t row_bytes,
+                                                             std::vector<float>* scratch) const {
+  if (rows != num_inner_edges_ || dtype_size(dtype) == 0 || row_bytes != dtype_size(dtype)) {
+    return invalid_argument("sample_neighbors prob '" + name + "' must be a numeric edge tensor with one value per "
+                            "edge (of every type): " + std::to_string(num_inner_edges_) + " here");
+  }
+  if (dtype == DType::float32 && edge_slot_.empty()) {
+    return std::span<const float>(static_cast<const float*>(data), static_cast<size_t>(rows));
+  }
+  scratch->resize(static_cast<size_t>(rows));
+  auto fill = [&](const auto* v) {
+    for (int64_t e = 0; e < rows; ++e) {
+      (*scratch)[static_cast<size_t>(inner_edge_slot(e))] = static_cast<float>(v[e]);
+    }
+  };
+  switch (dtype) {
+    case DType::int8: fill(static_cast<const int8_t*>(data)); break;
+    case DType::uint8: fill(static_cast<const uint8_t*>(data)); break;
+    case DType::int32: fill(static_cast<const int32_t*>(data)); break;
+    case DType::int64: fill(static_cast<const int64_t*>(data)); break;
+    case DType::float32: fill(static_cast<const float*>(data)); break;
+    case DType::float64: fill(static_cast<const double*>(data)); break;
+  }
+  return std::span<const float>(*scratch);
+}
+
+Status MappedPartition::index_edges(const PartitionConfig& config, const std::string& where) {
   const IdRange er = config.edge_map[part_id_];
+  const bool typed = config.types.present();
+  if (!typed) {
+    // The usual homogeneous layout numbers inner edges in CSC order: no index.
+    bool in_order = true;
+    for (int64_t k = 0; k < num_inner_edges_ && in_order; ++k) in_order = in_.eids[k] == er.start + k;
+    if (in_order) return Status::ok();
+  }
   edge_slot_.assign(static_cast<size_t>(num_inner_edges_), -1);
   for (int64_t k = 0; k < num_inner_edges_; ++k) {
     const int64_t eid = in_.eids[k];
-    const int32_t t = edge_type_[k];
-    const IdRange tr = config.types.etype_map[t][part_id_];
+    const int32_t t = typed ? edge_type_[k] : 0;
+    const IdRange tr = typed ? config.types.etype_map[t][part_id_] : er;
     if (eid < tr.start || eid >= tr.end || edge_slot_[eid - er.start] >= 0) {
       return corruption(where + ": " + part_arrays::kInEids + "[" + std::to_string(k) + "] = " + std::to_string(eid) +
                         (eid < tr.start || eid >= tr.end
-                             ? " is outside the partition's range of type '" + config.types.etypes[t] + "' [" +
+                             ? " is outside the partition's range" +
+                                   (typed ? " of type '" + config.types.etypes[t] + "'" : std::string()) + " [" +
                                    std::to_string(tr.start) + ", " + std::to_string(tr.end) + ")"
                              : " is repeated"));
     }

@@ -98,11 +98,21 @@ class MappedPartition {
   std::span<const uint8_t> inner_node() const { return node_inner_; }
   std::span<const int32_t> node_owner() const { return node_owner_; }
   std::span<const int64_t> edge_global_ids() const { return in_.eids; }
-  // Position in the in-edge CSC of inner edge `eid - edge_map start` (the row of
-  // the edge's tensors); the identity on a homogeneous graph.
+  // Position in the in-edge CSC of inner edge `eid - edge_map start`: the
+  // identity in the usual homogeneous layout (inner edges numbered in CSC
+  // order); an index for typed graphs and for one partition keeping the
+  // input's edge ids.
   int64_t inner_edge_slot(int64_t local_eid) const {
     return edge_slot_.empty() ? local_eid : edge_slot_[static_cast<size_t>(local_eid)];
   }
+  // An edge tensor named `name` (`rows` values of `dtype`, one per inner edge
+  // in global id order) as sampling weights: one float per inner in-edge
+  // position (CSC order, what the samplers index). float32 rows already in
+  // CSC order are used in place; other numeric dtypes (DGL's prob may be a
+  // bool mask or float64) and reordered rows go through `scratch`.
+  // invalid_argument naming the tensor for any other shape.
+  Result<std::span<const float>> edge_weights(const std::string& name, DType dtype, const void* data, int64_t rows,
+                                              size_t row_bytes, std::vector<float>* scratch) const;
   // Global (source, destination) of inner edge `eid - edge_map start`.
   std::pair<int64_t, int64_t> inner_edge_ends(int64_t local_eid) const;
   // Edge type of each in-edge (parallel to in_edges().indices); empty for a
@@ -130,9 +140,10 @@ class MappedPartition {
  private:
   friend Result<std::unique_ptr<MappedPartition>> open_partition(const PartitionConfig&, int, bool);
   MappedPartition() = default;
-  // Heterogeneous graphs: checks that every inner edge's id lies in its type's
-  // range and fills edge_slot_.
-  Status index_typed_edges(const PartitionConfig& config, const std::string& where);
+  // When inner edge ids are not the CSC order (typed graphs, kept input ids):
+  // checks that every inner edge's id lies in the partition's range (its
+  // type's) once and fills edge_slot_.
+  Status index_edges(const PartitionConfig& config, const std::string& where);
 
   std::unique_ptr<MappedArrayFile> graph_, node_feats_, edge_feats_;
   int part_id_ = 0, num_parts_ = 0, halo_hops_ = 0;
@@ -142,7 +153,7 @@ class MappedPartition {
   std::span<const uint8_t> node_inner_, edge_inner_;
   std::span<const int32_t> node_owner_;
   std::span<const int32_t> edge_type_;
-  std::vector<int64_t> edge_slot_;  // heterogeneous: inner edge id - range start -> CSC position
+  std::vector<int64_t> edge_slot_;  // inner edge id - range start -> CSC position, or empty: the identity
   std::vector<TensorView> node_tensors_, edge_tensors_;
 };
 
