@@ -103,17 +103,18 @@ Result<std::unique_ptr<BatchBuilder>> BatchBuilder::create(Cluster& cluster, Bat
   DistGraph g(cluster);
   if (!spec.sampling.prob.empty()) {
     // DGL's prob= names an edge tensor of weights: g.edata's name ("w" for
-    // "_E/w"), or a DistTensor's own name. It must be float32, one per edge;
-    // the sampler is given the tensor's full name.
+    // "_E/w"), or a DistTensor's own name. It must be numeric (a bool mask
+    // too), one value per edge; the sampler is given the tensor's full name.
     Result<DistTensor> w = g.edata(spec.sampling.prob);
     if (!w.is_ok()) {
       if (auto own = DistTensor::open(cluster, spec.sampling.prob); own.is_ok()) w = std::move(own);
     }
     if (!w.is_ok()) return w.status().with_context("sampling prob '" + spec.sampling.prob + "'");
-    if (w->policy() != Policy::edge || w->dtype() != DType::float32 || w->row_bytes() != sizeof(float)) {
-      return invalid_argument("sampling prob '" + spec.sampling.prob + "' must be a float32 edge tensor with one "
+    if (w->policy() != Policy::edge || w->row_bytes() != dtype_size(w->dtype())) {
+      return invalid_argument("sampling prob '" + spec.sampling.prob + "' must be a numeric edge tensor with one "
                               "value per edge, is a " + dtype_name(w->dtype()) +
-                              (w->policy() == Policy::edge ? " edge" : " node") + " tensor");
+                              (w->policy() == Policy::edge ? " edge" : " node") + " tensor" +
+                              (w->policy() == Policy::edge ? " with several values per edge" : ""));
     }
     spec.sampling.prob = w->name();
   }

@@ -215,16 +215,12 @@ Result<std::vector<int64_t>> DistGraph::split(const std::string& mask_name, bool
 DistNeighborSource::DistNeighborSource(Cluster& cluster, DistSampleOptions options)
     : cluster_(&cluster), options_(std::move(options)) {}
 
-Result<std::span<const float>> DistNeighborSource::local_weights() {
+Result<std::span<const float>> DistNeighborSource::local_weights(std::vector<float>* scratch) {
   if (options_.prob.empty()) return std::span<const float>();
   DGLD_ASSIGN_OR_RETURN(shm::SharedTensor * t, cluster_->local().tensor(options_.prob));
-  if (t->dtype() != DType::float32 || t->row_bytes() != sizeof(float) ||
-      t->num_rows() != cluster_->local().graph().num_inner_edges()) {
-    return invalid_argument("sample_neighbors prob '" + options_.prob +
-                            "' must be a float32 edge tensor with one value per edge (of every type)");
-  }
-  return std::span<const float>(static_cast<const float*>(t->data()),
-                                static_cast<size_t>(t->num_rows()));
+  // The tensor's rows are in edge id order, the sampler's positions in CSC order.
+  return cluster_->local().graph().edge_weights(options_.prob, t->dtype(), t->data(), t->num_rows(), t->row_bytes(),
+                                                scratch);
 }
 
 Result<SampledEdges> DistNeighborSource::sample(std::span<const int64_t> seeds,
@@ -262,7 +258,8 @@ Result<SampledEdges> DistNeighborSource::sample(std::span<const int64_t> seeds,
     const AdjacencyView adj = options_.out_edges ? p.out_edges() : inner_in_edges(p);
     std::vector<int64_t> rows(g.ids[me]);
     for (auto& r : rows) r -= book.node_range(me).start;
-    auto weights = local_weights();
+    std::vector<float> csc_weights;
+    auto weights = local_weights(&csc_weights);
     if (!weights.is_ok()) {
       first = weights.status();
     } else {

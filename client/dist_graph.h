@@ -83,7 +83,8 @@ class DistNeighborSource final : public NeighborSource {
                               const SampleOptions& opt) override;
 
  private:
-  Result<std::span<const float>> local_weights();
+  // The prob tensor's local rows in CSC order (in `scratch` when reordered).
+  Result<std::span<const float>> local_weights(std::vector<float>* scratch);
   Cluster* cluster_;
   DistSampleOptions options_;
 };

@@ -111,17 +111,18 @@ void GraphServer::Impl::on_sample(const RequestContext& ctx, Message&& m) {
   // per-seed random streams make the result the same either way.
   extras.pool = sample_pool.get();
   const AdjacencyView& adj = spec.out_edges ? part->out_edges() : inner_in;
+  std::vector<float> csc_weights;
   if (!spec.prob.empty()) {
     auto t = tensors->find(spec.prob);
     if (!t.is_ok()) return ctx.reply_error(t.status().with_context("sample_neighbors prob"));
-    if ((*t)->policy != PartPolicy::edge || (*t)->dtype() != DType::float32 || (*t)->row_bytes() != sizeof(float) ||
-        (*t)->num_rows() != static_cast<int64_t>(inner_in.indices.size())) {
-      return ctx.reply_error(invalid_argument("sample_neighbors prob '" + spec.prob +
-                                              "' must be a float32 edge tensor with one value per edge "
-                                              "(of every type)"));
+    if ((*t)->policy != PartPolicy::edge) {
+      return ctx.reply_error(invalid_argument("sample_neighbors prob '" + spec.prob + "' is not an edge tensor"));
     }
-    extras.weights = std::span<const float>(static_cast<const float*>((*t)->storage->data()),
-                                            static_cast<size_t>((*t)->num_rows()));
+    // The tensor's rows are in edge id order, the sampler's positions in CSC order.
+    auto w = part->edge_weights(spec.prob, (*t)->dtype(), (*t)->storage->data(), (*t)->num_rows(), (*t)->row_bytes(),
+                                &csc_weights);
+    if (!w.is_ok()) return ctx.reply_error(w.status());
+    extras.weights = *w;
   }
   std::vector<int64_t> counts;
   extras.seed_counts = &counts;

@@ -211,7 +211,7 @@ def test_loader_samples_by_edge_weight(g):
             assert torch.all(eids % 2 == 1), "an edge of weight 0 was sampled"
             sampled += len(eids)
     assert sampled > 0
-    with pytest.raises(ValueError, match="must be a float32 edge tensor"):
+    with pytest.raises(ValueError, match="must be a numeric edge tensor"):
         dgld.dataloading.DistNodeDataLoader(g, ids, dgld.dataloading.NeighborSampler([4], prob="_N/features"),
                                             batch_size=100)
     with pytest.raises(dgld.DGLError, match="sampling prob 'nope'.*does not exist"):

@@ -11,7 +11,8 @@ __all__ = ["NeighborSampler", "MultiLayerNeighborSampler", "MultiLayerFullNeighb
 class NeighborSampler:
     """DGL's NeighborSampler: fanouts[i] neighbours per node for block i
     (input layer first; -1: all), uniformly or, with prob='w', in
-    proportion to the float32 edge tensor g.edata['w'] (zero: never). The
+    proportion to the edge tensor g.edata['w'] (any numeric dtype, a bool
+    mask too; zero: never). The
     arguments become one _C.SamplingSpec, checked there, that travels as it
     is to the sampler-workers and graph-servers."""
 
