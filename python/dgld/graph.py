@@ -481,6 +481,15 @@ class HomoGraph(DGLGraph):
         return f"Graph(num_nodes={self._num_src}, num_edges={self.num_edges()})"
 
 
+def _empty_graph():
+    """DGLGraph(): DGL's empty graph of one node and one edge type."""
+    empty = torch.empty(0, dtype=torch.int64)
+    return HomoGraph._from_coo(empty, empty, 0, 0)
+
+
+DGLGraph._make_empty = staticmethod(_empty_graph)
+
+
 class HomoBlock(HomoGraph, DGLBlock):
     """A homogeneous block: separate source and destination node sets, the
     first num_dst_nodes source nodes being the destination nodes (DGL's

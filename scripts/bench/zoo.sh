@@ -5,7 +5,8 @@
 # then 1 head), dropout 0.5, Adam lr 0.01, weight decay 5e-4, 60 epochs,
 # Cora's 0/1 features as shipped (as DGL's figures were taken; --row-normalize
 # scales each row to sum 1), full-neighbour test accuracy, 2 machines x 1
-# trainer under dgl-launch --local, mean of seeds 0-2; against DGL 1.1.3's
+# trainer under dgl-launch --local (--parts 1: one machine, one trainer, as
+# DGL's runs), mean of seeds 0-2; against DGL 1.1.3's
 # figures for exactly this configuration (single process, seeds 0-2).
 # Prints a table and one line per model:
 #   ratio: zoo_<model>_minus_dgl <delta> (target >= -0.02)
@@ -21,7 +22,7 @@
 #   ratio: zoo_<model>_within_dgl_spread <0|1> (dgld mean, DGL min..max)
 #
 # Usage: scripts/bench/zoo.sh [--models "sage-mean gat ..."] [--seeds "0 1 2"] [--row-normalize]
-#                             [--cora DIR] [--build DIR] [--distdgl DIR]
+#                             [--cora DIR] [--build DIR] [--distdgl DIR] [--parts 1|2]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cora=../shared/datasets/cora
@@ -30,6 +31,7 @@ models="sage-mean sage-gcn sage-pool sage-lstm gcn gat gatv2 gin"
 seeds="0 1 2"
 features=
 distdgl=
+parts=2
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --models) models="$2"; shift 2 ;;
@@ -39,6 +41,7 @@ while [[ $# -gt 0 ]]; do
     --cora) cora="$2"; shift 2 ;;
     --build) build="$2"; shift 2 ;;
     --distdgl) distdgl="$(realpath "$2")"; shift 2 ;;
+    --parts) parts="$2"; shift 2 ;;
     -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) echo "zoo.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
@@ -51,7 +54,8 @@ done
 example="$(realpath examples/python/zoo.py)"
 work="$(mktemp -d "${TMPDIR:-/tmp}/dgld-zoo.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
-"$bin/partition/dgl-partition" --input "ogb:$cora" --num-parts 2 --graph-name cora --output "$work/cora" \
+[[ $parts == 1 || $parts == 2 ]] || { echo "zoo.sh: --parts must be 1 or 2, got '$parts'" >&2; exit 2; }
+"$bin/partition/dgl-partition" --input "ogb:$cora" --num-parts "$parts" --graph-name cora --output "$work/cora" \
   --log-level warn >/dev/null
 declare -A dgl=([sage-mean]=0.776 [sage-gcn]=0.800 [sage-pool]=0.736 [sage-lstm]=0.711 [gcn]=0.776 [gat]=0.775
                 [gatv2]=0.778 [gin]=0.732)
@@ -59,7 +63,8 @@ declare -A dgl=([sage-mean]=0.776 [sage-gcn]=0.800 [sage-pool]=0.736 [sage-lstm]
 for model in $models; do
   for seed in $seeds; do
     base=$(( 20000 + RANDOM % 20000 ))
-    printf '127.0.0.1 %d\n127.0.0.1 %d\n' "$base" "$((base + 10))" > "$work/ip_config.txt"
+    printf '127.0.0.1 %d\n' "$base" > "$work/ip_config.txt"
+    [[ $parts == 2 ]] && printf '127.0.0.1 %d\n' "$((base + 10))" >> "$work/ip_config.txt"
     if ! (cd "$work" && "$bin/launcher/launch/dgl-launch" --local --no-copy --workspace "$work" \
           --ip-config ip_config.txt --part-config cora/cora.json --num-trainers 1 --log-level warn \
           --extra-envs "PYTHONPATH=$bin/python" -- /usr/bin/python3 "$example" --graph_name cora \

@@ -88,12 +88,17 @@ def _standard(g, n, names):
 def _node_arrays(g, n):
     """(features, labels, masks dict, other node data [(name, tensor)])."""
     fname, features = _standard(g, n, _FEATURES)
+    kept = []  # integer features keep their dtype (as in DGL): '_N/features' as it is
+    if features is not None and not features.is_floating_point():
+        if features.is_complex():
+            _fail(f"node data {fname!r} has dtype {features.dtype}; features are real numbers")
+        kept, features = [("features", features)], None
     if features is not None:
         if features.dim() == 1:
             features = features.reshape(n, 1)
-        if features.dim() != 2 or features.is_complex() or features.dtype == torch.bool:
+        if features.dim() != 2:
             _fail(f"node data {fname!r} becomes the partitions' float32 [num_nodes, dim] features; it has shape "
-                  f"{tuple(features.shape)} and dtype {features.dtype} (store it under another name to keep it as it is)")
+                  f"{tuple(features.shape)} (store it under another name to keep it as it is)")
         features = features.to(torch.float32)
     lname, labels = _standard(g, n, _LABELS)
     if labels is not None:
@@ -111,7 +116,7 @@ def _node_arrays(g, n):
                 _fail(f"node data {name!r} must be a 0/1 (or bool) mask with one value per node")
             masks[name] = m.reshape(n).to(torch.uint8)
     taken = {fname, lname, *_MASKS, *_SKIP_NODES}
-    others = [(k, _column(g, k, n)) for k in g.ndata.keys() if k not in taken]
+    others = kept + [(k, _column(g, k, n)) for k in g.ndata.keys() if k not in taken]
     return features, labels, masks, others
 
 
