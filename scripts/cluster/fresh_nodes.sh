@@ -254,19 +254,7 @@ wait_until 120 "node $r's enabled graph-server after the reboot" listening "$r"
 job after-reboot
 phase "node $r rebooted (systemctl reboot): its enabled server answers, a job runs"
 
-# ------------------------------------------------------------------ another protocol version is refused
-on 1 "mv /usr/bin/graph-server /usr/bin/graph-server.real && printf '#!/bin/sh\necho \"graph-server 0.0.1 (protocol 1)\"\n' \
-  >/usr/bin/graph-server && chmod 755 /usr/bin/graph-server"
-rc=0
-launch --job-id mismatch -- trainer-host --num-epochs 1 >"$RUN/launch-mismatch.log" 2>&1 || rc=$?
-on 1 "mv /usr/bin/graph-server.real /usr/bin/graph-server"
-[ "$rc" = 2 ] || die "a node with another version: dgl-launch exited $rc, expected 2 (nothing started)"
-grep -q "0.0.1 (protocol 1)" "$RUN/launch-mismatch.log" && grep -qF "$(echo "$version" | cut -d' ' -f2-)" \
-  "$RUN/launch-mismatch.log" || die "the refusal does not name both versions: $(grep -i version "$RUN/launch-mismatch.log")"
-echo "fresh_nodes: refused: $(grep -m1 -i "0.0.1" "$RUN/launch-mismatch.log")" >&2
-phase "a node reporting another protocol version: refused, nothing started"
-
-# ------------------------------------------------------------------ stop and purge
+# ------------------------------------------------------------------ stop
 left_after_stop() { on "$1" 'for c in /proc/[0-9]*/comm; do grep -qxE "graph-server|trainer-host|sampler-worker" $c 2>/dev/null && echo "process ${c%/comm}"; done; ls /dev/shm | grep "^dgld\." || true'; }
 for i in $(seq 0 $((NODES - 1))); do
   on "$i" "systemctl stop dgld.target"
@@ -274,19 +262,38 @@ for i in $(seq 0 $((NODES - 1))); do
   [ -z "$left" ] || die "after systemctl stop dgld.target, node $i still has: $left"
 done
 phase "systemctl stop dgld.target: no process, no shared memory left"
+# ------------------------------------------------------------------ another protocol version is refused
+# (with the units stopped: the job's ports are free, so the version is what stops it)
+on 1 "mv /usr/bin/graph-server /usr/bin/graph-server.real && printf '#!/bin/sh\necho \"graph-server 0.0.1 (protocol 1)\"\n' \
+  >/usr/bin/graph-server && chmod 755 /usr/bin/graph-server"
+rc=0
+launch --job-id mismatch -- trainer-host --num-epochs 1 >"$RUN/launch-mismatch.log" 2>&1 || rc=$?
+on 1 "mv /usr/bin/graph-server.real /usr/bin/graph-server"
+[ "$rc" = 2 ] || die "a node with another version: dgl-launch exited $rc, expected 2 (nothing started): $(tail -n 5 "$RUN/launch-mismatch.log")"
+grep -q "0.0.1 (protocol 1)" "$RUN/launch-mismatch.log" && grep -qF "$(echo "$version" | cut -d' ' -f2-)" \
+  "$RUN/launch-mismatch.log" || die "the refusal does not name both versions: $(tail -n 5 "$RUN/launch-mismatch.log")"
+echo "fresh_nodes: refused: $(grep -m1 -i "0.0.1" "$RUN/launch-mismatch.log")" >&2
+phase "a node reporting another protocol version: refused, nothing started"
+
+# ------------------------------------------------------------------ purge
 for i in $(seq 0 $((NODES - 1))); do
   on "$i" "systemctl start dgld.target"   # running servers and their segments, for purge to remove
 done
-wait_until 120 "the servers to start again for the purge" listening 0
+for i in $(seq 0 $((NODES - 1))); do wait_until 120 "node $i's server to start again" listening "$i"; done
+# Node 0's server SIGKILLed just before: its segments stay (a killed server cannot unlink them), for purge.
+on 0 "systemctl kill -s KILL dgld-graph-server@units-0"
+stale=$(on 0 'ls /dev/shm | grep -c "^dgld\." || true')
+echo "fresh_nodes: node 0 before purge: graph-server SIGKILLed, $stale segment(s) in /dev/shm" >&2
 for i in $(seq 0 $((NODES - 1))); do
   on "$i" "apt-get purge -y -q dgld python3-dgld" >"$RUN/purge-$i.log" 2>&1 || die "apt-get purge on node $i: $(tail -n 5 "$RUN/purge-$i.log")"
   left=$(on "$i" 'getent passwd dgld; getent group dgld; ls -d /etc/dgld /var/lib/dgld /usr/share/dgld \
     /usr/lib/python3/dist-packages/dgld /lib/systemd/system/dgld* /etc/systemd/system/*dgld* \
     /etc/systemd/system/*/dgld* /usr/lib/sysusers.d/dgld.conf /usr/lib/tmpfiles.d/dgld.conf 2>/dev/null; \
     ls /dev/shm | grep "^dgld\." ; dpkg -l dgld python3-dgld 2>/dev/null | grep "^[a-z][a-z] "' | grep -v "^un " || true)
+  left+=$(left_after_stop "$i")
   [ -z "$left" ] || die "apt-get purge left on node $i: $left"
 done
-phase "apt-get purge dgld python3-dgld: nothing left (user, group, /etc/dgld, /var/lib/dgld, units, shm)"
+phase "apt-get purge dgld python3-dgld: nothing left (user, group, /etc/dgld, /var/lib/dgld, units, processes, shm)"
 
 echo "fresh_nodes: all steps passed on $NODES fresh nodes ($version); times:"
 printf '  %s\n' "${TIMES[@]}"

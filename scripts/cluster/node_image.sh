@@ -12,7 +12,7 @@ MIRROR=${DGLD_NODE_MIRROR:-http://deb.debian.org/debian}
 MAX_DAYS=${DGLD_NODE_IMAGE_MAX_DAYS:-30}
 INCLUDE=systemd,systemd-sysv,dbus,openssh-server,iproute2,ca-certificates
 # Bump when what is done to the image below changes: a new key, a new image.
-RECIPE=1
+RECIPE=2
 key=$(printf '%s\n' "bookworm" "$INCLUDE" "$MIRROR" "$RECIPE" | sha256sum | cut -c1-12)
 IMAGE="$CACHE/bookworm-$key"
 
@@ -46,7 +46,7 @@ $(tail -n 5 "$CACHE/debootstrap.log")"
 echo "deb $MIRROR bookworm main" >"$tmp/etc/apt/sources.list"
 rm -f "$tmp/etc/hostname" "$tmp/etc/machine-id" && : >"$tmp/etc/machine-id"
 rm -f "$tmp"/etc/ssh/ssh_host_*   # each node makes its own at first boot (below)
-cat >"$tmp/etc/systemd/system/dgld-node-hostkeys.service" <<'UNIT'
+cat >"$tmp/etc/systemd/system/node-ssh-hostkeys.service" <<'UNIT'
 [Unit]
 Description=ssh host keys of this node
 Before=ssh.service
@@ -57,7 +57,7 @@ ExecStart=/usr/bin/ssh-keygen -A
 [Install]
 WantedBy=multi-user.target
 UNIT
-chroot "$tmp" systemctl enable dgld-node-hostkeys.service ssh.service >/dev/null 2>&1
+chroot "$tmp" systemctl enable node-ssh-hostkeys.service ssh.service >/dev/null 2>&1
 chroot "$tmp" systemctl mask systemd-networkd-wait-online.service >/dev/null 2>&1 || true
 chroot "$tmp" apt-get clean
 touch "$tmp/.dgld-image-ready"
