@@ -32,6 +32,11 @@ struct GraphServerOptions {
   // has left or gone (DGL's DistGraphServer with keep_alive=False); off: the
   // server runs until a Shutdown request or a signal (dgl-launch stops it).
   bool exit_when_clients_leave = false;
+  // With exit_when_clients_leave: when no client is connected and fewer than
+  // num_clients ever came, how long the server waits for the rest before it
+  // stops with an error naming how many came (a launcher whose trainer died
+  // before connecting gets an error, not a server that never returns).
+  std::chrono::milliseconds client_wait{600000};
   std::chrono::milliseconds heartbeat_interval{1000};
   std::chrono::milliseconds heartbeat_timeout{10000};
   std::chrono::milliseconds attach_timeout{120000};  // backup waiting for the main server

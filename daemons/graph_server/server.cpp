@@ -227,13 +227,56 @@ GraphServer::~GraphServer() {
 }
 
 Status GraphServer::wait() {
-  std::unique_lock lock(impl_->stop_mu);
-  impl_->stop_cv.wait(lock, [&] { return impl_->stopping; });
+  Status result = impl_->wait_for_stop();
   log()->info("{} stopping: {}", impl_->name(), impl_->stop_reason);
   const ProcessMemory now = read_process_memory();
   const nlohmann::json m = impl_->memory_json(now);
   log()->info("memory: {}; partition files {:.0f} MiB, tensors served {:.0f} MiB", describe(now),
               m["partition_bytes"].get<double>() / (1 << 20), m["tensor_bytes"].get<double>() / (1 << 20));
+  return result;
+}
+
+Status GraphServer::Impl::wait_for_stop() {
+  std::unique_lock lock(stop_mu);
+  if (!opts.exit_when_clients_leave || opts.num_clients <= 0 || opts.client_wait.count() <= 0) {
+    stop_cv.wait(lock, [&] { return stopping; });
+    return Status::ok();
+  }
+  // Waiting for clients that may never come has a deadline: it runs while no
+  // client is connected and fewer than num_clients came.
+  auto idle_since = std::chrono::steady_clock::now();
+  while (!stopping) {
+    stop_cv.wait_for(lock, std::min<std::chrono::milliseconds>(opts.client_wait, std::chrono::seconds(1)));
+    if (stopping) break;
+    lock.unlock();  // sessions_mu is taken before stop_mu elsewhere
+    size_t came = 0;
+    bool connected = false;
+    {
+      std::lock_guard s(sessions_mu);
+      std::set<int> ids(clients_gone);
+      for (const auto& [caller, session] : sessions) {
+        ids.insert(session.client_id);
+        connected = connected || !session.left;
+      }
+      came = ids.size();
+    }
+    lock.lock();
+    const auto now = std::chrono::steady_clock::now();
+    if (connected || static_cast<int>(came) >= opts.num_clients) {
+      idle_since = now;
+      continue;
+    }
+    if (now - idle_since >= opts.client_wait && !stopping) {
+      const std::string why = fmt::format(
+          "{} of the {} clients the job expects came, and none connected for {} s: the others never joined (a "
+          "trainer or sampler that failed before connecting?)",
+          came, opts.num_clients, std::chrono::duration_cast<std::chrono::seconds>(opts.client_wait).count());
+      stopping = true;
+      stop_reason = why;
+      stop_cv.notify_all();
+      return timeout_error(name() + ": " + why);
+    }
+  }
   return Status::ok();
 }
 

@@ -157,6 +157,9 @@ struct GraphServer::Impl {
   // is gone and no session is open (called with sessions_mu held).
   void stop_when_clients_gone_locked();
   void request_stop(const std::string& reason);
+  // Until the server stops; with exit_when_clients_leave an error when the
+  // clients it still expects do not come within opts.client_wait.
+  Status wait_for_stop();
   std::string stats_json() const;
   // The process's memory as read (common/process_memory.h), its partition
   // files' bytes and the bytes of the tensors it serves from shared memory.

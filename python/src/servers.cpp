@@ -104,6 +104,11 @@ void bind_servers(py::module_& m) {
       .def_readwrite("num_threads", &graph_server::GraphServerOptions::num_threads)
       .def_readwrite("job_id", &graph_server::GraphServerOptions::job_id)
       .def_readwrite("exit_when_clients_leave", &graph_server::GraphServerOptions::exit_when_clients_leave)
+      .def_property(
+          "client_wait_s", [](const graph_server::GraphServerOptions& o) { return o.client_wait.count() / 1000.0; },
+          [](graph_server::GraphServerOptions& o, double s) {
+            o.client_wait = std::chrono::milliseconds(static_cast<int64_t>(s * 1000));
+          })
       .def("set_secret_file", [](graph_server::GraphServerOptions& o, const std::string& path) {
         auto secret = net::load_secret_file(path);
         check(secret.status());

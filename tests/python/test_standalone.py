@@ -137,3 +137,30 @@ def test_dist_graph_servers_in_spawned_processes_serve_until_their_clients_leave
     else:
         assert "server 0 returned" in r.stdout and "server 1 returned" in r.stdout, r.stdout
         assert "servers alive [False, False]" in r.stdout, r.stdout
+
+
+def test_a_dist_graph_server_whose_clients_never_come_stops_with_an_error(tmp_path):
+    # DGL's server waits forever for the num_clients it was told of; dgld's
+    # (keep_alive False) gives up after client_wait_s without a connected
+    # client, naming how many came, so a harness whose trainer died first
+    # gets an error instead of a server process that never exits.
+    config = parts(tmp_path / "p1", 1)
+    base = free_port_block(10)
+    (tmp_path / "ip.txt").write_text(f"127.0.0.1 {base}\n")
+    code, out, err = run(f"""
+        import time
+        import dgld
+        from dgld.distributed import DistGraphServer
+        s = DistGraphServer(0, "ip.txt", 1, 2, {str(config)!r})
+        s.client_wait_s = 1.5
+        t = time.monotonic()
+        try:
+            s.start()
+            print("returned")
+        except dgld.DGLError as e:
+            print(type(e).__name__, round(time.monotonic() - t), e)
+        """, tmp_path)
+    assert code == 0, err[-3000:]
+    assert out.startswith("Timeout"), out
+    assert "0 of the 2 clients the job expects came" in out and "none connected for 1 s" in out, out
+    assert int(out.split()[1]) <= 5, out

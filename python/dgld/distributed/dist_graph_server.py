@@ -40,6 +40,10 @@ class DistGraphServer:
         self.server_id = _positive_int("server_id", server_id, 0)
         self.num_servers = _positive_int("num_servers", num_servers, 1)
         self.num_clients = _positive_int("num_clients", num_clients, 0)
+        # dgld addition: with keep_alive False, how long start() waits while no
+        # client is connected and some of the num_clients never came, before it
+        # raises a Timeout naming how many came (DGL's server waits forever).
+        self.client_wait_s = 600.0
         self.ip_config = os.fspath(ip_config)
         self.part_config = os.fspath(part_config)
         for what, path in (("ip_config", self.ip_config), ("part_config", self.part_config)):
@@ -80,6 +84,7 @@ class DistGraphServer:
         o.num_samplers = int(os.environ.get("DGL_NUM_SAMPLER", "0") or 0)
         o.job_id = os.environ.get("DGLD_JOB_ID", "")
         o.exit_when_clients_leave = not self.keep_alive
+        o.client_wait_s = float(self.client_wait_s)
         secret = os.environ.get("DGLD_SECRET_FILE", "")
         if secret:
             o.set_secret_file(secret)
