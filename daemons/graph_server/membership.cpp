@@ -29,7 +29,7 @@ Result<ClientRecord> Membership::register_client(ClientRole role, int machine_id
                                                  const std::string& host, int group, int requested_rank,
                                                  int job_trainers) {
   std::lock_guard lock(mu_);
-  if (active_count_locked(ClientRole::trainer) + active_count_locked(ClientRole::sampler) == 0 &&
+  if (!opts_.one_job && active_count_locked(ClientRole::trainer) + active_count_locked(ClientRole::sampler) == 0 &&
       (!clients_.empty() || !dropped_.empty())) {
     // Everyone of the last job has left or was dropped: this client starts a
     // new one (long-lived servers serve job after job), with no history.
@@ -44,9 +44,11 @@ Result<ClientRecord> Membership::register_client(ClientRole role, int machine_id
     announced_trainers_ = 0;
   }
   if (role == ClientRole::trainer && job_trainers > 0) announced_trainers_ = std::max(announced_trainers_, job_trainers);
-  std::set<int> taken;  // ranks of clients still in the job; a rank that left may be taken again
+  // Ranks of clients still in the job; a rank that left may be taken again,
+  // except by a one-job server's clients.
+  std::set<int> taken;
   for (const auto& [id, c] : clients_) {
-    if (c.role == role && !c.left) taken.insert(c.rank);
+    if (c.role == role && (!c.left || opts_.one_job)) taken.insert(c.rank);
   }
   int rank = requested_rank;
   if (rank >= 0) {

@@ -40,6 +40,11 @@ struct MembershipOptions {
   int expected_samplers = 0;
   std::chrono::milliseconds heartbeat_interval{1000};
   std::chrono::milliseconds heartbeat_timeout{10000};
+  // A server for one job (DGL's DistGraphServer, keep_alive False): clients
+  // that leave do not start a new job, and every client gets a rank of its
+  // own, in order of registration (DGL's clients all join before any leaves,
+  // so theirs are distinct); off: long-lived servers serve job after job.
+  bool one_job = false;
 };
 
 class Membership {

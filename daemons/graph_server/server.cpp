@@ -82,6 +82,7 @@ Status GraphServer::Impl::init() {
     }
     mo.heartbeat_interval = opts.heartbeat_interval;
     mo.heartbeat_timeout = opts.heartbeat_timeout;
+    mo.one_job = opts.exit_when_clients_leave;
     membership = std::make_unique<Membership>(mo);
   }
 

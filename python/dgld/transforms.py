@@ -9,6 +9,7 @@ from ._errors import DGLError
 from .base import EID, NID, as_ids
 from .convert import _ordered_unique
 from .graph import HomoGraph
+from .typed_graph import TypedGraph, typed_graph
 
 __all__ = ["add_self_loop", "remove_self_loop", "reverse", "remove_edges", "edge_subgraph", "node_subgraph",
            "in_subgraph", "compact_graphs"]
@@ -134,6 +135,8 @@ def compact_graphs(graphs, always_preserve=None, copy_ndata=True, copy_edata=Tru
     edge touches removed, all renumbered alike: always_preserve first, then
     the other nodes in order of first appearance over the graphs' edges
     (src then dst of each graph in turn); ndata[dgl.NID] holds the old ids."""
+    if isinstance(graphs, TypedGraph) and not graphs.is_block:
+        return _compact_typed(graphs, always_preserve, copy_ndata, copy_edata)
     single = isinstance(graphs, HomoGraph)
     graphs = [graphs] if single else list(graphs)
     if not graphs:
@@ -166,3 +169,35 @@ def compact_graphs(graphs, always_preserve=None, copy_ndata=True, copy_edata=Tru
         c.ndata[NID] = parent
         out.append(c)
     return out[0] if single else out
+
+
+def _compact_typed(g, always_preserve, copy_ndata, copy_edata):
+    """compact_graphs of one typed graph, as DGL's: per node type, the nodes
+    always_preserve[ntype] names first, then those the relations' edges
+    touch in order of first appearance (relations in canonical_etypes order,
+    sources then destinations); nodes[ntype].data[dgl.NID] their old ids."""
+    keep = dict(always_preserve or {})
+    if not isinstance(keep, dict):
+        raise DGLError("compact_graphs: always_preserve of a typed graph is a dict {ntype: ids}")
+    edges = {c: tuple(x.to(torch.int64) for x in g.edges(etype=c)) for c in g.canonical_etypes}
+    nodes, index = {}, {}
+    for t in g.ntypes:
+        parts = [as_ids(keep[t], f"compact_graphs always_preserve[{t!r}]", g.num_nodes(t))] if t in keep else []
+        for c, (u, v) in edges.items():
+            parts += ([u] if c[0] == t else []) + ([v] if c[2] == t else [])
+        nodes[t], _ = _ordered_unique(torch.cat(parts) if parts else torch.empty(0, dtype=torch.int64))
+        index[t] = torch.full((g.num_nodes(t),), -1, dtype=torch.int64)
+        index[t][nodes[t]] = torch.arange(nodes[t].numel(), dtype=torch.int64)
+    counts = {t: nodes[t].numel() for t in g.ntypes}
+    rels = {c: (index[c[0]][u], index[c[2]][v]) for c, (u, v) in edges.items()}
+    out = typed_graph(rels, counts, counts, False, g.idtype, sort_etypes=False)
+    for t in g.ntypes:
+        if copy_ndata:
+            for k, col in g.nodes[t].data.items():
+                out.nodes[t].data[k] = col[nodes[t]]
+        out.nodes[t].data[NID] = nodes[t]
+    if copy_edata:
+        for c in g.canonical_etypes:
+            for k, col in g.edges[c].data.items():
+                out.edges[c].data[k] = col
+    return out

@@ -299,3 +299,15 @@ def test_typed_to_block_and_edata_are_dgls():
         dgld.to_block(g, {"b": torch.tensor([1, 0])})  # the s edge's dst a:2 is missing
     with pytest.raises(DGLError, match="edge type .* does not exist"):
         b.edata["y"] = {("a", "q", "b"): torch.zeros(3)}
+
+
+def test_compact_graphs_of_a_typed_graph_is_dgls():
+    # Per node type: the nodes the edges touch, in order of first appearance
+    # (always_preserve first); NID their old ids, edge data carried.
+    g = dgld.heterograph({("n1", "r1", "n2"): (torch.tensor([0, 2, 2]), torch.tensor([3, 0, 3]))},
+                         {"n1": 4, "n2": 5})
+    g.edges["r1"].data["w"] = torch.tensor([1.0, 2.0, 3.0])
+    sg = dgld.compact_graphs(g, always_preserve={"n1": torch.tensor([3])})
+    assert sg.nodes["n1"].data[dgld.NID].tolist() == [3, 0, 2] and sg.nodes["n2"].data[dgld.NID].tolist() == [3, 0]
+    assert [t.tolist() for t in sg.edges(etype="r1")] == [[1, 2, 2], [0, 1, 0]]
+    assert sg.edata["w"].tolist() == [1.0, 2.0, 3.0]

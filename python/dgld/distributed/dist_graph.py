@@ -193,6 +193,11 @@ class DistGraph:
     def canonical_etypes(self):
         return self._gpb.canonical_etypes
 
+    def to_canonical_etype(self, etype):
+        """The canonical (src type, relation, dst type) of an edge type named
+        by relation, "src:rel:dst" or triple (DGL's)."""
+        return self.canonical_etypes[self.get_etype_id(etype)]
+
     @property
     def nodes(self):
         """g.nodes[ntype].data[name]: a node type's data, indexed by that
