@@ -193,6 +193,7 @@ def initialize(ip_config=None, *args, **kwargs):
         if part_config:
             _connect(part_config)
         return
+    _state["standalone"] = False  # an earlier standalone run in this process is over
     ip_config = ip_config or os.environ.get("DGL_IP_CONFIG")
     if ip_config is not None:
         ip_config = os.fspath(ip_config)
@@ -423,6 +424,8 @@ def exit_client():
     if _state["scratch"] is not None:
         shutil.rmtree(_state["scratch"], ignore_errors=True)
         _state["scratch"] = None
+    _state["standalone"] = False
+    _state["part_config"] = None  # the next initialize starts a new job (DGL's tests run several per process)
 
 
 def _interrupted():

@@ -380,7 +380,7 @@ def load_partition(part_config, part_id, load_feats=True, use_graphbolt=False):
     """One partition as DGL's load_partition returns it: (graph, node_feats,
     edge_feats, gpb, graph_name, ntypes, etypes). The graph holds the
     partition's local nodes (inner nodes first, then halo nodes) and local
-    edges (edge i = position i of the in-edge CSC; inner edges first), with
+    edges (the inner edges in global id order, then the halo edges), with
     ndata[dgl.NID] the nodes' global ids, ndata['inner_node'] 1 for inner
     nodes, ndata['part_id'] each node's owner, edata[dgl.EID] the edges'
     global ids and edata['inner_edge']; on a typed graph also ndata[dgl.NTYPE]
@@ -393,15 +393,26 @@ def load_partition(part_config, part_id, load_feats=True, use_graphbolt=False):
     indptr = d["indptr"]
     n = indptr.numel() - 1
     dst = torch.repeat_interleave(torch.arange(n, dtype=torch.int64), indptr[1:] - indptr[:-1])
-    g = HomoGraph._from_coo(d["indices"], dst, n, n)
+    src, eids, inner_edge = d["indices"], d["eids"], d["inner_edge"]
+    etype = d.get("etype")
+    # As DGL's: the inner edges in global id order (local id = id - the
+    # partition's first), then the halo edges. The in-edge CSC holds them in
+    # that order already except on typed graphs and one partition keeping the
+    # input's ids.
+    ne = int(inner_edge.sum())
+    if ne > 1 and not bool((eids[1:ne] > eids[:ne - 1]).all()):
+        order = torch.cat([torch.argsort(eids[:ne]), torch.arange(ne, eids.numel())])
+        src, dst, eids, inner_edge = src[order], dst[order], eids[order], inner_edge[order]
+        etype = etype[order] if etype is not None else None
+    g = HomoGraph._from_coo(src, dst, n, n)
     g.ndata[NID] = d["global_id"]
     g.ndata["inner_node"] = d["inner_node"]
     g.ndata["part_id"] = d["owner"].to(torch.int64)
-    g.edata[EID] = d["eids"]
-    g.edata["inner_edge"] = d["inner_edge"]
+    g.edata[EID] = eids
+    g.edata["inner_edge"] = inner_edge
     if "ntype" in d:
         g.ndata[NTYPE] = d["ntype"].to(RESERVED_FIELD_DTYPE[NTYPE])
-        g.edata[ETYPE] = d["etype"]
+        g.edata[ETYPE] = etype
     g = g.formats(list(d["graph_formats"]) or ["coo"])
     node_feats = d["node_feats"] if load_feats else {}
     edge_feats = d["edge_feats"] if load_feats else {}
