@@ -30,6 +30,9 @@ ParsedOptions parse_graph_server_options(int argc, const char* const argv[]) {
       ("num-server-threads", po::value(&o.num_threads)->default_value(2),
        "request handler threads; also the threads one sampling request spreads over")
       ("listen-any", po::bool_switch(&o.listen_any), "listen on 0.0.0.0 instead of the ip_config address")
+      ("metrics-port", po::value(&o.metrics_port)->default_value(0),
+       "serve the counters dgld-stats prints in Prometheus' text format at http://<ip_config address>:N+j/metrics "
+       "(j: this server's index on its machine); 0: off")
       ("job-id", po::value(&o.job_id), "names shared-memory segments (env DGLD_JOB_ID; default: graph name and port)")
       ("secret-file", po::value(&secret_file),
        "file with the job's shared secret, mode 0600 (env DGLD_SECRET_FILE); clients must prove they hold it")
@@ -70,6 +73,9 @@ ParsedOptions parse_graph_server_options(int argc, const char* const argv[]) {
   if (ok && o.num_threads < 1) err = "--num-server-threads must be >= 1", ok = false;
   if (ok && (o.max_ids_per_request < 1 || o.max_connections < 1 || o.max_queued_bytes_per_connection < 1)) {
     err = "--max-ids-per-request, --max-connections and --max-queued-bytes must be >= 1", ok = false;
+  }
+  if (ok && (o.metrics_port < 0 || o.metrics_port > 65535)) {
+    err = "--metrics-port must be a port (1-65535), or 0 for none", ok = false;
   }
   if (ok && (o.num_clients < 0 || o.num_samplers < 0)) err = "--num-clients and --num-samplers must be >= 0", ok = false;
   if (ok && (hb_interval < 1 || hb_timeout <= hb_interval)) {

@@ -24,6 +24,9 @@ struct GraphServerOptions {
   int num_samplers = 0;      // samplers per trainer
   int num_threads = 2;       // request handler threads, and sampling threads (counting the caller)
   bool listen_any = false;   // bind 0.0.0.0 instead of the ip_config address
+  // Prometheus' text format of stats_json over HTTP (GET /metrics) on
+  // metrics_port + local_server() of the same address; 0: off.
+  int metrics_port = 0;
   bool listen = true;        // false: no socket and no heartbeat sweeper; requests only through
                              // GraphServer::handle (fuzzers)
   std::string job_id;        // names shared-memory segments; default from graph and port

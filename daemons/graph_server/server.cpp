@@ -108,6 +108,7 @@ Status GraphServer::Impl::init() {
   DGLD_RETURN_IF_ERROR(rpc->listen(host, static_cast<uint16_t>(port)));
   log()->info("{} ({} server of machine {}) listening on {}:{}", name(), opts.is_main() ? "main" : "backup", m,
               host, port);
+  if (opts.metrics_port > 0) DGLD_RETURN_IF_ERROR(start_metrics(host));
   if (membership) {
     sweeper = std::thread([this] {
       std::unique_lock lock(stop_mu);
@@ -212,6 +213,7 @@ Result<std::unique_ptr<GraphServer>> GraphServer::create(const GraphServerOption
   impl->opts = opts;
   Status st = impl->init();
   if (!st.is_ok()) {
+    if (impl->metrics) impl->metrics->stop();
     if (impl->rpc) impl->rpc->stop();
     return st.with_context("graph-server " + std::to_string(opts.server_id));
   }
@@ -223,6 +225,7 @@ GraphServer::GraphServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 GraphServer::~GraphServer() {
   stop("server destroyed");
   if (impl_->sweeper.joinable()) impl_->sweeper.join();
+  if (impl_->metrics) impl_->metrics->stop();
   if (impl_->rpc) impl_->rpc->stop();
   if (impl_->io) impl_->io->stop();
 }

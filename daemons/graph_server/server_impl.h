@@ -24,6 +24,7 @@
 #include "common/ip_config.h"
 #include "common/logging.h"
 #include "common/net/io_threads.h"
+#include "common/net/metrics_http.h"
 #include "common/net/rpc_server.h"
 #include "common/part_config.h"
 #include "common/process_memory.h"
@@ -124,6 +125,7 @@ struct GraphServer::Impl {
   net::Dispatcher dispatcher;
   std::unique_ptr<net::IoThreads> io;
   std::unique_ptr<net::RpcServer> rpc;
+  std::unique_ptr<net::MetricsHttpServer> metrics;  // --metrics-port
 
   struct Session {
     int client_id = -1;
@@ -160,7 +162,10 @@ struct GraphServer::Impl {
   // Until the server stops; with exit_when_clients_leave an error when the
   // clients it still expects do not come within opts.client_wait.
   Status wait_for_stop();
-  std::string stats_json() const;
+  std::string stats_json() const { return stats_object().dump(); }
+  nlohmann::json stats_object() const;
+  // --metrics-port: the Prometheus endpoint beside the RPC port.
+  Status start_metrics(const std::string& host);
   // The process's memory as read (common/process_memory.h), its partition
   // files' bytes and the bytes of the tensors it serves from shared memory.
   nlohmann::json memory_json(const ProcessMemory& now) const;

@@ -1,5 +1,7 @@
 #include "daemons/graph_server/server_impl.h"
 
+#include "common/prometheus.h"
+
 namespace dgld::graph_server {
 
 // ---- membership -----------------------------------------------------------
@@ -104,7 +106,7 @@ void GraphServer::Impl::on_stats(const RequestContext& ctx, Message&&) {
                    [&](auto& b) { return fbs::CreateStatsReply(b, b.CreateString(j)); }));
 }
 
-std::string GraphServer::Impl::stats_json() const {
+nlohmann::json GraphServer::Impl::stats_object() const {
   nlohmann::json j;
   j["server_id"] = opts.server_id;
   j["machine_id"] = opts.machine_id();
@@ -129,7 +131,21 @@ std::string GraphServer::Impl::stats_json() const {
                              {"p99_us", s.percentile(0.99)}};
     }
   }
-  return j.dump();
+  return j;
+}
+
+Status GraphServer::Impl::start_metrics(const std::string& host) {
+  const int port = opts.metrics_port + opts.local_server();
+  if (port > 65535) return invalid_argument("--metrics-port: port " + std::to_string(port) + " is out of range");
+  const prom::Labels labels = {{"machine", std::to_string(opts.machine_id())}, {"server", std::to_string(opts.server_id)}};
+  net::MetricsHttpOptions mo;
+  mo.name = name() + " metrics";
+  // On the RPC io threads: rendering takes stats_mu as a request's bookkeeping does, nothing longer.
+  metrics = std::make_unique<net::MetricsHttpServer>(
+      io->context(), [this, labels] { return prom::graph_server_text(stats_object(), labels); }, mo);
+  DGLD_RETURN_IF_ERROR(metrics->listen(host, static_cast<uint16_t>(port)));
+  log()->info("{}: Prometheus metrics at http://{}:{}/metrics", name(), host, metrics->port());
+  return Status::ok();
 }
 
 void GraphServer::Impl::request_stop(const std::string& reason) {
