@@ -8,6 +8,7 @@
 #include "common/logging.h"
 #include "common/memory.h"
 #include "daemons/trainer_host/dist_trainer.h"
+#include "daemons/trainer_host/live_metrics.h"
 #include "daemons/trainer_host/local_trainer.h"
 #include "daemons/trainer_host/options.h"
 
@@ -28,6 +29,17 @@ int main(int argc, char** argv) {
     return 2;
   }
   auto log = logger("trainer");
+  std::unique_ptr<trainer::MetricsEndpoint> metrics;
+  if (o.metrics_port > 0) {
+    auto e = o.standalone ? trainer::open_metrics_endpoint(o.metrics_port, "", 0, 0)
+                          : trainer::open_metrics_endpoint(o.metrics_port, o.dist.ip_config, o.dist.machine_id,
+                                                           o.dist.rank);
+    if (!e.is_ok()) {
+      log->error("{}", e.status().message());
+      return 2;
+    }
+    metrics = std::move(e).value();
+  }
   auto result = o.standalone ? trainer::train_standalone(o.part_config, o.train)
                              : trainer::train_distributed(o.dist, o.train);
   if (!result.is_ok()) {

@@ -22,6 +22,9 @@ ParsedTrainerHostOptions parse_trainer_host_options(int argc, const char* const 
       ("standalone", po::bool_switch(&o.standalone), "train on one partition in this process, no servers")
       ("part-config", po::value(&o.part_config), "partition config JSON (env DGL_CONF_PATH)")
       ("metrics-out", po::value(&o.metrics_out), "write per-epoch metrics and accuracy as JSON here")
+      ("metrics-port", po::value(&o.metrics_port)->default_value(o.metrics_port),
+       "while it runs, serve epoch, step, loss, throughput, the last epoch's figures and memory in Prometheus' text "
+       "format at http://<this machine's ip_config address, or 127.0.0.1>:N+LOCAL_RANK/metrics; 0: off")
       ("num-epochs", po::value(&t.num_epochs)->default_value(t.num_epochs), "training epochs")
       ("num-hidden", po::value(&t.num_hidden)->default_value(t.num_hidden), "hidden units")
       ("num-layers", po::value(&t.num_layers)->default_value(t.num_layers), "GNN layers (= number of fanouts)")
@@ -177,6 +180,7 @@ ParsedTrainerHostOptions parse_trainer_host_options(int argc, const char* const 
   if (!lf.is_ok()) return fail(lf.status().message());
   t.learnable_features = *lf;
   t.progress = !no_progress;
+  if (o.metrics_port < 0 || o.metrics_port > 65535) return fail("--metrics-port must be a port, or 0 for none");
   if (o.part_config.empty()) return fail("--part-config (or DGL_CONF_PATH) is required");
   if (Status st = validate_train_config(t); !st.is_ok()) return fail(st.message());
   if (o.standalone) {

@@ -14,6 +14,7 @@ struct TrainerHostOptions {
   bool standalone = false;   // one partition in one process, no servers
   std::string part_config;   // <graph_name>.json (env DGL_CONF_PATH)
   std::string metrics_out;   // metrics JSON path; empty: none
+  int metrics_port = 0;      // Prometheus endpoint on this port + $LOCAL_RANK; 0: none (live_metrics.h)
   // Distributed mode (without --standalone); part_config is copied in.
   // Settings come from flags or, as under DGL's launcher, from the
   // environment: DGL_IP_CONFIG, DGL_CONF_PATH, DGL_NUM_SERVER,

@@ -22,6 +22,7 @@
 #include "common/job_env.h"
 #include "common/logging.h"
 #include "daemons/trainer_host/epoch_accounting.h"
+#include "daemons/trainer_host/live_metrics.h"
 #include "daemons/trainer_host/model_cost.h"
 #include "daemons/trainer_host/progress.h"
 
@@ -204,6 +205,7 @@ Status Loop::setup() {
   r_.rank = b_.rank();
   r_.num_classes = mc_.num_classes;
   r_.num_parameters = model_->num_parameters();
+  LiveMetrics::get().started(r_, b_.machine_id(), b_.steps_per_epoch());
   log_->info("training {}{} on '{}' ({} nodes) with {} trainer(s): {} steps per epoch, fanouts {}, batch {}",
              model_->describe(),
              embedding_ ? fmt::format(" with a learnable {}-dim embedding ({}, {})", c_.embed_dim,
@@ -340,7 +342,9 @@ Status Loop::train_epoch(int epoch, int64_t first_step, EpochMetrics& m) {
     correct_sum += bucket[tail + 1].item<double>() * world;
     seeds_sum += bucket[tail + 2].item<double>() * world;
     const double elapsed = time_before + seconds_since(t_epoch);
-    bar.update(step + 1, loss_sum / static_cast<double>(step + 1), elapsed > 0 ? seeds_sum / elapsed : 0.0);
+    const double mean_loss = loss_sum / static_cast<double>(step + 1), rate = elapsed > 0 ? seeds_sum / elapsed : 0.0;
+    bar.update(step + 1, mean_loss, rate);
+    LiveMetrics::get().step(epoch, step + 1, mean_loss, rate);
     if (c_.log_every > 0 && (step + 1) % c_.log_every == 0) {
       bar.clear();
       log_->info("Part {} | Epoch {:05d} | Step {:05d} | Loss {:.4f} | Train Acc {:.4f} | Speed (samples/sec) {:.1f}",
@@ -408,6 +412,7 @@ Result<TrainResult> Loop::run() {
     end_stage("training");
     for (const std::string& line : epoch_log_lines(m)) log_->info("{}", line);
     r_.epochs.push_back(m);
+    LiveMetrics::get().epoch_done(m);
     const bool last = epoch == c_.num_epochs - 1;
     if (c_.eval_every >= 0 && (last || (c_.eval_every > 0 && (epoch + 1) % c_.eval_every == 0))) {
       DGLD_ASSIGN_OR_RETURN(EvalMetrics e, link_ ? evaluate_link(epoch) : evaluate(epoch));
@@ -426,6 +431,7 @@ Result<TrainResult> Loop::run() {
       r_.val_link = e.val_link;
       r_.test_link = e.test_link;
       r_.evals.push_back(e);
+      LiveMetrics::get().evaluated(e);
       if (c_.keep_best != "off") remember_if_best(e);
     }
     r_.total_time_s = previous_time_s_ + seconds_since(t_start);
@@ -433,6 +439,7 @@ Result<TrainResult> Loop::run() {
       DGLD_RETURN_IF_ERROR(save_checkpoint({epoch + 1, 0}));
     }
   }
+  LiveMetrics::get().finished();
   if (best_) restore_best();
   if (!c_.save_model.empty() && b_.rank() == 0) {  // every trainer holds the same weights
     model_->impl().set_training(false);  // saved in eval mode, ready for inference
