@@ -137,7 +137,7 @@ std::string graph_server_text(const json& s, const Labels& base) {
   number(e, s, "read_pauses", p + "read_pauses_total", "counter",
          "times a connection was read from no more until its queued replies drained", base);
   number(e, s, "refused_connections", p + "refused_connections_total", "counter",
-         "connections refused (failed authentication, over --max-connections)", base);
+         "connections refused for failing authentication", base);
   if (s.contains("requests") && s["requests"].is_object()) {
     for (const auto& [kind, r] : s["requests"].items()) {
       const Labels l = with(base, {{"kind", kind}});
