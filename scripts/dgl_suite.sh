@@ -65,7 +65,7 @@ deselect=()
 for na in "${not_applicable[@]}"; do
   item=${na%%::DGL*}; item=${item%%::dgld*}
   case $item in
-    *::*) deselect+=(--deselect "$suite/$item") ;;
+    *::*) deselect+=(--deselect "$item") ;;  # node ids are relative to --rootdir
     *) deselect+=(--ignore "$suite/$item") ;;
   esac
 done
