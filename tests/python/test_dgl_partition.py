@@ -116,6 +116,10 @@ def test_homogeneous_edges_carry_trainer_ids_and_formats_are_recorded(tmp_path):
         assert efeats["_N:_E:_N/trainer_id"].shape == efeats["_N:_E:_N/w"].shape
     with pytest.raises(DGLError, match="graph_formats"):
         partition_graph(g, "h", 2, tmp_path / "bad", graph_formats=["dense"])
+    # DGL 2.x's GraphBolt options are accepted (dgld's files always hold edge ids); others are a TypeError.
+    partition_graph(g, "gb", 1, tmp_path / "gb", use_graphbolt=True, store_eids=True, store_inner_node=True)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'store_everything'"):
+        partition_graph(g, "gb", 1, tmp_path / "gb2", store_everything=True)
 
 
 def test_graph_formats_are_dgls():

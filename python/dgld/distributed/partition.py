@@ -39,6 +39,7 @@ __all__ = ["partition_graph", "load_partition", "load_partition_book", "load_par
 RESERVED_FIELD_DTYPE = {"inner_node": torch.uint8, "inner_edge": torch.uint8, NID: torch.int64, EID: torch.int64,
                         NTYPE: torch.int32, ETYPE: torch.int32}
 _GRAPH_FORMATS = ("coo", "csr", "csc")
+_GRAPHBOLT_OPTIONS = frozenset(("store_eids", "store_inner_node", "store_inner_edge", "n_jobs"))
 
 # DGL's names of the data the partitioner keeps in its own arrays.
 _FEATURES = ("feat", "features")
@@ -274,7 +275,7 @@ def _typed_mapping(g, json_path, nids, eids):
 
 def partition_graph(g, graph_name, num_parts, out_path, num_hops=1, part_method="metis", balance_ntypes=None,
                     balance_edges=False, return_mapping=False, num_trainers_per_machine=1, objtype="cut",
-                    graph_formats=None, use_graphbolt=False, *, seed=0, overwrite=False):
+                    graph_formats=None, use_graphbolt=False, *, seed=0, overwrite=False, **kwargs):
     """Partitions g into num_parts partitions under out_path with
     dgl-partition's partitioner (DGL's dgl.distributed.partition_graph).
     g is a graph or a typed graph (dgld.heterograph; its node and edge data
@@ -284,8 +285,10 @@ def partition_graph(g, graph_name, num_parts, out_path, num_hops=1, part_method=
     DGL's, it writes into out_path (made if absent) and replaces only what
     it writes (<graph_name>.json, part<i>), atomically; out_path's other
     files stay. graph_formats is recorded for load_partition, which creates
-    those formats. dgld additions: seed (METIS's and the random
-    assignment's); overwrite, accepted and the same."""
+    those formats. DGL 2.x's GraphBolt options (store_eids,
+    store_inner_node, store_inner_edge, n_jobs) are accepted: dgld's files
+    always hold edge ids and inner flags. dgld additions: seed (METIS's and
+    the random assignment's); overwrite, accepted and the same."""
     if not isinstance(g, DGLGraph) or g.is_block:
         _fail(f"g must be a dgld graph (dgld.graph(...) or dgld.heterograph(...)), got {type(g).__name__}")
     typed = isinstance(g, TypedGraph)
@@ -300,6 +303,11 @@ def partition_graph(g, graph_name, num_parts, out_path, num_hops=1, part_method=
         _fail(f"part_method must be 'metis' or 'random', got {part_method!r}")
     if objtype != "cut":
         _fail(f"objtype {objtype!r}: dgld's METIS call minimises the edge cut ('cut') only")
+    # DGL 2.x's GraphBolt conversion options (dgl_partition_to_graphbolt's):
+    # dgld's partitions always hold each edge's id and the inner flags.
+    unknown = sorted(set(kwargs) - _GRAPHBOLT_OPTIONS)
+    if unknown:
+        raise TypeError(f"partition_graph() got an unexpected keyword argument {unknown[0]!r}")
     if use_graphbolt:
         note_graphbolt("partition_graph")
     if g.num_nodes() == 0:
