@@ -21,6 +21,7 @@ import threading
 
 from .. import _C
 from .._errors import InvalidArgument, NotFound
+from .dist_context import note_graphbolt
 from .partition import load_partition, load_partition_book
 
 __all__ = ["DistGraphServer"]
@@ -36,10 +37,12 @@ class DistGraphServer:
     """See the module's doc."""
 
     def __init__(self, server_id, ip_config, num_servers, num_clients, part_config, disable_shared_mem=False,
-                 graph_format=("csc", "coo"), keep_alive=False, net_type="socket"):
+                 graph_format=("csc", "coo"), keep_alive=False, net_type="socket", use_graphbolt=False):
         self.server_id = _positive_int("server_id", server_id, 0)
         self.num_servers = _positive_int("num_servers", num_servers, 1)
         self.num_clients = _positive_int("num_clients", num_clients, 0)
+        if use_graphbolt:  # DGL 2.x: served by dgld's own sampling
+            note_graphbolt("DistGraphServer")
         # dgld addition: with keep_alive False, how long start() waits while no
         # client is connected and some of the num_clients never came, before it
         # raises a Timeout naming how many came (DGL's server waits forever).
