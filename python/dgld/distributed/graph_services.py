@@ -12,6 +12,7 @@ from .._errors import InvalidArgument
 from ..base import EID, as_ids
 from ..convert import heterograph
 from ..graph import HomoGraph
+from .dist_context import note_graphbolt
 
 __all__ = ["sample_neighbors", "sample_etype_neighbors", "in_subgraph", "find_edges"]
 
@@ -78,7 +79,7 @@ def _check_edge_dir(edge_dir):
 
 
 def sample_neighbors(g, nodes, fanout, edge_dir="in", prob=None, exclude_edges=None, replace=False,
-                     output_device=None, etype_sorted=True, _rng_seed=None):
+                     output_device=None, etype_sorted=True, use_graphbolt=False, _rng_seed=None):
     """Samples `fanout` in-neighbours (edge_dir='out': out-neighbours) of
     every seed in `nodes` (-1: all), as DGL's distributed sample_neighbors:
     seeds grouped by owner, one request per machine, local seeds sampled in
@@ -86,8 +87,11 @@ def sample_neighbors(g, nodes, fanout, edge_dir="in", prob=None, exclude_edges=N
     from torch's global generator. Returns the frontier: a dgld.DGLGraph over
     all of g's nodes holding the sampled edges (edata[dgl.EID]: their global
     ids), as DGL's does; on a typed graph (nodes: {ntype: per-type ids}) a
-    heterograph of every edge type with per-type ids, as DGL's."""
+    heterograph of every edge type with per-type ids, as DGL's. DGL 2.x's
+    use_graphbolt is accepted: dgld's own sampling serves it."""
     _check_edge_dir(edge_dir)
+    if use_graphbolt:
+        note_graphbolt("sample_neighbors")
     if exclude_edges is not None:
         raise InvalidArgument("sample_neighbors: exclude_edges is not supported by dgld yet")
     seeds = _homo_seeds(g, nodes, "sample_neighbors")
@@ -112,7 +116,7 @@ def _etype_fanouts(g, fanout):
 
 
 def sample_etype_neighbors(g, nodes, fanout, edge_dir="in", prob=None, replace=False, etype_sorted=True,
-                           _rng_seed=None):
+                           use_graphbolt=False, _rng_seed=None):
     """DGL's sample_etype_neighbors: `fanout` neighbours of every seed for
     each edge type separately (an int for every type, or a dict by edge
     type; -1: all of that type). nodes: homogeneous ids, or a dict
@@ -121,8 +125,10 @@ def sample_etype_neighbors(g, nodes, fanout, edge_dir="in", prob=None, replace=F
     result is sample_neighbors'; on a typed graph a heterograph of every
     edge type with per-type node ids and edata[dgl.EID] per-type edge ids,
     as DGL returns it. etype_sorted is accepted (dgld's partitions always
-    keep each node's edges sorted by type)."""
+    keep each node's edges sorted by type), and DGL 2.x's use_graphbolt."""
     _check_edge_dir(edge_dir)
+    if use_graphbolt:
+        note_graphbolt("sample_etype_neighbors")
     fanouts = _etype_fanouts(g, fanout)
     seeds = _homo_seeds(g, nodes, "sample_etype_neighbors")
     if g.is_homogeneous():
