@@ -13,6 +13,7 @@ Status PartitionWriter::Impl::write(int p, const fs::path& dir, PartStats* st, i
   for (int64_t i = 0; i < n_inner_; ++i) g2l_[range_.start + i] = static_cast<int32_t>(i);
   discover_halo(cut);
   count_rows();
+  index_inner_edges();
   fs::create_directories(dir);
   DGLD_RETURN_IF_ERROR(write_graph(dir / "graph.dgld"));
   DGLD_RETURN_IF_ERROR(write_node_feats(dir / "node_feat.dgld"));

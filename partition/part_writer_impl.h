@@ -100,13 +100,19 @@ class PartitionWriter::Impl {
       }
       return;
     }
+    for (const auto& [o, k] : inner_by_id_) f(o, k);
+  }
+  // Fills inner_by_id_ for the current partition when edge ids are not the
+  // CSC order (once per partition, for every array written in id order).
+  void index_inner_edges() {
+    inner_by_id_.clear();
+    if (L_.slot_eid.empty()) return;
     const IdRange er = L_.edge_map[p_];
-    std::vector<std::pair<int32_t, int64_t>> by_id(static_cast<size_t>(er.size()));
+    inner_by_id_.resize(static_cast<size_t>(er.size()));
     for (int64_t v = range_.start; v < range_.end; ++v) {
       const int32_t o = L_.new2orig[v];
-      for (int64_t k = g_.indptr[o]; k < g_.indptr[o + 1]; ++k) by_id[L_.new_eid(o, k) - er.start] = {o, k};
+      for (int64_t k = g_.indptr[o]; k < g_.indptr[o + 1]; ++k) inner_by_id_[L_.new_eid(o, k) - er.start] = {o, k};
     }
-    for (const auto& [o, k] : by_id) f(o, k);
   }
   // The same, f(original CSC position).
   template <typename F>
@@ -174,6 +180,7 @@ class PartitionWriter::Impl {
   IdRange range_;
   int64_t n_inner_ = 0;
   std::vector<int64_t> halo_;  // new global ids, sorted
+  std::vector<std::pair<int32_t, int64_t>> inner_by_id_;  // (destination, CSC position) by edge id; see above
   std::vector<int> halo_depth_;
   std::vector<int64_t> out_count_, in_indptr_, out_indptr_;
 };
