@@ -83,6 +83,10 @@ class Loop {
   std::vector<int> machine_of_ranks() const;
   // Loads this trainer's state at position p (verified by the store).
   Status load_checkpoint(CheckpointPosition p, const nlohmann::json& meta);
+  // The parameters trained beside the model's own (the node types' input
+  // projections, the link scorer's): saved with a checkpoint, put back on a resume.
+  std::vector<torch::Tensor> outer_params() const;
+  Status load_outer_params(torch::serialize::InputArchive& archive);
   // The line dgl-launch follows a job's checkpoints by (progress_line), on
   // stderr when the job was started by dgl-launch.
   void announce_progress(const std::string& event, CheckpointPosition p) const;
@@ -110,7 +114,8 @@ class Loop {
   bool link_ = false;
   std::unique_ptr<Model> model_;
   torch::nn::Sequential scorer_mlp_{nullptr};  // --scorer mlp
-  std::vector<torch::Tensor> params_;          // the model's and the scorer's
+  std::vector<torch::Tensor> params_;          // the model's, then the projections' and the scorer's
+  size_t model_params_ = 0;                    // how many of params_ are the model's
   std::unique_ptr<torch::optim::Adam> optimizer_;
   std::unique_ptr<SparseEmbedding> embedding_;
   struct Best {

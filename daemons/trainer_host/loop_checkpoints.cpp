@@ -16,8 +16,26 @@
 
 namespace dgld::trainer {
 
+namespace {
+
+// 3: positions (epoch, step) and checksums (common/checkpoint_store.h);
+// 4: the task (link prediction's scorer), heterogeneous graphs (relations,
+// bases) and the trained parameters outside the model (the scorer's, the
+// node types' input projections) in the payload.
+constexpr int kCheckpointFormat = 4;
+
+// The payload's archive of the parameters trained beside the model, by position.
+constexpr const char* kOuterParams = "outer_params";
+
+}  // namespace
+
 nlohmann::json Loop::checkpoint_meta() const {
-  return {{"format", 3},  // 3: positions (epoch, step) and checksums (common/checkpoint_store.h)
+  return {{"format", kCheckpointFormat},
+          {"task", c_.task},
+          {"scorer", link_ ? c_.scorer : ""},
+          {"num_rels", mc_.num_rels},
+          {"num_bases", mc_.num_bases},
+          {"outer_params", outer_params().size()},
           {"graph_name", b_.graph_name()},
           {"num_nodes", b_.num_nodes()},
           {"num_trainers", b_.world_size()},
@@ -45,6 +63,10 @@ Status Loop::save_checkpoint(CheckpointPosition p) {
     optimizer_->save(optim_ar);
     archive.write("model", model_ar);
     archive.write("optimizer", optim_ar);
+    torch::serialize::OutputArchive outer_ar;
+    const auto outer = outer_params();
+    for (size_t i = 0; i < outer.size(); ++i) outer_ar.write(std::to_string(i), outer[i].detach());
+    archive.write(kOuterParams, outer_ar);
   }
   {
     auto gen = at::detail::getDefaultCPUGenerator();
@@ -126,9 +148,16 @@ Result<CheckpointPosition> Loop::resume() {
 Status Loop::load_checkpoint(CheckpointPosition p, const nlohmann::json& meta) {
   const auto meta_path = ckpt_->meta_path(p);
   const nlohmann::json want = checkpoint_meta();
-  for (const char* key : {"format", "graph_name", "num_nodes", "num_trainers", "model", "feature",
-                          "learnable_features", "embed_dim", "sparse_optimizer", "in_dim", "num_hidden",
-                          "num_classes", "num_layers", "num_heads", "batch_size", "seed"}) {
+  if (meta.value("format", 0) != kCheckpointFormat) {
+    return invalid_argument(fmt::format("{}: checkpoint format {}, but this trainer-host reads format {} (written by "
+                                        "another version of trainer-host; resume it with that version, or start "
+                                        "afresh with another --checkpoint-dir)",
+                                        meta_path.string(), meta.contains("format") ? meta["format"].dump() : "none",
+                                        kCheckpointFormat));
+  }
+  for (const char* key : {"task", "scorer", "num_rels", "num_bases", "outer_params", "graph_name", "num_nodes",
+                          "num_trainers", "model", "feature", "learnable_features", "embed_dim", "sparse_optimizer",
+                          "in_dim", "num_hidden", "num_classes", "num_layers", "num_heads", "batch_size", "seed"}) {
     if (!meta.contains(key) || meta[key] != want[key]) {
       return invalid_argument(fmt::format("{}: the checkpoint has {} = {}, but this run has {} (a checkpoint of "
                                           "another graph, model or job; use another --checkpoint-dir)",
@@ -143,6 +172,7 @@ Status Loop::load_checkpoint(CheckpointPosition p, const nlohmann::json& meta) {
     archive.read("model", model_ar);
     archive.read("optimizer", optim_ar);
     model_->impl().load_state(model_ar);
+    DGLD_RETURN_IF_ERROR(load_outer_params(archive).with_context(state.string()));
     optimizer_->load(optim_ar);
     torch::Tensor rng;
     archive.read("rng", rng);
@@ -165,6 +195,28 @@ Status Loop::load_checkpoint(CheckpointPosition p, const nlohmann::json& meta) {
     partial_.seeds_sum = pe.value("seeds_sum", 0.0);
     partial_.time_s = pe.value("time_s", 0.0);
     partial_.step_losses = pe.value("step_losses", std::vector<double>{});
+  }
+  return Status::ok();
+}
+
+std::vector<torch::Tensor> Loop::outer_params() const {
+  return {params_.begin() + static_cast<std::ptrdiff_t>(std::min(model_params_, params_.size())), params_.end()};
+}
+
+Status Loop::load_outer_params(torch::serialize::InputArchive& archive) {
+  torch::serialize::InputArchive outer_ar;
+  archive.read(kOuterParams, outer_ar);
+  torch::NoGradGuard no_grad;
+  const auto outer = outer_params();
+  for (size_t i = 0; i < outer.size(); ++i) {
+    torch::Tensor saved;
+    outer_ar.read(std::to_string(i), saved);
+    if (saved.sizes() != outer[i].sizes()) {
+      return corruption(fmt::format("parameter {} outside the model (scorer or input projection) is {} in the "
+                                    "checkpoint, but {} in this run",
+                                    i, fmt::join(saved.sizes(), "x"), fmt::join(outer[i].sizes(), "x")));
+    }
+    outer[i].copy_(saved);
   }
   return Status::ok();
 }

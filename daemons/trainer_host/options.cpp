@@ -96,7 +96,9 @@ ParsedTrainerHostOptions parse_trainer_host_options(int argc, const char* const 
       ("sparse-optimizer", po::value(&t.sparse_optimizer)->default_value(t.sparse_optimizer),
        "optimiser of the embedding: adagrad (SparseAdagrad) | adam (SparseAdam)")
       ("sparse-lr", po::value(&t.sparse_lr)->default_value(t.sparse_lr), "learning rate of the embedding")
-      ("checkpoint-dir", po::value(&t.checkpoint_dir), "write checkpoints here (one directory per trainer rank)")
+      ("checkpoint-dir", po::value(&t.checkpoint_dir), "write checkpoints here (one directory per trainer rank): model, optimiser, "
+       "RNG, position, learnable embedding rows; with --task link the scorer too, with --model rgcn the node "
+       "types' projections and embeddings (refused with --keep-best)")
       ("checkpoint-every", po::value(&t.checkpoint_every)->default_value(t.checkpoint_every),
        "with --checkpoint-dir: a checkpoint after every N-th epoch (and the last)")
       ("profile-steps", po::value(&t.profile_steps)->default_value(t.profile_steps),
@@ -145,7 +147,7 @@ ParsedTrainerHostOptions parse_trainer_host_options(int argc, const char* const 
       ("secret-file", po::value(&d.secret_file),
        "distributed: file with the job's shared secret, mode 0600 (env DGLD_SECRET_FILE)")
       ("rendezvous-port", po::value(&d.rendezvous_port)->default_value(d.rendezvous_port),
-       "distributed: TCPStore port on machine 0 (0: its base port + 900)")
+       "distributed: the trainers' rendezvous store port on machine 0 (0: its base port + 900)")
       ("collective-timeout-s", po::value(&collective_timeout_s)->default_value(collective_timeout_s),
        "distributed: timeout of the rendezvous and of every allreduce")
       ("shutdown-servers", po::bool_switch(&d.shutdown_servers), "distributed: rank 0 stops the graph-servers at the end");

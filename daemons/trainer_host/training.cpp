@@ -108,7 +108,6 @@ Status validate_train_config(const TrainConfig& c) {
           {c.task != "node", "--task link"},
           {!c.save_model.empty(), "--save-model (the node types' input projections are not in the model file)"},
           {c.infer || !c.output_dir.empty(), "offline inference (--infer, --output-dir)"},
-          {!c.checkpoint_dir.empty(), "--checkpoint-dir"},
           {c.keep_best != "off", "--keep-best (the embeddings of featureless node types are not rolled back)"},
           {c.learnable_features != LearnableFeatures::off,
            "--learnable-features (node types without features always get a learnable embedding)"},
@@ -145,7 +144,6 @@ Status validate_train_config(const TrainConfig& c) {
       return invalid_argument("--neg-sampler '" + c.neg_sampler + "': expected uniform or local-uniform");
     }
     if (c.infer) return invalid_argument("--infer with --task link: write the embeddings after training (--output-dir)");
-    if (!c.checkpoint_dir.empty()) return invalid_argument("--checkpoint-dir is not supported with --task link yet");
   }
   if (c.keep_best != "off") {
     const bool node_metric = c.keep_best == "acc", link_metric = c.keep_best == "mrr" || c.keep_best == "auc";
@@ -234,6 +232,18 @@ nlohmann::json config_json(const TrainConfig& c) {
 nlohmann::json link_metrics_json(const LinkMetrics& m) {
   return {{"num_edges", m.num_edges}, {"mrr", m.mrr},       {"hits@1", m.hits1},
           {"hits@10", m.hits10},      {"hits@50", m.hits50}, {"roc_auc", m.auc}};
+}
+
+// link_metrics_json read back (a resumed --task link run's history).
+LinkMetrics link_metrics_from_json(const nlohmann::json& j) {
+  LinkMetrics m;
+  m.num_edges = j.at("num_edges").get<int64_t>();
+  m.mrr = j.at("mrr").get<double>();
+  m.hits1 = j.at("hits@1").get<double>();
+  m.hits10 = j.at("hits@10").get<double>();
+  m.hits50 = j.at("hits@50").get<double>();
+  m.auc = j.at("roc_auc").get<double>();
+  return m;
 }
 
 }  // namespace
@@ -436,10 +446,14 @@ Status history_from_metrics_json(const std::string& text, TrainResult& into) {
       m.val_acc = e.at("val_acc").get<double>();
       m.test_acc = e.at("test_acc").get<double>();
       m.time_s = e.at("time_s").get<double>();
+      if (e.contains("val")) m.val_link = link_metrics_from_json(e.at("val"));
+      if (e.contains("test")) m.test_link = link_metrics_from_json(e.at("test"));
       into.evals.push_back(m);
     }
     into.val_acc = j.at("val_acc").get<double>();
     into.test_acc = j.at("test_acc").get<double>();
+    if (j.contains("val")) into.val_link = link_metrics_from_json(j.at("val"));
+    if (j.contains("test")) into.test_link = link_metrics_from_json(j.at("test"));
   } catch (const std::exception& e) {
     return corruption(std::string("metrics history: ") + e.what());
   }

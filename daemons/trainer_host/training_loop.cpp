@@ -170,6 +170,7 @@ Status Loop::setup() {
   if (types_) DGLD_RETURN_IF_ERROR(setup_hetero());
   DGLD_ASSIGN_OR_RETURN(model_, Model::create(mc_));
   params_ = model_->impl().parameters();
+  model_params_ = params_.size();
   for (auto& proj : type_proj_) {
     if (!proj.is_empty()) params_.push_back(proj->weight);
   }

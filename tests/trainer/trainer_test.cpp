@@ -399,6 +399,21 @@ TEST_CASE("a run resumed from its checkpoint ends exactly as the uninterrupted r
     REQUIRE_FALSE(r.is_ok());
     CHECK(r.status().message().find("num_hidden") != std::string::npos);
   }
+  SECTION("a checkpoint of an older format is refused, naming both formats") {
+    // Format 3 had no parameters outside the model (a link scorer, the node
+    // types' projections): its payload cannot be read as this one's.
+    const fs::path meta_file = split.meta_path({4, 0});
+    auto text = read_file(meta_file);
+    REQUIRE(text.is_ok());
+    auto meta = nlohmann::json::parse(*text);
+    meta["format"] = 3;
+    std::ofstream(meta_file) << meta.dump(2);
+    auto r = train_standalone(sbm().config.string(), c);
+    REQUIRE_FALSE(r.is_ok());
+    INFO(r.status().message());
+    CHECK(r.status().message().find("ckpt-4-0.json: checkpoint format 3, but this trainer-host reads format 4") !=
+          std::string::npos);
+  }
   SECTION("a corrupt newest checkpoint is refused with its path and reason; the one before is used") {
     const fs::path newest = split.payload_path({4, 0});
     const auto size = fs::file_size(newest);
