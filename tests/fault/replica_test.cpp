@@ -1,10 +1,12 @@
 // Checkpoint replicas (--checkpoint-replicas, docs/reliability.md): each
 // machine's checkpoints on a path of its own (as on machines without shared
-// storage), the job killed with kill -9 once epoch 2 is committed, then
+// storage), the job killed with kill -9 once a position is committed, then
 // machine 1's whole checkpoint directory wiped (its disk lost with it). The
 // job started again with --resume: trainer 1 gets its files from the copy
 // machine 0 holds, verifies them, and the run ends as an uninterrupted one.
-// Without replicas the same loss is refused, naming what each rank holds.
+// The same for node classification, link prediction (--task link, with the
+// mlp scorer, resumed mid-epoch) and R-GCN on a heterogeneous graph. Without
+// replicas the same loss is refused, naming what each rank holds.
 #include <catch2/catch.hpp>
 
 #include <signal.h>
@@ -24,54 +26,70 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The last epoch the newest intact position of `store` completes, -1 while there is none.
-int latest(const CheckpointStore& store) {
+// The newest intact position of `store`, {0, 0} while there is none.
+CheckpointPosition latest(const CheckpointStore& store) {
   const auto held = store.valid();
-  return held.empty() ? -1 : static_cast<int>(held.front().epoch) - 1;
+  return held.empty() ? CheckpointPosition{} : held.front();
 }
 
-}  // namespace
+const std::vector<std::string> kLaunchFlags = {"--num-trainers", "1", "--num-samplers", "1"};
 
-TEST_CASE("fault: a machine's checkpoint directory lost with the job; its trainer resumes from the replica another "
-          "machine holds", "[fault][replica]") {
-  constexpr int kEpochs = 8;
-  LocalJob job(2, kDistGraph);
-  // Machine m's trainer writes into <ckpt>/m<m>: a directory of its own.
-  auto command = [&](const fs::path& ckpt, const std::string& metrics, const std::vector<std::string>& extra) {
-    std::vector<std::string> c = {"/bin/sh", "-c",
-                                  fmt::format("exec \"$0\" \"$@\" --checkpoint-dir {}/m$DGLD_MACHINE_ID",
-                                              ckpt.string()),
-                                  trainer_host_bin().string(), "--num-epochs", std::to_string(kEpochs),
-                                  "--fan-out", "5,10", "--batch-size", "200", "--num-hidden", "32", "--lr", "0.03",
-                                  "--eval-every", "0", "--no-progress", "--seed", "11", "--collective-timeout-s",
-                                  "30", "--metrics-out", metrics};
-    c.insert(c.end(), extra.begin(), extra.end());
-    return c;
-  };
-  const std::vector<std::string> launch_flags = {"--num-trainers", "1", "--num-samplers", "1"};
-  // The uninterrupted run.
+// trainer-host with `train` (replacing the shared flags of the same name)
+// writing its metrics to `metrics` (in the job's src) and its checkpoints
+// into <ckpt>/m<machine>: a directory of its own per machine.
+std::vector<std::string> trainer_command(const fs::path& ckpt, const std::string& metrics,
+                                         const std::vector<std::string>& train) {
+  std::vector<std::string> c = {"/bin/sh", "-c",
+                                fmt::format("exec \"$0\" \"$@\" --checkpoint-dir {}/m$DGLD_MACHINE_ID", ckpt.string()),
+                                trainer_host_bin().string()};
+  const auto flags = DistJob::merge_flags({"--fan-out", "5,10", "--batch-size", "200", "--num-hidden", "32", "--lr",
+                                           "0.03", "--eval-every", "0", "--no-progress", "--seed", "11",
+                                           "--collective-timeout-s", "30", "--metrics-out", metrics},
+                                          train);
+  c.insert(c.end(), flags.begin(), flags.end());
+  return c;
+}
+
+struct WipedRun {
+  nlohmann::json reference, resumed;  // metrics of rank 0
+  CheckpointPosition committed;       // where the resumed run started
+};
+
+// An uninterrupted run of `epochs` epochs; the same run killed with kill -9
+// once every rank's files and machine 0's replica of rank 1 hold `kill_at`
+// (or newer), machine 1's checkpoint directory removed, and the run resumed.
+// Checks that trainer 1 fetched its files from the replica, that both
+// resumed at the same position and that every epoch's loss is the
+// uninterrupted run's; the caller compares the final metrics.
+WipedRun wipe_machine1_and_resume(LocalJob& job, int epochs, const std::vector<std::string>& flags,
+                                  CheckpointPosition kill_at) {
+  auto train = DistJob::merge_flags(flags, {"--num-epochs", std::to_string(epochs)});
+  WipedRun run;
+  const auto t0 = std::chrono::steady_clock::now();
   {
-    auto p = job.start(launch_flags, command(job.ws / "ckpt-ref", "reference.json", {}));
+    auto p = job.start(kLaunchFlags, trainer_command(job.ws / "ckpt-ref", "reference.json", train));
     const auto rc = p.wait(120s);
     INFO("launcher output:\n" << p.log());
     REQUIRE(rc == std::optional<int>(0));
   }
-  const auto reference = nlohmann::json::parse(read_text(job.src / "reference.json"));
+  run.reference = nlohmann::json::parse(read_text(job.src / "reference.json"));
   // Every checkpoint was copied: rank 0's to machine 1 and back.
-  REQUIRE(reference.contains("checkpoints"));
-  CHECK(reference["checkpoints"]["replicas"] == 1);
-  CHECK(reference["checkpoints"]["replica_bytes_sent"].get<int64_t>() > 0);
-  CHECK(latest(CheckpointStore::replica(job.ws / "ckpt-ref" / "m0", 1)) == kEpochs - 1);
-  CHECK(latest(CheckpointStore::replica(job.ws / "ckpt-ref" / "m1", 0)) == kEpochs - 1);
+  REQUIRE(run.reference.contains("checkpoints"));
+  CHECK(run.reference["checkpoints"]["replicas"] == 1);
+  CHECK(run.reference["checkpoints"]["replica_bytes_sent"].get<int64_t>() > 0);
+  const CheckpointPosition end{epochs, 0};
+  CHECK(latest(CheckpointStore::replica(job.ws / "ckpt-ref" / "m0", 1)) == end);
+  CHECK(latest(CheckpointStore::replica(job.ws / "ckpt-ref" / "m1", 0)) == end);
+  const double reference_s = seconds_since(t0);
 
-  // The run killed once rank 1's epoch 2 is committed and copied to machine 0.
   const fs::path ckpt = job.ws / "ckpt";
   const CheckpointStore own0(ckpt / "m0", 0), own1(ckpt / "m1", 1);
   const CheckpointStore replica1 = CheckpointStore::replica(ckpt / "m0", 1);
   {
-    auto p = job.start(launch_flags, command(ckpt, "resumed.json", {}));
+    auto p = job.start(kLaunchFlags, trainer_command(ckpt, "resumed.json", train));
     INFO("launcher output:\n" << p.log());
-    REQUIRE(wait_until([&] { return std::min({latest(own0), latest(own1), latest(replica1)}) >= 2 || !p.running(); },
+    REQUIRE(wait_until([&] { return std::min({latest(own0), latest(own1), latest(replica1)}) >= kill_at ||
+                                    !p.running(); },
                        120s));
     REQUIRE(p.running());
     const auto victims = job_processes(job.job_id);
@@ -84,58 +102,121 @@ TEST_CASE("fault: a machine's checkpoint directory lost with the job; its traine
   }
   // Machine 1's disk is gone: its own checkpoints and the replica of rank 0 it held.
   fs::remove_all(ckpt / "m1");
-  const int committed = std::min(latest(own0), latest(replica1));  // the newest rank 0 and machine 0 hold of both
-  REQUIRE(committed >= 2);
-  REQUIRE(committed < kEpochs - 1);
+  run.committed = std::min(latest(own0), latest(replica1));  // the newest machine 0 holds of both ranks
+  REQUIRE(run.committed >= kill_at);
+  REQUIRE(run.committed < end);
 
-  auto p = job.start(launch_flags, command(ckpt, "resumed.json", {"--resume"}));
+  auto p = job.start(kLaunchFlags, trainer_command(ckpt, "resumed.json", DistJob::merge_flags(train, {"--resume"})));
   const auto rc = p.wait(120s);
-  const std::string log = p.log();
-  INFO("launcher output:\n" << log);
+  INFO("launcher output:\n" << p.log());
   REQUIRE(rc == std::optional<int>(0));
-  const std::string t1 = read_text(job.logs() / "trainer-1.log");
-  CHECK_THAT(t1, Catch::Contains(fmt::format("no intact checkpoint of the end of epoch {} in {}: fetched from rank 0's "
-                                             "replica (machine 0)",
-                                             committed, own1.dir().string())) &&
-                     Catch::Contains(") and verified"));
+  const std::string where = run.committed.str();
+  CHECK_THAT(read_text(job.logs() / "trainer-1.log"),
+             Catch::Contains(fmt::format("no intact checkpoint of {} in {}: fetched from rank 0's replica (machine 0)",
+                                         where, own1.dir().string())) &&
+                 Catch::Contains(") and verified"));
   for (int rank : {0, 1}) {
     INFO("trainer " << rank);
     CHECK_THAT(read_text(job.logs() / fmt::format("trainer-{}.log", rank)),
-               Catch::Contains(fmt::format("resumed from the checkpoint of the end of epoch {}", committed)));
+               Catch::Contains(fmt::format("resumed from the checkpoint of {}", where)));
   }
-  const auto resumed = nlohmann::json::parse(read_text(job.src / "resumed.json"));
-  CHECK(resumed["resumed_from_epoch"] == committed);
-  REQUIRE(resumed["epochs"].size() == kEpochs);
-  for (int e = 0; e < kEpochs; ++e) {
+  run.resumed = nlohmann::json::parse(read_text(job.src / "resumed.json"));
+  CHECK(run.resumed["resumed_at"]["epoch"] == run.committed.epoch);
+  CHECK(run.resumed["resumed_at"]["step"] == run.committed.step);
+  REQUIRE(run.resumed["epochs"].size() == static_cast<size_t>(epochs));
+  for (int e = 0; e < epochs; ++e) {
     INFO("epoch " << e);
-    CHECK(resumed["epochs"][e]["loss"].get<double>() ==
-          Approx(reference["epochs"][e]["loss"].get<double>()).epsilon(1e-6));
+    CHECK(run.resumed["epochs"][e]["loss"].get<double>() ==
+          Approx(run.reference["epochs"][e]["loss"].get<double>()).epsilon(1e-6));
   }
-  CHECK(resumed["test_acc"].get<double>() == Approx(reference["test_acc"].get<double>()).margin(1e-9));
   // Machine 1 holds a replica of rank 0 again, and its own files.
-  CHECK(latest(CheckpointStore::replica(ckpt / "m1", 0)) == kEpochs - 1);
-  CHECK(latest(own1) == kEpochs - 1);
-  WARN(fmt::format("machine 1's checkpoints wiped after epoch {} was committed; resumed from machine 0's replica, "
-                   "test acc {:.4f} (uninterrupted {:.4f}); replication per checkpoint: {:.3f} s of {:.3f} s, {} "
-                   "bytes sent by rank 0",
-                   committed, resumed["test_acc"].get<double>(), reference["test_acc"].get<double>(),
-                   reference["checkpoints"]["replica_time_s"].get<double>() / kEpochs,
-                   reference["checkpoints"]["time_s"].get<double>() / kEpochs,
-                   reference["checkpoints"]["replica_bytes_sent"].get<int64_t>() / kEpochs));
+  CHECK(latest(CheckpointStore::replica(ckpt / "m1", 0)) == end);
+  CHECK(latest(own1) == end);
+  WARN(fmt::format("machine 1's checkpoints wiped after {} was committed; resumed from machine 0's replica. "
+                   "Uninterrupted run {:.1f} s, disturbed and resumed {:.1f} s; per checkpoint {:.3f} s, of which "
+                   "the replica {:.3f} s, {} bytes sent by rank 0",
+                   where, reference_s, seconds_since(t0) - reference_s,
+                   run.reference["checkpoints"]["time_s"].get<double>() /
+                       run.reference["checkpoints"]["count"].get<double>(),
+                   run.reference["checkpoints"]["replica_time_s"].get<double>() /
+                       run.reference["checkpoints"]["count"].get<double>(),
+                   run.reference["checkpoints"]["replica_bytes_sent"].get<int64_t>() /
+                       run.reference["checkpoints"]["count"].get<int64_t>()));
+  return run;
+}
+
+}  // namespace
+
+TEST_CASE("fault: a machine's checkpoint directory lost with the job; its trainer resumes from the replica another "
+          "machine holds", "[fault][replica]") {
+  constexpr int kEpochs = 8;
+  LocalJob job(2, kDistGraph);
+  const WipedRun run = wipe_machine1_and_resume(job, kEpochs, {}, {3, 0});  // the end of epoch 2
+  CHECK(run.resumed["resumed_from_epoch"] == run.committed.epoch - 1);
+  CHECK(run.resumed["test_acc"].get<double>() == Approx(run.reference["test_acc"].get<double>()).margin(1e-9));
+  WARN(fmt::format("node classification: test acc {:.4f} (uninterrupted {:.4f})", run.resumed["test_acc"].get<double>(),
+                   run.reference["test_acc"].get<double>()));
 
   // Without replicas the same loss is refused, naming what each rank holds.
-  {
-    const fs::path bare = job.ws / "ckpt-bare";
-    auto first = job.start(launch_flags, command(bare, "bare.json", {"--checkpoint-replicas", "0"}));
-    REQUIRE(first.wait(120s) == std::optional<int>(0));
-    CHECK_FALSE(fs::exists(bare / "m0" / "replica"));
-    fs::remove_all(bare / "m1");
-    auto again = job.start(launch_flags, command(bare, "bare.json", {"--checkpoint-replicas", "0", "--resume"}));
-    const auto rc2 = again.wait(120s);
-    const std::string log2 = again.log() + read_text(job.logs() / "trainer-0.log");
-    INFO("launcher output and trainer 0's log:\n" << log2);
-    CHECK(rc2 != std::optional<int>(0));
-    CHECK_THAT(log2, Catch::Contains(fmt::format("(rank 0: the end of epoch {}; rank 1: none)", kEpochs - 1)));
+  const std::vector<std::string> train = {"--num-epochs", std::to_string(kEpochs), "--checkpoint-replicas", "0"};
+  const fs::path bare = job.ws / "ckpt-bare";
+  auto first = job.start(kLaunchFlags, trainer_command(bare, "bare.json", train));
+  REQUIRE(first.wait(120s) == std::optional<int>(0));
+  CHECK_FALSE(fs::exists(bare / "m0" / "replica"));
+  fs::remove_all(bare / "m1");
+  auto again = job.start(kLaunchFlags, trainer_command(bare, "bare.json", DistJob::merge_flags(train, {"--resume"})));
+  const auto rc = again.wait(120s);
+  const std::string log = again.log() + read_text(job.logs() / "trainer-0.log");
+  INFO("launcher output and trainer 0's log:\n" << log);
+  CHECK(rc != std::optional<int>(0));
+  CHECK_THAT(log, Catch::Contains(fmt::format("(rank 0: the end of epoch {}; rank 1: none)", kEpochs - 1)));
+  job.check_nothing_left();
+}
+
+TEST_CASE("fault: link prediction (--task link, mlp scorer) resumed mid-epoch from a wiped machine's replica ends as "
+          "the uninterrupted run", "[fault][replica-link]") {
+  constexpr int kEpochs = 6;
+  LocalJob job(2, kDistGraph, {"--link-split", "0.85,0.05,0.1", "--seed", "3"});
+  // A checkpoint every 8 steps: killed inside epoch 2, so the edge loader,
+  // the negatives and dropout continue from a step inside an epoch, and the
+  // evaluation after epoch 1 comes back from the checkpoint's history.
+  const std::vector<std::string> link = {"--task", "link", "--model", "gcn", "--scorer", "mlp", "--num-negatives", "3",
+                                         "--batch-size", "512", "--lr", "0.02", "--checkpoint-every-steps", "8",
+                                         "--eval-every", "2"};
+  const WipedRun run = wipe_machine1_and_resume(job, kEpochs, link, {2, 8});
+  CHECK(run.committed.step > 0);
+  REQUIRE(run.resumed["evals"].size() == kEpochs / 2);
+  for (int i = 0; i < kEpochs / 2; ++i) {
+    INFO("evaluation " << i);
+    CHECK(run.resumed["evals"][i]["epoch"] == run.reference["evals"][i]["epoch"]);
+    CHECK(run.resumed["evals"][i]["test"]["roc_auc"].get<double>() ==
+          Approx(run.reference["evals"][i]["test"]["roc_auc"].get<double>()).margin(1e-6));
   }
+  const auto& ref = run.reference["test"];
+  const auto& got = run.resumed["test"];
+  for (const char* k : {"roc_auc", "mrr", "hits@10"}) {
+    INFO(k);
+    CHECK(got[k].get<double>() == Approx(ref[k].get<double>()).margin(1e-6));
+  }
+  CHECK(ref["roc_auc"].get<double>() > 0.6);  // it learned something worth resuming
+  WARN(fmt::format("link prediction: test ROC-AUC {:.4f}, MRR {:.4f} (uninterrupted {:.4f}, {:.4f}); resumed at {}",
+                   got["roc_auc"].get<double>(), got["mrr"].get<double>(), ref["roc_auc"].get<double>(),
+                   ref["mrr"].get<double>(), run.committed.str()));
+  job.check_nothing_left();
+}
+
+TEST_CASE("fault: R-GCN on a heterogeneous graph resumed from a wiped machine's replica ends as the uninterrupted run",
+          "[fault][replica-hetero]") {
+  constexpr int kEpochs = 8;
+  LocalJob job(2, "hsbm:papers=3000,authors=1500,venues=24,topics=60,feat_dim=16,seed=4", {"--add-reverse"});
+  // The node types' projections, the featureless types' embedding rows
+  // (sparse Adagrad) and the relations' weights all come back.
+  const std::vector<std::string> rgcn = {"--model", "rgcn", "--embed-dim", "16", "--num-bases", "4",
+                                         "--batch-size", "64", "--checkpoint-every-steps", "3"};
+  const WipedRun run = wipe_machine1_and_resume(job, kEpochs, rgcn, {2, 1});
+  CHECK(run.resumed["test_acc"].get<double>() == Approx(run.reference["test_acc"].get<double>()).margin(1e-9));
+  CHECK(run.reference["test_acc"].get<double>() > 0.5);
+  WARN(fmt::format("R-GCN: test acc {:.4f} (uninterrupted {:.4f}); resumed at {}", run.resumed["test_acc"].get<double>(),
+                   run.reference["test_acc"].get<double>(), run.committed.str()));
   job.check_nothing_left();
 }

@@ -22,10 +22,12 @@ namespace fs = std::filesystem;
 fs::path launch_bin() { return build_root() / "launcher/launch/dgl-launch"; }
 fs::path fake_trainer() { return source_root() / "tests/launch/fake_trainer.sh"; }
 
-void partition_small_graph(const fs::path& dir, int num_parts, const std::string& spec) {
-  auto p = Process::start({partition_bin().string(), "--generate", spec, "--num-parts",
-                           std::to_string(num_parts), "--graph-name", "g", "--output", (dir / "parts").string()},
-                          dir / "partition.log");
+void partition_small_graph(const fs::path& dir, int num_parts, const std::string& spec,
+                           const std::vector<std::string>& flags) {
+  std::vector<std::string> argv = {partition_bin().string(), "--generate", spec, "--num-parts",
+                                   std::to_string(num_parts), "--graph-name", "g", "--output", (dir / "parts").string()};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  auto p = Process::start(argv, dir / "partition.log");
   if (p.wait(std::chrono::minutes(2)) != 0) throw std::runtime_error("dgl-partition failed: " + p.log());
 }
 
@@ -148,10 +150,10 @@ std::string read_text(const fs::path& p) {
   return ss.str();
 }
 
-LocalJob::LocalJob(int machines, const std::string& graph_spec)
+LocalJob::LocalJob(int machines, const std::string& graph_spec, const std::vector<std::string>& partition_flags)
     : job_id("lt" + std::to_string(::getpid()) + "-" + std::to_string(base)) {
   fs::create_directories(src);
-  partition_small_graph(src, machines, graph_spec);
+  partition_small_graph(src, machines, graph_spec, partition_flags);
   std::vector<std::pair<std::string, int>> lines;
   for (int m = 0; m < machines; ++m) lines.push_back({"127.0.0.1", base + 10 * m});
   write_ip_config(src, lines);

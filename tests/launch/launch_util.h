@@ -19,9 +19,11 @@ namespace dgld::testing {
 std::filesystem::path launch_bin();
 std::filesystem::path fake_trainer();
 
-// dgl-partition --generate `spec` into `dir`/parts/g.json (default: a small SBM graph).
+// dgl-partition --generate `spec` into `dir`/parts/g.json (default: a small
+// SBM graph), with dgl-partition's `flags` (--link-split, --add-reverse, ...).
 inline constexpr const char* kSmallGraph = "sbm:nodes=2000,avg_degree=8,classes=4,feat_dim=8,seed=3";
-void partition_small_graph(const std::filesystem::path& dir, int num_parts, const std::string& spec = kSmallGraph);
+void partition_small_graph(const std::filesystem::path& dir, int num_parts, const std::string& spec = kSmallGraph,
+                           const std::vector<std::string>& flags = {});
 
 // Writes `dir`/ip_config.txt: one "host port" line per machine.
 void write_ip_config(const std::filesystem::path& dir, const std::vector<std::pair<std::string, int>>& machines);
@@ -63,7 +65,8 @@ struct LocalJob {
   int base = free_port_range(24);
   std::string job_id;
 
-  explicit LocalJob(int machines = 2, const std::string& graph_spec = kSmallGraph);
+  explicit LocalJob(int machines = 2, const std::string& graph_spec = kSmallGraph,
+                    const std::vector<std::string>& partition_flags = {});
   ~LocalJob();
 
   // dgl-launch's arguments: --local, the job's files and id, `extra`, -- `command`.
