@@ -55,12 +55,13 @@ class Cluster:
                     continue
                 assert f"dgldemu-{self.name}-" not in cmd and f"/dgld-emu/{self.name}/" not in cmd, cmd
 
-    def partition(self, gen, parts, spares=0):
-        """The graph in `parts` partitions; ip_config.txt lists the first
-        `parts` machines and the next `spares` as spares."""
+    def partition(self, gen, parts, spares=0, flags=()):
+        """The graph in `parts` partitions (with dgl-partition's `flags`);
+        ip_config.txt lists the first `parts` machines and the next `spares`
+        as spares."""
         subprocess.run([str(BUILD / "partition" / "dgl-partition"), "--log-level", "warn", "--generate", gen,
-                        "--num-parts", str(parts), "--graph-name", "g", "--output", str(self.src / "parts")],
-                       check=True, stdout=subprocess.DEVNULL)
+                        "--num-parts", str(parts), "--graph-name", "g", "--output", str(self.src / "parts"),
+                        *flags], check=True, stdout=subprocess.DEVNULL)
         with open(self.src / "ip_config.txt", "w") as f:
             for m in self.status["machines"][:parts]:
                 f.write(f"{m['address']} 30050\n")
