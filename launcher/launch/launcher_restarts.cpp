@@ -81,11 +81,19 @@ bool Launcher::replace_with_spare(int m, const std::string& why, RestartRecord& 
     }
     const MachineAddress old = machines_[static_cast<size_t>(m)];
     ip_text_ = replace_machine_line(ip_text_, old, spare, fmt::format("machine {} was lost ({})", m, why));
-    record.replaced = fmt::format("spare {}:{} ({} line {}) took the place of machine {} ({}:{}, lost: {})",
-                                  spare.host, spare.base_port, o_.ip_config, spare.line, m, old.host, old.base_port,
-                                  why);
+    record.replaced = fmt::format("spare {}:{} ({}) took the place of machine {} ({}:{}, lost: {})", spare.host,
+                                  spare.base_port,
+                                  spare.line > 0 ? fmt::format("{} line {}", o_.ip_config, spare.line)
+                                                 : std::string("a machine lost before, reachable again"),
+                                  m, old.host, old.base_port, why);
     spare.line = old.line;  // the line it now stands on in the job's ip_config
     machines_[static_cast<size_t>(m)] = spare;
+    // The lost machine is the last spare now: repaired or rebooted, it can
+    // take a place again (probed first, like any spare). Line 0: it has no
+    // spare line of its own to mark as in use.
+    MachineAddress back = old;
+    back.line = 0;
+    spares_left_.push_back(back);
     replaced_any_ = true;
     start_failures_.erase(m);
     log()->warn("{}", record.replaced);
@@ -138,7 +146,11 @@ bool Launcher::prepare_restart(double teardown_s) {
                        started_any_);
     if (!d.restart) return stop(d.why_not);
   }
-  r.backoff_s = backoff_seconds(r.number, o_.restart_backoff_s);
+  // The back-off doubles only while attempts fail without committing a
+  // checkpoint: a job that trained on since its last restart waits the first
+  // back-off again, however many faults it survived before.
+  restarts_in_a_row_ = newest_checkpoint_ != checkpoint_at_attempt_start_ ? 1 : restarts_in_a_row_ + 1;
+  r.backoff_s = backoff_seconds(restarts_in_a_row_, o_.restart_backoff_s);
   log()->warn("restart {} of at most {} in {:.1f} s{}, after: {}", r.number, o_.max_restarts, r.backoff_s,
               newest_checkpoint_ ? fmt::format(" (the newest checkpoint: {})", newest_checkpoint_->str())
                                  : " (no checkpoint yet: training starts over)",

@@ -163,7 +163,7 @@ ParsedLaunchOptions parse_launch_options(int argc, const char* const argv[]) {
        "when a process or machine fails, stop everything and start the job again up to N times (trainers "
        "resume from their checkpoints; a lost machine is replaced by a '# spare' of the ip_config)")
       ("restart-backoff-s", po::value(&o.restart_backoff_s)->default_value(o.restart_backoff_s),
-       "the wait before the first restart, doubled for each next one (at most 60 s)");
+       "the wait before a restart, doubled for each next one without a checkpoint committed in between (at most 60 s)");
   po::options_description agent("Internal");
   agent.add_options()
       ("machine-agent", po::bool_switch(&out.agent), "run as the agent of one machine (started by dgl-launch)")

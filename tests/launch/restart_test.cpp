@@ -96,7 +96,12 @@ TEST_CASE("restart: a trainer that always fails ends the job, naming the cause",
     CHECK_THAT(log, Catch::Contains("failed after 2 restart(s)"));
     CHECK_THAT(log, Catch::Contains("exited with code 3"));
     CHECK_THAT(log, Catch::Contains("not started again: the limit of 2 restart(s) (--max-restarts) is reached"));
-    CHECK(restarts_report(job).size() == 2);
+    const auto report = restarts_report(job);
+    REQUIRE(report.size() == 2);
+    // Each attempt committed a checkpoint: the back-off does not double
+    // (it would be 0.2 s for the second restart).
+    CHECK(report[0]["backoff_s"].get<double>() == 0.1);
+    CHECK(report[1]["backoff_s"].get<double>() == 0.1);
   }
   job.check_nothing_left();
 }
