@@ -27,7 +27,9 @@
 namespace dgld::net {
 
 inline constexpr uint32_t kFrameMagic = 0x444C4744;  // "DGLD"
-inline constexpr uint16_t kProtocolVersion = 3;  // 3: SampleNeighbors.spec and SampleBatch.rng_seed took over ids of fields of 2
+// 3: SampleNeighbors.spec and SampleBatch.rng_seed took over ids of fields of 2;
+// 4: the trainers' rendezvous is dgld's authenticated store (StoreRequest) instead of c10d's TCPStore.
+inline constexpr uint16_t kProtocolVersion = 4;
 inline constexpr size_t kFrameHeaderSize = 32;
 
 enum FrameFlags : uint32_t {

@@ -150,6 +150,13 @@ void RpcServer::accept_next() {
                   bytes_in_closed_ += c->bytes_in();
                   bytes_out_closed_ += c->bytes_out();
                   if (auto it = sessions_.find(c.get()); it != sessions_.end()) {
+                    // Challenged, then gone without an answer: the peer could not
+                    // verify this server's proof (it holds another secret).
+                    if (it->second->challenged && !it->second->refused) {
+                      ++auth_failures_;
+                      logger("net")->warn("{}: refused {}: it left the handshake after the challenge (a process "
+                                          "of another job, holding another secret?)", opts_.name, c->peer());
+                    }
                     it->second->timer.cancel();
                     sessions_.erase(it);
                   }
