@@ -14,7 +14,6 @@
 #include <fmt/format.h>
 
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include "client/cluster.h"
 #include "client/data_loader.h"

@@ -5,6 +5,7 @@
 // DistTensors with their gradients routed to the owners.
 
 #include <chrono>
+#include <cstring>
 #include <memory>
 #include <numeric>
 #include <string>
@@ -12,43 +13,36 @@
 
 #include <fmt/format.h>
 
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include "client/dist_tensor.h"
+#include "client/rendezvous_store.h"
+#include "common/logging.h"
+#include "common/net/auth.h"
 #include "common/partition/partition_book.h"
+#include "daemons/trainer_host/dist_store.h"
 #include "daemons/trainer_host/training_loop.h"
 
 namespace dgld::trainer::dist {
 
-// The collectives of one job: a TCPStore rendezvous and a Gloo process group.
+// The collectives of one job: dgld's rendezvous store (client/rendezvous_store.h,
+// served by rank 0, authenticated with the job's secret) and a Gloo process
+// group formed through it. Gloo's own connections have no handshake, and
+// each trainer listens for them while the group forms; so once formed, every
+// pair proves over itself that both ends hold the job's secret (a stranger
+// who took a pair's connection in that window fails the job's start instead
+// of joining its allreduce). Nothing listens after that but the store.
 class Collectives {
  public:
+  // Serves the store (rank 0), joins it and forms the group; a formation
+  // that fails anywhere (a stranger took a pair, a pair's proof did not
+  // verify) is agreed on through the store and tried again, up to
+  // kFormations times (dist_collectives.cpp).
   static Result<std::unique_ptr<Collectives>> create(const std::string& master_host, int port,
                                                      const std::string& own_host, int rank, int world,
-                                                     std::chrono::milliseconds timeout) {
-    auto c = std::unique_ptr<Collectives>(new Collectives);
-    c->rank_ = rank;
-    c->world_ = world;
-    c->timeout_ = timeout;
-    c->peer_ = fmt::format("the trainers' process group (store {}:{}, rank {} of {})", master_host, port, rank,
-                           world);
-    try {
-      c10d::TCPStoreOptions so;
-      so.port = static_cast<uint16_t>(port);
-      so.isServer = rank == 0;
-      so.numWorkers = static_cast<size_t>(world);
-      so.waitWorkers = false;
-      so.timeout = timeout;
-      c->store_ = c10::make_intrusive<c10d::TCPStore>(master_host, so);
-      auto opts = c10d::ProcessGroupGloo::Options::create(timeout);
-      opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(own_host));
-      c->pg_ = c10::make_intrusive<c10d::ProcessGroupGloo>(c->store_, rank, world, opts);
-    } catch (const std::exception& e) {
-      return closed_error(fmt::format("joining {} failed: {}", c->peer_, first_line(e.what())));
-    }
-    return c;
-  }
+                                                     std::chrono::milliseconds timeout, net::SecretPtr secret);
+  static constexpr int kFormations = 5;
 
   int rank() const { return rank_; }
   int world() const { return world_; }
@@ -89,6 +83,10 @@ class Collectives {
   // tensors, one tag), then each waited for with the deadline.
   Status exchange(std::vector<TrainingBackend::Transfer>& sends, std::vector<TrainingBackend::Transfer>& recvs,
                   const std::string& what) {
+    return exchange(sends, recvs, what, timeout_);
+  }
+  Status exchange(std::vector<TrainingBackend::Transfer>& sends, std::vector<TrainingBackend::Transfer>& recvs,
+                  const std::string& what, std::chrono::milliseconds timeout) {
     if (health_) {
       if (Status h = health_(); !h.is_ok()) return h.with_context(what);
     }
@@ -108,9 +106,9 @@ class Collectives {
                            pg_->send(keep.back(), s.peer, kTag));
       }
       for (auto& [desc, work] : works) {
-        if (!work->wait(timeout_)) {
+        if (!work->wait(timeout)) {
           return timeout_error(fmt::format("{}: {} over {} did not complete within {} ms (a trainer died or hangs){}",
-                                           what, desc, peer_, timeout_.count(), diagnosis()));
+                                           what, desc, peer_, timeout.count(), diagnosis()));
         }
       }
     } catch (const std::exception& e) {
@@ -141,12 +139,22 @@ class Collectives {
     }
     return Status::ok();
   }
+  // One try at forming the group through `store` (a prefix of the job's
+  // store per try): Gloo's pairs, then their proofs (prove_pairs).
+  Status form(const c10::intrusive_ptr<c10d::Store>& store, const std::string& own_host,
+              const net::Secret* secret);
+  // Each trainer sends every other one HMAC(secret, label, session, from, to)
+  // over their Gloo pair and checks what arrives the same way. The session
+  // is rank 0's fresh nonce, read from the authenticated store, so a proof
+  // recorded in another job does not verify here.
+  Status prove_pairs(c10d::Store& store, const net::Secret& secret);
   std::string diagnosis() const {
     if (!diagnose_) return "";
     Status d = diagnose_();
     return d.is_ok() ? "" : "; " + d.message();
   }
 
+  std::unique_ptr<client::RendezvousServer> server_;  // rank 0; destroyed after the group and the store
   int rank_ = 0, world_ = 1;
   std::chrono::milliseconds timeout_{60000};
   std::string peer_;

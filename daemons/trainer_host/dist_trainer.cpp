@@ -111,7 +111,8 @@ Status DistBackend::setup() {
   const std::string own_host = cluster_->machines().at(static_cast<size_t>(cluster_->machine_id())).host;
   log_->info("rank {} of {} (machine {}): {} training seeds, {} nodes to evaluate; rendezvous at {}:{}", rank,
              world, cluster_->machine_id(), train_ids_.size(), eval_nodes_.size(), m0.host, port);
-  DGLD_ASSIGN_OR_RETURN(coll_, Collectives::create(m0.host, port, own_host, rank, world, o_.collective_timeout));
+  DGLD_ASSIGN_OR_RETURN(coll_, Collectives::create(m0.host, port, own_host, rank, world, o_.collective_timeout,
+                                                      cluster_->secret()));
   coll_->watch([this] { return cluster_->health(); },
                [this] { return cluster_->diagnose(std::chrono::seconds(2)); });
 

@@ -6,9 +6,10 @@
 // runs the shared training loop (training_loop.h) with the gradients of all
 // trainers averaged over LibTorch's c10d ProcessGroupGloo.
 //
-// Rendezvous: a c10d TCPStore served by rank 0 on the host of ip_config line
-// 1 (machine 0), at base_port(machine 0) + kRendezvousPortOffset unless a
-// port is given. Every collective has a timeout, so a dead peer becomes an
+// Rendezvous: dgld's store (client/rendezvous_store.h, authenticated with
+// the job's secret) served by rank 0 on the host of ip_config line 1
+// (machine 0), at base_port(machine 0) + kRendezvousPortOffset unless a
+// port is given; the Gloo group forms through it (dist_collectives.h). Every collective has a timeout, so a dead peer becomes an
 // error naming the step, never a hang.
 //
 // Steps per epoch: the minimum over trainers of their batch counts, so uneven
@@ -36,7 +37,7 @@
 
 namespace dgld::trainer {
 
-// Added to machine 0's base port to get the TCPStore port when none is given.
+// Added to machine 0's base port to get the rendezvous store's port when none is given.
 inline constexpr int kRendezvousPortOffset = 900;
 
 // The nice value of the trainer's sampling threads and of the sampler-workers
