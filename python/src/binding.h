@@ -81,6 +81,7 @@ void bind_loaders(py::module_& m);      // loaders.cpp: make_block, DataLoader, 
 void bind_partition(py::module_& m);    // partition.cpp: partition_graph, load_partition
 void bind_partition_book(py::module_& m);  // partition_book.cpp: PartitionBook
 void bind_checkpoint(py::module_& m);
+void bind_rendezvous(py::module_& m);  // rendezvous.cpp: RendezvousServer, RendezvousClient
 void bind_servers(py::module_& m);      // servers.cpp: GraphServer (in this process), GraphServerOptions   // checkpoint.cpp: CheckpointStore, the position exchange, progress_line
 bool install_torch_kernels();            // torch_kernels.cpp: faster LibTorch kernels in place of its own (false: DGLD_TORCH_KERNELS=0)
 

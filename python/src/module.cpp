@@ -15,7 +15,7 @@
 // library's message.
 //
 // Sources: binding.h (errors, tensor conversions), client.cpp, dist_tensor.cpp,
-// loaders.cpp, partition.cpp, partition_book.cpp, checkpoint.cpp, servers.cpp, torch_kernels.cpp; this file makes the module
+// loaders.cpp, partition.cpp, partition_book.cpp, checkpoint.cpp, servers.cpp, rendezvous.cpp, torch_kernels.cpp; this file makes the module
 // of them. The tests' hooks are a module of their own (test_hooks.cpp).
 #include "common/cli.h"
 #include "common/logging.h"
@@ -44,6 +44,7 @@ PYBIND11_MODULE(_C, m) {
   bind_partition_book(m);
   bind_checkpoint(m);
   bind_servers(m);
+  bind_rendezvous(m);
   // LibTorch's kernels dgld replaces (torch_kernels.cpp); whether it did.
   m.attr("torch_kernels") = install_torch_kernels();
   m.def("set_log_level", [](const std::string& level) {

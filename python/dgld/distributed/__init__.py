@@ -13,6 +13,7 @@ for module as DGL lays it out:
     nn/pytorch/sparse_emb.py DistEmbedding
     optim/                   SparseAdagrad, SparseAdam (dgld.distributed.optim)
     checkpoint.py            Checkpointer (dgld addition: save, restore, resume mid-epoch)
+    rendezvous.py            init_process_group's env:// through dgld's authenticated store (dgld jobs)
 
 Every call that waits (a pull, a barrier, the next batch) runs in C++
 without the GIL and has a deadline; an error is a dgld.DGLError carrying the
@@ -36,6 +37,9 @@ from .graph_services import find_edges, in_subgraph, sample_etype_neighbors, sam
 from .nn.pytorch import DistEmbedding
 from .optim import SparseAdagrad, SparseAdam
 from .partition import load_partition, load_partition_book, load_partition_feats, partition_graph
+from .rendezvous import install as _install_rendezvous
+
+_install_rendezvous()
 
 __all__ = [
     "initialize", "exit_client", "is_initialized", "DistGraph", "DistGraphServer", "DistTensor", "GraphPartitionBook",
