@@ -50,6 +50,13 @@ Result<pid_t> spawn(const std::vector<std::string>& argv, int ready_write_fd, in
     } else {
       ::fcntl(3, F_SETFD, 0);
     }
+    // Nothing else of the trainer's goes with the child: Asio opens its
+    // sockets without close-on-exec, and a sampler-worker holding the
+    // rendezvous store's listening socket or the trainer's connections
+    // would keep them open after the trainer is gone.
+    if (::close_range(4, ~0U, 0) != 0) {
+      for (int fd = 4; fd < 65536; ++fd) ::close(fd);
+    }
     ::execv(args[0], args.data());
     ::_exit(127);
   }
