@@ -78,4 +78,13 @@ bool mac_matches(std::span<const uint8_t> received, const AuthMac& expected) {
   return received.size() == expected.size() && CRYPTO_memcmp(received.data(), expected.data(), expected.size()) == 0;
 }
 
+AuthMac pair_proof(const Secret& secret, std::span<const uint8_t> session, int32_t from, int32_t to) {
+  uint8_t ends[8];
+  for (int i = 0; i < 4; ++i) {
+    ends[i] = static_cast<uint8_t>(static_cast<uint32_t>(from) >> (8 * i));
+    ends[4 + i] = static_cast<uint8_t>(static_cast<uint32_t>(to) >> (8 * i));
+  }
+  return auth_mac(secret, kPairProofLabel, session, ends);
+}
+
 }  // namespace dgld::net

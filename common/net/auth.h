@@ -61,4 +61,13 @@ AuthMac auth_mac(const Secret& secret, std::string_view label, std::span<const u
 // Constant-time comparison of a received proof with the expected one.
 bool mac_matches(std::span<const uint8_t> received, const AuthMac& expected);
 
+// What trainer `from` sends trainer `to` over their Gloo pair once the
+// trainers' group has formed (Gloo's connections have no handshake):
+// HMAC(secret, "dgld-gloo-pair-v1" | session | from | to), `session` rank 0's
+// fresh nonce from the authenticated rendezvous store, the ranks as
+// little-endian int32 (docs/formats.md, "Trainers' rendezvous store").
+inline constexpr std::string_view kPairProofLabel = "dgld-gloo-pair-v1";
+inline constexpr const char* kPairProofSessionKey = "dgld/pair-proof-session";
+AuthMac pair_proof(const Secret& secret, std::span<const uint8_t> session, int32_t from, int32_t to);
+
 }  // namespace dgld::net

@@ -10,9 +10,6 @@ namespace dgld::trainer::dist {
 
 namespace {
 
-constexpr std::string_view kPairProofLabel = "dgld-gloo-pair-v1";
-constexpr const char* kSessionKey = "dgld/pair-proof-session";
-
 std::vector<uint8_t> bytes_of(const std::string& s) { return std::vector<uint8_t>(s.begin(), s.end()); }
 
 }  // namespace
@@ -84,17 +81,13 @@ Status Collectives::prove_pairs(c10d::Store& store, const net::Secret& secret) {
   try {
     if (rank_ == 0) {
       const net::AuthNonce n = net::random_nonce();
-      store.set(kSessionKey, std::vector<uint8_t>(n.begin(), n.end()));
+      store.set(net::kPairProofSessionKey, std::vector<uint8_t>(n.begin(), n.end()));
     }
-    session = store.get(kSessionKey);
+    session = store.get(net::kPairProofSessionKey);
   } catch (const std::exception& e) {
     return closed_error(fmt::format("{}: reading the session nonce: {}", peer_, first_line(e.what())));
   }
-  auto proof = [&](int from, int to) {
-    const int32_t ends[2] = {from, to};
-    return net::auth_mac(secret, kPairProofLabel, session,
-                         std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(ends), sizeof ends));
-  };
+  auto proof = [&](int from, int to) { return net::pair_proof(secret, session, from, to); };
   std::vector<TrainingBackend::Transfer> sends, recvs;
   for (int peer = 0; peer < world_; ++peer) {
     if (peer == rank_) continue;

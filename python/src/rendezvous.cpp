@@ -38,6 +38,26 @@ auto without_gil(F&& f) {
 }  // namespace
 
 void bind_rendezvous(py::module_& m) {
+  // The Gloo pairs' proofs (net::pair_proof): what a trainer sends a peer,
+  // and whether what a peer sent verifies.
+  m.attr("pair_proof_session_key") = net::kPairProofSessionKey;
+  m.def(
+      "pair_proof",
+      [](const std::string& secret_file, const py::bytes& session, int from, int to) {
+        if (secret_file.empty()) check(invalid_argument("pair_proof needs the job's secret file"));
+        const net::AuthMac mac = net::pair_proof(*rendezvous_secret(secret_file), bytes_from_py(session), from, to);
+        return py::bytes(reinterpret_cast<const char*>(mac.data()), mac.size());
+      },
+      py::arg("secret_file"), py::arg("session"), py::arg("sender"), py::arg("receiver"));
+  m.def(
+      "pair_proof_matches",
+      [](const std::string& secret_file, const py::bytes& session, int from, int to, const py::bytes& received) {
+        if (secret_file.empty()) check(invalid_argument("pair_proof_matches needs the job's secret file"));
+        const net::AuthMac want = net::pair_proof(*rendezvous_secret(secret_file), bytes_from_py(session), from, to);
+        return net::mac_matches(bytes_from_py(received), want);
+      },
+      py::arg("secret_file"), py::arg("session"), py::arg("sender"), py::arg("receiver"), py::arg("received"));
+
   py::class_<RendezvousServer>(m, "RendezvousServer")
       .def_static(
           "start",

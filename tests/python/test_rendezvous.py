@@ -23,6 +23,8 @@ import torch.distributed as dist
 dist.init_process_group(backend="gloo")
 store = dist.distributed_c10d._get_default_store()
 print("STORE", type(store).__name__, flush=True)
+from dgld.distributed import rendezvous
+print("PAIRS PROVED", rendezvous._state["stores"][-1].check([dgld._C.pair_proof_session_key]), flush=True)
 go = os.environ["GO_FILE"]
 with open(os.environ["READY_FILE"] + os.environ["RANK"], "w"):
     pass
@@ -84,6 +86,7 @@ def test_env_rendezvous_is_dgld_store_and_refuses_strangers():
             assert p.returncode == 0, out
             assert "STORE PrefixStore" in out or "STORE RendezvousStore" in out, out
             assert "SUM [3.0, 3.0]" in out, out
+            assert "PAIRS PROVED True" in out, out
         # Rank 0 serves the store: each stranger is named in its log.
         refused = [line for line in outs[0].splitlines()
                    if "127.0.0.1:" in line and ("refused" in line or "bad frame magic" in line)]
@@ -102,3 +105,20 @@ def test_outside_a_dgld_job_torch_rendezvous_is_unchanged():
                        text=True, timeout=60)
     assert r.returncode == 0, r.stdout
     assert "STORE TCPStore" in r.stdout, r.stdout
+
+
+def test_pair_proofs_bind_the_secret_the_session_and_both_ranks():
+    import dgld
+
+    with tempfile.TemporaryDirectory(prefix="dgld-pytest-proof-") as d:
+        a, b = secret_file(d, "0123456789abcdef"), secret_file(d, "fedcba9876543210")
+        s1, s2 = os.urandom(32), os.urandom(32)
+        proof = dgld._C.pair_proof(a, s1, 0, 1)
+        assert len(proof) == 32
+        assert dgld._C.pair_proof_matches(a, s1, 0, 1, proof)
+        assert not dgld._C.pair_proof_matches(b, s1, 0, 1, proof)  # another job's secret
+        assert not dgld._C.pair_proof_matches(a, s2, 0, 1, proof)  # replayed from another session
+        assert not dgld._C.pair_proof_matches(a, s1, 1, 0, proof)  # the other direction
+        assert not dgld._C.pair_proof_matches(a, s1, 0, 1, os.urandom(32))
+        with pytest.raises(dgld.DGLError):
+            dgld._C.pair_proof("", s1, 0, 1)
