@@ -68,10 +68,12 @@ class Cluster:
             for m in self.status["machines"][parts:parts + spares]:
                 f.write(f"# spare {m['address']} 30050\n")
 
-    def launch(self, launch_args, trainer_args, log):
+    def launch(self, launch_args, trainer_args, log, program=None):
+        """dgl-launch over ssh from machine 0: `program` (default trainer-host) with trainer_args."""
+        program = program or [str(BUILD / "daemons" / "trainer_host" / "trainer-host")]
         cmd = EMU + ["launch", "--name", self.name, "--build", str(BUILD), "--", "--workspace", self.status["workspace"],
                      "--ip-config", "ip_config.txt", "--part-config", "parts/g.json"] + launch_args + [
-                         "--", str(BUILD / "daemons" / "trainer_host" / "trainer-host")] + trainer_args
+                         "--"] + program + trainer_args
         return subprocess.Popen(cmd, stdout=open(log, "w"), stderr=subprocess.STDOUT, start_new_session=True)
 
     def job_processes(self, machine):

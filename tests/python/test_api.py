@@ -255,3 +255,22 @@ def test_dgl_data_loads_only_local_copies(tmp_path, monkeypatch):
         load_data(args)
     with pytest.raises(dgld.DGLError, match="binary graph files are not supported"):
         load_graphs("graph.bin")
+
+
+def test_a_restarted_attempt_reads_the_launchers_ip_config(monkeypatch, tmp_path):
+    """After a spare took a lost machine's place, dgl-launch hands the new
+    attempt its own ip_config ($DGL_IP_CONFIG); a script that names its file
+    literally gets the launcher's, with a line saying so. Before any restart
+    (or without the launcher's) the script's own path stands."""
+    from dgld.distributed import dist_context
+
+    mine, launched = str(tmp_path / "ip_config.txt"), str(tmp_path / "dgld-logs" / "j-r1" / "ip_config.txt")
+    monkeypatch.setenv("DGL_IP_CONFIG", launched)
+    monkeypatch.setenv("DGLD_RESTART", "0")
+    assert dist_context._launcher_ip_config(mine) == mine
+    assert dist_context._launcher_ip_config(None) == launched
+    monkeypatch.setenv("DGLD_RESTART", "1")
+    assert dist_context._launcher_ip_config(mine) == launched
+    assert dist_context._launcher_ip_config(launched) == launched
+    monkeypatch.delenv("DGL_IP_CONFIG")
+    assert dist_context._launcher_ip_config(mine) == mine

@@ -17,6 +17,7 @@ import json
 import logging
 import operator
 import os
+import sys
 import shutil
 import socket
 import tempfile
@@ -194,7 +195,7 @@ def initialize(ip_config=None, *args, **kwargs):
             _connect(part_config)
         return
     _state["standalone"] = False  # an earlier standalone run in this process is over
-    ip_config = ip_config or os.environ.get("DGL_IP_CONFIG")
+    ip_config = _launcher_ip_config(ip_config)
     if ip_config is not None:
         ip_config = os.fspath(ip_config)
     if not ip_config:
@@ -206,6 +207,24 @@ def initialize(ip_config=None, *args, **kwargs):
     part_config = options["part_config"] or os.environ.get("DGL_CONF_PATH")
     if part_config:
         _connect(part_config)
+
+
+def _launcher_ip_config(ip_config):
+    """The ip_config to read: the argument, else $DGL_IP_CONFIG. In an
+    attempt dgl-launch restarted after a spare took a lost machine's place
+    ($DGLD_RESTART > 0), the launcher's $DGL_IP_CONFIG (its copy with the
+    spare's line) wins over the path the script names: a script that names
+    its file literally instead of taking --ip_config would otherwise read the
+    lost machine's address (or, on the spare, no file at all)."""
+    launched = os.environ.get("DGL_IP_CONFIG")
+    if not ip_config:
+        return launched
+    restarted = os.environ.get("DGLD_RESTART", "0") not in ("", "0")
+    if restarted and launched and os.path.abspath(launched) != os.path.abspath(os.fspath(ip_config)):
+        print(f"dgld: initialize({os.fspath(ip_config)!r}): using {launched} instead, dgl-launch's ip_config for "
+              "this attempt (a spare took a lost machine's place)", file=sys.stderr, flush=True)
+        return launched
+    return ip_config
 
 
 def _connect(part_config):
