@@ -137,7 +137,7 @@ def test_a_python_trainer_on_a_lost_machine_resumes_from_the_replica(tmp_path):
         # differently, as do the embedding updates of two runs (7.5e-6 to 1.4e-4 seen).
         diffs = {k: (resumed["model"][k] - reference["model"][k]).abs().max().item() for k in reference["model"]}
         diffs["embedding"] = (resumed["emb"] - reference["emb"]).abs().max().item()
-        assert max(diffs.values()) < 1e-2, diffs  # a resume from the wrong place moves them by 0.1 and more
+        assert max(diffs.values()) < 1e-2, diffs  # far above rounding; an epoch of training moves them more
         print("\npython Checkpointer: machine 2 lost after epoch 1 step 3; the spare's trainer resumed from "
               f"machine 0's replica; largest difference from the undisturbed run's weights and embedding "
               f"{max(diffs.values()):.2g}")
