@@ -228,7 +228,8 @@ def cmd_up(a):
         ready = os.path.join(d, "switch.ready")
         sw_argv = [IP, "netns", "exec", st["switch"]["ns"], switch, "--ports", str(len(ports)), "--tap-prefix", "port",
                    "--mtu", str(a.mtu), "--rate-bps", str(rate), "--delay-us", str(delay_ms * 1000),
-                   "--loss", str(loss), "--seed", str(a.seed), "--stats", st["switch"]["stats"], "--ready-file", ready]
+                   "--loss", str(loss), "--seed", str(a.seed), "--stats", st["switch"]["stats"], "--ready-file", ready,
+                   "--loss-file", os.path.join(d, "switch-loss.txt")]
         sw = subprocess.Popen(sw_argv, stdout=open(os.path.join(d, "switch.log"), "w"), stderr=subprocess.STDOUT,
                               stdin=subprocess.DEVNULL, start_new_session=True)
         st["switch"]["pid"] = sw.pid
@@ -253,6 +254,15 @@ def cmd_up(a):
         raise
     print(f"cluster '{name}' up: {a.machines} machine(s) at {machine_address(0)}..{machine_address(a.machines - 1)}, "
           f"preset {a.preset} ({describe_link(st)}); launcher files in {st['src']}, workspace {st['workspace']}")
+
+
+def set_link_loss(st, i, loss):
+    """Machine i's link loses `loss` of the frames both ways (None: the preset's), within a second."""
+    path = os.path.join(st["dir"], "switch-loss.txt")
+    lines = [l for l in open(path).read().splitlines() if l.split()[0] != str(i + 1)] if os.path.exists(path) else []
+    with open(path + ".tmp", "w") as f:  # port 0 is the launcher's, machine i's is i + 1
+        f.write("".join(l + "\n" for l in lines) + (f"{i + 1} {loss}\n" if loss is not None else ""))
+    os.replace(path + ".tmp", path)
 
 
 def pid_alive(pid):

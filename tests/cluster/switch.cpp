@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <deque>
+#include <fstream>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -70,6 +71,7 @@ struct Switch::Impl {
     bool timer_armed = false;
     SplitMix64 rng{0};
     PortStats stats;
+    uint64_t loss_threshold = 0;  // frames from or to this port: lost when their draw is below this
   };
 
   SwitchOptions o;
@@ -79,7 +81,6 @@ struct Switch::Impl {
   std::unordered_map<uint64_t, int> where;  // learnt MAC -> port
   std::vector<std::vector<uint8_t>> spare;  // frame buffers to reuse
   std::vector<uint8_t> rbuf = std::vector<uint8_t>(65536);
-  uint64_t loss_threshold = 0;  // a frame is lost when its draw is below this
   Clock::duration delay{};
   static constexpr auto kSlack = 20us;  // deliveries this close to now go with the current batch
 
@@ -117,18 +118,19 @@ struct Switch::Impl {
       if (!(rbuf[6] & 1)) where[src] = p;
       const auto it = (rbuf[0] & 1) ? where.end() : where.find(dst);
       if (it != where.end()) {
-        if (it->second != p) forward(it->second, static_cast<size_t>(n), now);
+        if (it->second != p) forward(p, it->second, static_cast<size_t>(n), now);
       } else {
         for (int q = 0; q < static_cast<int>(ports.size()); ++q) {
-          if (q != p) forward(q, static_cast<size_t>(n), now);
+          if (q != p) forward(p, q, static_cast<size_t>(n), now);
         }
       }
     }
     watch(p);
   }
 
-  void forward(int q, size_t n, Clock::time_point now) {
+  void forward(int p, int q, size_t n, Clock::time_point now) {
     Port& out = ports[static_cast<size_t>(q)];
+    const uint64_t loss_threshold = std::max(ports[static_cast<size_t>(p)].loss_threshold, out.loss_threshold);
     if (loss_threshold && out.rng.next() < loss_threshold) {
       out.stats.lost++;
       return;
@@ -192,8 +194,22 @@ struct Switch::Impl {
     stats_timer.async_wait([this](const boost::system::error_code& ec) {
       if (ec) return;
       write_stats();
+      read_loss_file();
       tick();
     });
+  }
+
+  // Every port's loss as --loss, but for those the loss file names.
+  void read_loss_file() {
+    if (o.loss_file.empty()) return;
+    std::vector<double> loss(ports.size(), o.loss);
+    std::ifstream in(o.loss_file);
+    size_t port = 0;
+    double l = 0;
+    while (in >> port >> l) {
+      if (port < loss.size() && l >= 0 && l < 1) loss[port] = l;
+    }
+    for (size_t i = 0; i < ports.size(); ++i) ports[i].loss_threshold = static_cast<uint64_t>(std::ldexp(loss[i], 64));
   }
 
   std::string stats_json() const {
@@ -224,12 +240,12 @@ Result<std::unique_ptr<Switch>> Switch::create(const SwitchOptions& options) {
   auto impl = std::make_unique<Impl>();
   impl->o = options;
   impl->delay = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::micro>(options.delay_us));
-  impl->loss_threshold = static_cast<uint64_t>(std::ldexp(options.loss, 64));
   impl->ports.resize(static_cast<size_t>(options.ports));
   for (int i = 0; i < options.ports; ++i) {
     Impl::Port& p = impl->ports[static_cast<size_t>(i)];
     p.name = options.tap_prefix + std::to_string(i);
     p.rng = SplitMix64(derive_seed(options.seed, static_cast<uint64_t>(i)));
+    p.loss_threshold = static_cast<uint64_t>(std::ldexp(options.loss, 64));
     const int fd = ::open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) return io_error(fmt::format("/dev/net/tun: {}", std::strerror(errno)));
     ifreq ifr{};

@@ -38,6 +38,9 @@ struct SwitchOptions {
   int64_t queue_bytes = 4 << 20;  // per downlink
   uint64_t seed = 1;
   std::filesystem::path stats_file;  // JSON, rewritten every second and at exit ("": none)
+  // Lines "PORT LOSS", read every second (a missing file: none): frames
+  // from or to PORT are lost with probability LOSS instead of `loss`.
+  std::filesystem::path loss_file;
 };
 Status validate_switch_options(const SwitchOptions& o);
 

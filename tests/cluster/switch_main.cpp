@@ -31,6 +31,8 @@ int main(int argc, char** argv) {
       ("queue-kb", po::value(&queue_kb)->default_value(queue_kb), "downlink queue per port, KiB")
       ("seed", po::value(&o.seed)->default_value(o.seed), "seed of the loss draws")
       ("stats", po::value(&o.stats_file), "JSON counters, rewritten every second and at exit")
+      ("loss-file", po::value(&o.loss_file), "lines 'PORT LOSS', read every second: frames from or to PORT lost "
+       "with probability LOSS instead of --loss")
       ("ready-file", po::value(&ready_file), "written once the TAP devices exist")
       ("realtime", po::value(&realtime)->default_value(true),
        "run under SCHED_FIFO priority 1 (fewer late deliveries on a busy machine); falls back to nice -10");
