@@ -164,3 +164,49 @@ def test_a_dist_graph_server_whose_clients_never_come_stops_with_an_error(tmp_pa
     assert out.startswith("Timeout"), out
     assert "0 of the 2 clients the job expects came" in out and "none connected for 1 s" in out, out
     assert int(out.split()[1]) <= 5, out
+
+
+def test_standalone_mode_killed_with_sigterm_leaves_no_shared_memory(tmp_path):
+    """A standalone script ended by SIGTERM (kill, a scheduler's limit) stops
+    its in-process server on the way out: exit status 143, nothing of its job
+    left in /dev/shm."""
+    import signal
+    import time
+
+    config = parts(tmp_path / "p1", 1)
+    code = textwrap.dedent(f"""
+        import os, sys, time, torch
+        os.environ["DGL_DIST_MODE"] = "standalone"
+        import dgld as dgl
+        dgl.distributed.initialize("kv_ip_config.txt")
+        g = dgl.distributed.DistGraph("g", part_config={str(config)!r})
+        t = dgl.distributed.DistTensor((g.num_nodes(), 2), torch.float32, "t")
+        print("READY", flush=True)
+        time.sleep(120)
+        """)
+    p = subprocess.Popen([sys.executable, "-c", code], cwd=tmp_path, env=ENV, text=True, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT)
+    try:
+        lines = []
+        while not lines or lines[-1] != "READY":
+            line = p.stdout.readline()
+            assert line, "".join(lines)
+            lines.append(line.strip())
+        marker = f"standalone-{p.pid}-"
+        assert shm_of(marker), "the in-process server made no shared memory: nothing to check"
+        p.send_signal(signal.SIGTERM)
+        out = p.communicate(timeout=60)[0]
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+            for f in shm_of(f"standalone-{p.pid}-"):  # SIGKILL leaves them: this test's own
+                os.unlink(f"/dev/shm/{f}")
+    deadline = time.time() + 5
+    while shm_of(marker) and time.time() < deadline:
+        time.sleep(0.1)
+    left = shm_of(marker)
+    for f in left:  # removed before failing, so one failure does not leave them behind
+        os.unlink(f"/dev/shm/{f}")
+    assert p.returncode == 143, out
+    assert left == [], out

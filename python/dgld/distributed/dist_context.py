@@ -19,15 +19,18 @@ import operator
 import os
 import sys
 import shutil
+import signal
 import socket
 import tempfile
+import threading
 
 from .. import _C
 from .._errors import DGLError, InvalidArgument, NotFound
 from .graph_partition_book import GraphPartitionBook
 
 _state = {"ip_config": None, "client": None, "book": None, "options": {}, "interrupted": False,
-          "role": "trainer", "group": -1, "standalone": False, "server": None, "scratch": None}
+          "role": "trainer", "group": -1, "standalone": False, "server": None, "scratch": None,
+          "sigterm_handler": None}
 _exit_hooks = []
 _connect_hooks = []
 _DEFAULT_TIMEOUT_S = 600.0
@@ -311,11 +314,32 @@ def _connect_standalone(part_config):
     else:
         raise last
     _state["ip_config"] = ip_config
+    _stop_on_sigterm()
     o = _client_options(part_config)
     o.machine_id, o.rank, o.num_trainers = 0, 0, 1
     o.job_id = job_id
     o.secret_file = secret
     return _open(o, part_config)
+
+
+def _stop_on_sigterm():
+    """Standalone mode's server lives in this process, with shared memory
+    that only its stop removes: SIGTERM (kill, a scheduler's time limit)
+    becomes SystemExit, so exit_client runs on the way out instead of the
+    segments staying in /dev/shm. Left alone when the script has a SIGTERM
+    handler of its own, or off the main thread (where none can be set)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return
+
+    def on_sigterm(signum, frame):
+        _state["interrupted"] = True
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+    _state["sigterm_handler"] = on_sigterm
 
 
 def _client_options(part_config):
@@ -443,6 +467,10 @@ def exit_client():
     if _state["scratch"] is not None:
         shutil.rmtree(_state["scratch"], ignore_errors=True)
         _state["scratch"] = None
+    if _state.get("sigterm_handler") is not None:
+        if signal.getsignal(signal.SIGTERM) is _state["sigterm_handler"]:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        _state["sigterm_handler"] = None
     _state["standalone"] = False
     _state["part_config"] = None  # the next initialize starts a new job (DGL's tests run several per process)
 
