@@ -304,7 +304,13 @@ def analyse(faults, tail, restarts, end_t):
 
 
 def rss_growth(samples, t_first, t_last):
-    """Per (host, role): the median RSS of the last quarter over the first's."""
+    """Per (host, role): the median RSS of the last quarter over the first's,
+    each process counted from 20 s after it was first seen (a restarted
+    process's start-up is not growth)."""
+    seen = {}
+    for s in samples:
+        seen.setdefault((s["host"], s["pid"]), s["t"])
+    samples = [s for s in samples if s["t"] - seen[(s["host"], s["pid"])] >= 20 or s["role"] == "launcher"]
     span = t_last - t_first
     q1, q4 = t_first + span / 4, t_last - span / 4
     keys = sorted({(str(s["host"]), s["role"]) for s in samples})
