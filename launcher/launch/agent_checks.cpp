@@ -38,8 +38,9 @@ std::string port_problem(const Endpoint& e) {
   ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (::bind(fd, res->ai_addr, res->ai_addrlen) != 0) {
     if (errno == EADDRINUSE) {
-      problem = fmt::format("port {} on {} is already in use (a process of an earlier job still running? "
-                            "docs/operations.md, 'Stale processes')", e.port, e.host);
+      problem = fmt::format("port {} on {}{} is already in use (a process of an earlier job still running? "
+                            "docs/operations.md, 'Stale processes')", e.port, e.host,
+                            e.what.empty() ? "" : " (" + e.what + ")");
     } else if (errno == EADDRNOTAVAIL) {
       problem = fmt::format("no network interface of this machine holds {} (the ip_config line must name an address "
                             "of the machine itself, not a NAT or floating address that reaches it)", e.host);

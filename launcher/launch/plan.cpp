@@ -86,14 +86,18 @@ Status check_port_collisions(const JobPlan& plan, const std::string& ip_config) 
     for (size_t j = 0; j < m.server_ports.size(); ++j) {
       ports.push_back({m.server_ports[j], fmt::format("graph-server {} of machine {}", j, m.machine)});
     }
-    for (const Endpoint& e : m.other_ports) ports.push_back({e, "the trainers' rendezvous (base port + 900)"});
+    for (const Endpoint& e : m.other_ports) ports.push_back({e, e.what});
     for (const auto& [e, what] : ports) {
       auto [it, fresh] = used.emplace(std::make_pair(e.host, e.port), Use{m.address.line, what});
       if (!fresh) {
-        return invalid_argument(fmt::format("{} line {}: port {} on {} is needed by {} and, from line {}, by {}: give "
-                                            "the machines of one host base ports further apart",
-                                            ip_config, m.address.line, e.port, e.host, what, it->second.line,
-                                            it->second.what));
+        const bool metrics = what.find("metrics") != std::string::npos ||
+                             it->second.what.find("metrics") != std::string::npos;
+        return invalid_argument(fmt::format(
+            "{} line {}: port {} on {} is needed by {} and, from line {}, by {}: {}", ip_config, m.address.line,
+            e.port, e.host, what, it->second.line, it->second.what,
+            metrics ? "trainer-host --metrics-port N takes N + its index on the machine, so two machines of one "
+                      "host clash; leave it out there, or use --server-metrics-port and ports further apart"
+                    : "give the machines of one host base ports further apart"));
       }
     }
   }
@@ -144,6 +148,9 @@ ParsedLaunchOptions parse_launch_options(int argc, const char* const argv[]) {
        "the graph-servers already run (systemd units): start and stop only the trainers; needs the servers' --job-id")
       ("write-server-env", po::value(&o.write_server_env),
        "write DIR/machine-<m>/<job>-<server id>.env for dgld-graph-server@.service and exit")
+      ("server-metrics-port", po::value(&o.server_metrics_port)->default_value(o.server_metrics_port),
+       "the graph-servers started here serve Prometheus metrics (GET /metrics): server j of a machine on N + j "
+       "(+ k * --num-servers for the k-th machine of one host); 0: none. Trainers: trainer-host --metrics-port")
       ("ssh-port", po::value(&o.ssh_port)->default_value(o.ssh_port), "ssh port (0: ssh's default)")
       ("ssh-username", po::value(&o.ssh_username), "remote user (default: ssh's)")
       ("identity-file", po::value(&o.identity_file), "ssh private key")
@@ -204,6 +211,13 @@ Status validate_launch_options(const LaunchOptions& o) {
   if (o.num_server_threads < 1) return invalid_argument("--num-server-threads must be >= 1");
   if (o.num_omp_threads < 0) return invalid_argument("--num-omp-threads must be >= 0");
   if (o.ssh_port < 0 || o.ssh_port > 65535) return invalid_argument("--ssh-port must be in 0..65535");
+  if (o.server_metrics_port < 0 || o.server_metrics_port > 65535) {
+    return invalid_argument("--server-metrics-port must be a port (1-65535), or 0 for none");
+  }
+  if (o.server_metrics_port > 0 && o.external_servers) {
+    return invalid_argument("--server-metrics-port with --external-servers: those graph-servers are not started here; "
+                            "give them --metrics-port in their environment file (DGLD_GRAPH_SERVER_ARGS)");
+  }
   if (o.grace_ms < 0) return invalid_argument("--stop-grace-ms must be >= 0");
   if (o.connect_timeout_s < 1 || o.start_timeout_s < 1 || o.copy_timeout_s < 1 || o.agent_timeout_s < 5) {
     return invalid_argument("--connect-timeout-s, --start-timeout-s and --copy-timeout-s must be >= 1, "
@@ -273,16 +287,25 @@ Status validate_job_id(const std::string& id) {
             : invalid_argument("--job-id '" + id + "': use 1 to 64 characters of [A-Za-z0-9_-]");
 }
 
-std::string find_metrics_out(const std::vector<std::string>& command) {
+namespace {
+
+// The value after any of `flags` in a command (--flag V or --flag=V), or "".
+std::string flag_value(const std::vector<std::string>& command, std::initializer_list<const char*> flags) {
   for (size_t i = 1; i < command.size(); ++i) {
     const std::string& a = command[i];
-    for (const char* flag : {"--metrics-out", "--metrics_out"}) {
+    for (const char* flag : flags) {
       const std::string f = flag;
       if (a == f && i + 1 < command.size()) return command[i + 1];
       if (a.rfind(f + "=", 0) == 0) return a.substr(f.size() + 1);
     }
   }
   return "";
+}
+
+}  // namespace
+
+std::string find_metrics_out(const std::vector<std::string>& command) {
+  return flag_value(command, {"--metrics-out", "--metrics_out"});
 }
 
 std::map<std::string, std::string> server_env_files(const LaunchOptions& o, const JobPlan& plan) {
@@ -331,7 +354,8 @@ Result<JobPlan> make_job_plan(const LaunchOptions& o, const std::vector<MachineA
   const int num_clients = T * M * (1 + K);
 
   std::map<std::string, int> host_count;
-  for (const auto& m : machines) host_count[m.host]++;
+  std::vector<int> host_index;  // machine m is the host_index[m]-th machine of its host
+  for (const auto& m : machines) host_index.push_back(host_count[m.host]++);
 
   std::map<std::string, std::string> common{
       {job_env::kIpConfig, o.ip_config},
@@ -368,6 +392,16 @@ Result<JobPlan> make_job_plan(const LaunchOptions& o, const std::vector<MachineA
       s.role = "server";
       s.rank = m * S + j;
       s.argv = {o.graph_server_bin, "--num-server-threads", std::to_string(o.num_server_threads)};
+      if (o.server_metrics_port > 0) {
+        // graph-server adds its index j itself; machines sharing a host take turns.
+        const int first = o.server_metrics_port + host_index[static_cast<size_t>(m)] * S;
+        if (first + j > 65535) {
+          return invalid_argument(fmt::format("--server-metrics-port {}: server {} of machine {} would need port {}",
+                                              o.server_metrics_port, j, m, first + j));
+        }
+        s.argv.insert(s.argv.end(), {"--metrics-port", std::to_string(first)});
+        mp.other_ports.push_back({a.host, first + j, fmt::format("graph-server {} of machine {}'s metrics", j, m)});
+      }
       if (o.server_log_level_set) s.argv.insert(s.argv.end(), {"--log-level", o.log.level});
       auto env = common;
       env[job_env::kRole] = "server";
@@ -382,9 +416,17 @@ Result<JobPlan> make_job_plan(const LaunchOptions& o, const std::vector<MachineA
         return invalid_argument(fmt::format("{} line {}: the trainers' rendezvous port {} (base port + 900) is out of range",
                                             o.ip_config, a.line, rendezvous));
       }
-      mp.other_ports.push_back({a.host, rendezvous});
+      mp.other_ports.push_back({a.host, rendezvous, "the trainers' rendezvous (base port + 900)"});
     }
+    // trainer-host --metrics-port N: trainer i of the machine on N + i (its
+    // LOCAL_RANK), checked free and apart from the machine's other ports.
+    const std::string trainer_metrics = flag_value(o.command, {"--metrics-port"});
     for (int i = 0; i < T; ++i) {
+      if (!trainer_metrics.empty() && std::atoi(trainer_metrics.c_str()) > 0) {
+        mp.other_ports.push_back({a.host, std::atoi(trainer_metrics.c_str()) + i,
+                                  fmt::format("trainer {} of machine {}'s metrics (--metrics-port {} + {})", i, m,
+                                              trainer_metrics, i)});
+      }
       ProcessSpec t;
       t.role = "trainer";
       t.rank = m * T + i;

@@ -34,6 +34,7 @@ struct LaunchOptions {
   bool local = false;            // run every machine's processes on this host, no ssh
   bool external_servers = false; // graph-servers already run (systemd): start trainers only, leave servers alone
   std::string write_server_env;  // write each server's environment file here (for systemd) and exit
+  int server_metrics_port = 0;   // >0: the graph-servers started here serve Prometheus metrics from this port
   bool no_copy = false;          // shared filesystem: copy nothing
   std::string copy_method = "auto";  // auto (rsync when both sides have it) | rsync | scp
   std::string job_id;            // empty: <graph>-<random>
@@ -75,6 +76,7 @@ struct ProcessSpec {
 struct Endpoint {
   std::string host;
   int port = 0;
+  std::string what;  // who binds it, for messages ("" for a graph-server's own port)
 };
 
 struct MachinePlan {
@@ -86,7 +88,7 @@ struct MachinePlan {
   std::vector<ProcessSpec> trainers;
   std::vector<std::string> files;      // needed there: ip_config, the JSON, this partition's files
   std::vector<Endpoint> server_ports;  // base_port + j
-  std::vector<Endpoint> other_ports;   // must be free too (machine 0: the trainers' rendezvous)
+  std::vector<Endpoint> other_ports;   // must be free too (machine 0: the trainers' rendezvous; metrics ports)
 };
 
 struct JobPlan {

@@ -20,13 +20,15 @@ ProcessSpec process_from_json(const json& j) {
 
 json endpoints_to_json(const std::vector<Endpoint>& v) {
   json a = json::array();
-  for (const auto& e : v) a.push_back({{"host", e.host}, {"port", e.port}});
+  for (const auto& e : v) a.push_back({{"host", e.host}, {"port", e.port}, {"what", e.what}});
   return a;
 }
 
 std::vector<Endpoint> endpoints_from_json(const json& a) {
   std::vector<Endpoint> v;
-  for (const auto& e : a) v.push_back({e.at("host").get<std::string>(), e.at("port").get<int>()});
+  for (const auto& e : a) {
+    v.push_back({e.at("host").get<std::string>(), e.at("port").get<int>(), e.value("what", std::string())});
+  }
   return v;
 }
 

@@ -175,6 +175,46 @@ TEST_CASE("job plan: machines and partitions must match; a host listed twice is 
   CHECK(validate_job_id(plan->job_id).is_ok());
 }
 
+TEST_CASE("job plan: metrics ports of the servers started here and of trainer-host, checked apart", "[launch]") {
+  LaunchOptions o;
+  o.part_config = "g.json";
+  o.ip_config = "ip.txt";
+  o.num_servers = 2;
+  o.num_trainers = 2;
+  o.server_metrics_port = 9500;
+  o.command = {"trainer-host"};
+  auto local = machines(2);
+  local[0].host = local[1].host = "127.0.0.1";
+  local[1].base_port = 30060;
+  auto plan = make_job_plan(o, local, two_parts());
+  REQUIRE(plan.is_ok());
+  // Each server adds its index: machine 1, the second of its host, starts after machine 0's two.
+  CHECK(plan->machines[0].servers[1].argv ==
+        std::vector<std::string>{"", "--num-server-threads", "2", "--metrics-port", "9500"});
+  CHECK(plan->machines[1].servers[0].argv.back() == "9502");
+  auto ports_of = [](const MachinePlan& m) {
+    std::vector<int> ports;
+    for (const auto& e : m.other_ports) ports.push_back(e.port);
+    return ports;
+  };
+  CHECK(ports_of(plan->machines[1]) == std::vector<int>{9502, 9503});
+  // trainer-host's N + LOCAL_RANK: the machine's trainers' ports, checked free by its agent.
+  o.command = {"trainer-host", "--metrics-port", "9600"};
+  auto apart = make_job_plan(o, machines(2), two_parts());
+  REQUIRE(apart.is_ok());
+  CHECK(ports_of(apart->machines[1]) == std::vector<int>{9500, 9501, 9600, 9601});
+  CHECK_THAT(apart->machines[1].other_ports[3].what, Catch::Contains("trainer 1 of machine 1's metrics"));
+  // ... the same on two machines of one host: refused before anything starts.
+  auto clash = make_job_plan(o, local, two_parts());
+  REQUIRE_FALSE(clash.is_ok());
+  CHECK_THAT(clash.status().message(),
+             Catch::Contains("port 9600 on 127.0.0.1 is needed by trainer 0 of machine 1's metrics") &&
+                 Catch::Contains("by trainer 0 of machine 0's metrics"));
+  o.external_servers = true;
+  o.workspace = "/ws";
+  CHECK_THAT(validate_launch_options(o).message(), Catch::Contains("--server-metrics-port with --external-servers"));
+}
+
 TEST_CASE("agent protocol: spec round trip, raw output lines, base64", "[launch]") {
   AgentSpec s;
   s.version = "0.1.0";
