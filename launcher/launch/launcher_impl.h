@@ -302,6 +302,7 @@ class Launcher {
   std::vector<RestartRecord> restarts_;
   std::optional<FailureCause> previous_cause_;
   std::map<int, int> start_failures_;      // machine -> attempts in a row its processes failed to start
+  std::set<int> unreachable_;              // machines ssh could not reach to clean up after this attempt
   int restarts_in_a_row_ = 0;              // restarts since an attempt last committed a checkpoint
   std::optional<CheckpointPosition> newest_checkpoint_, checkpoint_at_attempt_start_;
   std::optional<Clock::time_point> work_since_;  // the last point this attempt's training would restart from

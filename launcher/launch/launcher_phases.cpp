@@ -140,6 +140,8 @@ void Launcher::clean_up_after(const AgentConn& a) {
     }
   }
   if (!cleaned) {
+    // ssh itself failed (255) or did not finish: what the restart's probe would find again.
+    if (!r.is_ok() || r->status == 255) unreachable_.insert(a.machine);
     log()->error("host {} (machine {}): cannot clean up after its lost agent ({}); processes of job {} may remain "
                  "there: run '{} --machine-agent --cleanup --job-id {} --machine {}' on it", a.label, a.machine,
                  r.is_ok() ? describe_exit(r->status) + ": " + r->output : r.status().message(), plan_.job_id,

@@ -123,12 +123,18 @@ bool Launcher::prepare_restart(double teardown_s) {
   // failed to start in two attempts in a row: a spare takes its place.
   const int m = cause.machine;
   std::string lost;
+  const std::set<int> unreachable = std::move(unreachable_);
+  unreachable_.clear();
   if (m >= 0) {
     const AgentConn* a = static_cast<size_t>(m) < agents_.size() ? agents_[static_cast<size_t>(m)].get() : nullptr;
     const bool start_failure = cause.kind == FailureCause::Kind::phase ||
                                (cause.kind == FailureCause::Kind::process && a && !a->trainers_ready);
     start_failures_[m] = start_failure ? start_failures_[m] + 1 : 0;
-    if (cause.machine_suspect() && !probe(machines_[static_cast<size_t>(m)])) {
+    // The clean-up just now could not reach it over ssh: no second try (one
+    // ssh connect timeout less before the spare takes its place).
+    if (cause.machine_suspect() && unreachable.count(m)) {
+      lost = "ssh to it fails (the clean-up could not reach it)";
+    } else if (cause.machine_suspect() && !probe(machines_[static_cast<size_t>(m)])) {
       lost = "ssh to it fails";
     } else if (start_failures_[m] >= 2) {
       lost = "its processes failed to start twice in a row";
