@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <thread>
@@ -161,16 +162,47 @@ Result<std::unique_ptr<SamplerChildren>> SamplerChildren::start(const SamplerChi
   std::vector<std::string> described;
   for (int i = 0; i < o.count; ++i) described.push_back(fmt::format("{} (pid {})", c->endpoints_[i], c->pids_[i]));
   logger("trainer")->info("started {} sampler-worker(s): {}", o.count, fmt::join(described, ", "));
+  c->status_.assign(c->pids_.size(), -1);
+  c->reaper_ = std::thread([p = c.get()] { p->reap_loop(); });
   return c;
 }
 
+void SamplerChildren::reap_loop() {
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    for (size_t i = 0; i < pids_.size(); ++i) {
+      int status = 0;
+      if (status_[i] != -1 || ::waitpid(pids_[i], &status, WNOHANG) != pids_[i]) continue;
+      status_[i] = status;
+      logger("trainer")->warn("sampler-worker pid {} ended with {} while training ran; its batches go to the "
+                              "other sampler-workers or are made in this process", pids_[i], describe_status(status));
+    }
+    wake_.wait_for(lock, std::chrono::milliseconds(500), [&] { return stopping_; });
+  }
+}
+
+int SamplerChildren::exited() const {
+  std::lock_guard lock(mu_);
+  return static_cast<int>(std::count_if(status_.begin(), status_.end(), [](int s) { return s != -1; }));
+}
+
 Status SamplerChildren::stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (reaper_.joinable()) reaper_.join();
   Status first;
-  for (pid_t pid : pids_) ::kill(pid, SIGTERM);
+  status_.resize(pids_.size(), -1);
+  for (size_t i = 0; i < pids_.size(); ++i) {
+    if (status_[i] == -1) ::kill(pids_[i], SIGTERM);
+  }
   const auto deadline = Clock::now() + std::chrono::seconds(10);
-  for (pid_t pid : pids_) {
-    int status = 0;
-    while (true) {
+  for (size_t i = 0; i < pids_.size(); ++i) {
+    const pid_t pid = pids_[i];
+    int status = status_[i];
+    while (status_[i] == -1) {
       const pid_t r = ::waitpid(pid, &status, WNOHANG);
       if (r == pid || (r < 0 && errno != EINTR)) break;
       if (Clock::now() > deadline) {
@@ -186,11 +218,12 @@ Status SamplerChildren::stop() {
     }
   }
   pids_.clear();
+  status_.clear();
   return first;
 }
 
 SamplerChildren::~SamplerChildren() {
-  if (!pids_.empty()) (void)stop();
+  if (!pids_.empty() || reaper_.joinable()) (void)stop();
 }
 
 }  // namespace dgld::trainer

@@ -4,12 +4,18 @@
 // processes serving this trainer's rank, each listening on a free loopback
 // port that it reports through a pipe. Children get SIGTERM if the trainer
 // dies (PR_SET_PDEATHSIG); stop() (or the destructor) terminates them by PID
-// and reaps them. Torch-free.
+// and reaps them. A child that ends while the trainer runs on (killed: its
+// batches go to the others) is reaped by a thread of its own and logged,
+// not left a zombie until the end. Torch-free.
 
 #include <sys/types.h>
 
+#include <atomic>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/status.h"
@@ -42,14 +48,22 @@ class SamplerChildren {
 
   // "127.0.0.1:<port>" of every child.
   const std::vector<std::string>& endpoints() const { return endpoints_; }
+  // Children that ended before stop() (reaped by the reaper thread).
+  int exited() const;
   // SIGTERM, then SIGKILL after a grace period; an error if one had already
   // exited with a failure (naming it and its status).
   Status stop();
 
  private:
   SamplerChildren() = default;
+  void reap_loop();
   std::vector<pid_t> pids_;
   std::vector<std::string> endpoints_;
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::vector<int> status_;  // per child: its wait status once reaped, -1 while it runs
+  std::thread reaper_;
 };
 
 // The sampler-worker executable next to the running program.

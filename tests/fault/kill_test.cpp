@@ -125,6 +125,8 @@ TEST_CASE("fault: kill -9 of sampler-workers mid-epoch loses no seed; training c
     ::kill(t0.pid(), SIGCONT);
   };
   kill_worker_at("Epoch 00001 | Loss", workers[0]);
+  // The trainer reaps the dead worker while it trains on (no zombie until the end) and says so.
+  CHECK(t0.wait_for_log(fmt::format("sampler-worker pid {} ended with signal 9 while training ran", workers[0]), 30s));
   kill_worker_at("Epoch 00003 | Loss", workers[1]);
   for (auto& t : job.trainers) {
     const auto rc = t.wait(120s);
