@@ -463,6 +463,10 @@ def main(argv=None):
     ap.add_argument("--build", default=str(REPO / "build"))
     ap.add_argument("--out", help="results directory (default bench-results/soak-<time>)")
     a = ap.parse_args(argv)
+    # SIGTERM or SIGHUP (its terminal gone) end the soak through its clean-up:
+    # the job's process group killed, the cluster taken down (atexit, finally).
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda signum, frame: sys.exit(128 + signum))
     if os.geteuid() != 0:
         raise SoakError("root is needed (the cluster emulator's network namespaces)")
     if not 0 < a.fault_every[0] <= a.fault_every[1]:
