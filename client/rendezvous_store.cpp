@@ -91,7 +91,8 @@ struct RendezvousServer::Impl {
         (op == fbs::StoreOp::Wait && keys.empty()) || m.blobs.size() != blobs) {
       ctx.reply_error(invalid_argument(fmt::format("StoreRequest {}: {} keys and {} blobs, expected {} key(s) and {} "
                                                    "blob(s)", op_name(op), keys.size(), m.blobs.size(),
-                                                   one_key ? "1" : "at least 1", blobs)));
+                                                   one_key ? "1" : op == fbs::StoreOp::NumKeys ? "any" : "at least 1",
+                                                   blobs)));
       return;
     }
     std::vector<std::pair<RequestContext, OutMessage>> answers;

@@ -6,6 +6,11 @@
 #include <algorithm>
 #include <cstring>
 
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+
+#include "common/logging.h"
+#include "daemons/trainer_host/dist_store.h"
+
 namespace dgld::trainer::dist {
 
 namespace {

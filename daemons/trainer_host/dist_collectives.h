@@ -5,7 +5,6 @@
 // DistTensors with their gradients routed to the owners.
 
 #include <chrono>
-#include <cstring>
 #include <memory>
 #include <numeric>
 #include <string>
@@ -13,15 +12,12 @@
 
 #include <fmt/format.h>
 
-#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 
 #include "client/dist_tensor.h"
 #include "client/rendezvous_store.h"
-#include "common/logging.h"
 #include "common/net/auth.h"
 #include "common/partition/partition_book.h"
-#include "daemons/trainer_host/dist_store.h"
 #include "daemons/trainer_host/training_loop.h"
 
 namespace dgld::trainer::dist {

@@ -367,6 +367,9 @@ Result<JobPlan> make_job_plan(const LaunchOptions& o, const std::vector<MachineA
   };
   if (!o.graph_format.empty()) common[job_env::kGraphFormat] = o.graph_format;
 
+  // trainer-host --metrics-port N: trainer i of a machine on N + i (its
+  // LOCAL_RANK), checked free and apart from the machine's other ports.
+  const int trainer_metrics = std::atoi(flag_value(o.command, {"--metrics-port"}).c_str());
   for (int m = 0; m < M; ++m) {
     const MachineAddress& a = machines[static_cast<size_t>(m)];
     MachinePlan mp;
@@ -418,12 +421,9 @@ Result<JobPlan> make_job_plan(const LaunchOptions& o, const std::vector<MachineA
       }
       mp.other_ports.push_back({a.host, rendezvous, "the trainers' rendezvous (base port + 900)"});
     }
-    // trainer-host --metrics-port N: trainer i of the machine on N + i (its
-    // LOCAL_RANK), checked free and apart from the machine's other ports.
-    const std::string trainer_metrics = flag_value(o.command, {"--metrics-port"});
     for (int i = 0; i < T; ++i) {
-      if (!trainer_metrics.empty() && std::atoi(trainer_metrics.c_str()) > 0) {
-        mp.other_ports.push_back({a.host, std::atoi(trainer_metrics.c_str()) + i,
+      if (trainer_metrics > 0) {
+        mp.other_ports.push_back({a.host, trainer_metrics + i,
                                   fmt::format("trainer {} of machine {}'s metrics (--metrics-port {} + {})", i, m,
                                               trainer_metrics, i)});
       }

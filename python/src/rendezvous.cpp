@@ -28,6 +28,12 @@ Bytes bytes_from_py(const py::bytes& b) {
 py::bytes bytes_to_py(const Bytes& b) { return py::bytes(reinterpret_cast<const char*>(b.data()), b.size()); }
 std::chrono::milliseconds millis_of(double seconds) { return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000)); }
 
+// The proof trainer `from` sends trainer `to` (net::pair_proof).
+net::AuthMac pair_proof_of(const std::string& secret_file, const py::bytes& session, int from, int to) {
+  if (secret_file.empty()) check(invalid_argument("a Gloo pair's proof needs the job's secret file"));
+  return net::pair_proof(*rendezvous_secret(secret_file), bytes_from_py(session), from, to);
+}
+
 // Runs `f` without the GIL and raises its error.
 template <typename F>
 auto without_gil(F&& f) {
@@ -44,17 +50,14 @@ void bind_rendezvous(py::module_& m) {
   m.def(
       "pair_proof",
       [](const std::string& secret_file, const py::bytes& session, int from, int to) {
-        if (secret_file.empty()) check(invalid_argument("pair_proof needs the job's secret file"));
-        const net::AuthMac mac = net::pair_proof(*rendezvous_secret(secret_file), bytes_from_py(session), from, to);
+        const net::AuthMac mac = pair_proof_of(secret_file, session, from, to);
         return py::bytes(reinterpret_cast<const char*>(mac.data()), mac.size());
       },
       py::arg("secret_file"), py::arg("session"), py::arg("sender"), py::arg("receiver"));
   m.def(
       "pair_proof_matches",
       [](const std::string& secret_file, const py::bytes& session, int from, int to, const py::bytes& received) {
-        if (secret_file.empty()) check(invalid_argument("pair_proof_matches needs the job's secret file"));
-        const net::AuthMac want = net::pair_proof(*rendezvous_secret(secret_file), bytes_from_py(session), from, to);
-        return net::mac_matches(bytes_from_py(received), want);
+        return net::mac_matches(bytes_from_py(received), pair_proof_of(secret_file, session, from, to));
       },
       py::arg("secret_file"), py::arg("session"), py::arg("sender"), py::arg("receiver"), py::arg("received"));
 

@@ -136,7 +136,7 @@ def prove_pairs():
             raise DGLError(f"proving the Gloo pairs hold the job's secret: nothing from rank {peer} within "
                            f"{PAIR_PROOF_TIMEOUT.total_seconds():.0f} s")
     for peer, got in received.items():
-        if not _C.pair_proof_matches(secret, session, peer, rank, bytes(got.numpy().tobytes())):
+        if not _C.pair_proof_matches(secret, session, peer, rank, got.numpy().tobytes()):
             raise DGLError(f"the Gloo connection from rank {peer} did not prove the job's secret (a stranger "
                            "connected to this trainer's Gloo port while the group formed?); refusing to train "
                            "with it")
