@@ -1,6 +1,7 @@
 #include "common/checkpoint_store.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -40,6 +41,56 @@ Status fsync_path(const fs::path& path, bool directory) {
   const std::string err = ok ? "" : errno_string();
   ::close(fd);
   return ok ? Status::ok() : io_error("cannot flush " + path.string() + ": " + err);
+}
+
+// `len` bytes of `path` from `offset`; corruption when the file ends sooner.
+Result<std::string> read_range(const fs::path& path, uint64_t offset, uint64_t len) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return io_error(fmt::format("cannot open {}: {}", path.string(), errno_string()));
+  std::string out(len, '\0');
+  uint64_t got = 0;
+  while (got < len) {
+    const ssize_t n = ::pread(fd, out.data() + got, len - got, static_cast<off_t>(offset + got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      Status st = io_error(fmt::format("cannot read {}: {}", path.string(), errno_string()));
+      ::close(fd);
+      return st;
+    }
+    if (n == 0) break;
+    got += static_cast<uint64_t>(n);
+  }
+  ::close(fd);
+  if (got < len) {
+    return corruption(fmt::format("{}: {} bytes, but {} are needed (truncated)", path.string(), offset + got,
+                                  offset + len));
+  }
+  return out;
+}
+
+// Writes `text` into the journal at `at`, cutting whatever follows, and flushes it.
+Status write_journal(const fs::path& path, uint64_t at, std::string_view text) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return io_error(fmt::format("cannot open {}: {}", path.string(), errno_string()));
+  struct stat st {};
+  Status result = Status::ok();
+  if (::fstat(fd, &st) != 0) {
+    result = io_error(fmt::format("cannot stat {}: {}", path.string(), errno_string()));
+  } else if (static_cast<uint64_t>(st.st_size) < at) {
+    result = corruption(fmt::format("{}: {} bytes, but the history to continue has {} (cut or replaced)",
+                                    path.string(), st.st_size, at));
+  } else if (::ftruncate(fd, static_cast<off_t>(at)) != 0) {
+    result = io_error(fmt::format("cannot cut {} to {} bytes: {}", path.string(), at, errno_string()));
+  }
+  for (size_t done = 0; result.is_ok() && done < text.size();) {
+    const ssize_t n = ::pwrite(fd, text.data() + done, text.size() - done, static_cast<off_t>(at + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) result = io_error(fmt::format("cannot write {}: {}", path.string(), errno_string()));
+    else done += static_cast<size_t>(n);
+  }
+  if (result.is_ok() && ::fsync(fd) != 0) result = io_error(fmt::format("cannot flush {}: {}", path.string(), errno_string()));
+  ::close(fd);
+  return result;
 }
 
 }  // namespace
@@ -129,41 +180,123 @@ Result<json> CheckpointStore::verify(CheckpointPosition p) const {
     return corruption(fmt::format("{}: CRC-32 {:08x}, but {} records {:08x} (the file was altered)", payload.string(),
                                   d->crc32, meta_file.filename().string(), crc));
   }
+  DGLD_ASSIGN_OR_RETURN(const std::optional<HistoryMark> mark, history_mark(meta, meta_file));
+  if (mark) {
+    std::error_code ec;
+    const uint64_t have = fs::exists(history_path(), ec) ? fs::file_size(history_path(), ec) : 0;
+    if (ec || have < mark->bytes) {
+      return corruption(fmt::format("{}: {} bytes, but {} records a history of {} (cut or replaced)",
+                                    history_path().string(), ec ? 0 : have, meta_file.filename().string(),
+                                    mark->bytes));
+    }
+  }
   return meta;
 }
 
-Result<CheckpointStore::Files> CheckpointStore::read(CheckpointPosition p) const {
-  DGLD_RETURN_IF_ERROR(verify(p).status());
+Result<std::optional<HistoryMark>> CheckpointStore::history_mark(const json& meta, const fs::path& file) {
+  if (!meta.contains("history")) return std::optional<HistoryMark>();
+  const json& h = meta["history"];
+  if (!h.is_object() || !h.contains("bytes") || !h.contains("crc32") || !h["bytes"].is_number_unsigned() ||
+      !h["crc32"].is_number_unsigned()) {
+    return corruption(fmt::format("{}: \"history\" must be {{\"bytes\": N, \"crc32\": C}}, not {}", file.string(),
+                                  h.dump()));
+  }
+  return std::optional<HistoryMark>(HistoryMark{h["bytes"].get<uint64_t>(), h["crc32"].get<uint32_t>()});
+}
+
+Result<HistoryMark> CheckpointStore::append_history(HistoryMark at, std::string_view text) const {
+  DGLD_RETURN_IF_ERROR(write_journal(history_path(), at.bytes, text));
+  return HistoryMark{at.bytes + text.size(), crc32_update(at.crc32, text.data(), text.size())};
+}
+
+Result<std::string> CheckpointStore::read_history(HistoryMark mark) const {
+  DGLD_ASSIGN_OR_RETURN(std::string text, read_range(history_path(), 0, mark.bytes));
+  const uint32_t crc = crc32_update(0, text.data(), text.size());
+  if (crc != mark.crc32) {
+    return corruption(fmt::format("{}: CRC-32 of its first {} bytes is {:08x}, but the checkpoint records {:08x} (the "
+                                  "file was altered)",
+                                  history_path().string(), mark.bytes, crc, mark.crc32));
+  }
+  return text;
+}
+
+Result<CheckpointStore::Files> CheckpointStore::read(CheckpointPosition p, HistoryMark history_from) const {
+  DGLD_ASSIGN_OR_RETURN(const json meta, verify(p));
   Files f;
   DGLD_ASSIGN_OR_RETURN(f.payload, read_file(payload_path(p)));
   DGLD_ASSIGN_OR_RETURN(f.meta, read_file(meta_path(p)));
+  DGLD_ASSIGN_OR_RETURN(const std::optional<HistoryMark> mark, history_mark(meta, meta_path(p)));
+  if (!mark) return f;
+  if (history_from.bytes <= mark->bytes) {
+    DGLD_ASSIGN_OR_RETURN(f.history, read_range(history_path(), history_from.bytes, mark->bytes - history_from.bytes));
+    if (crc32_update(history_from.crc32, f.history.data(), f.history.size()) == mark->crc32) {
+      f.history_from = history_from;
+      return f;
+    }
+  }
+  DGLD_ASSIGN_OR_RETURN(f.history, read_history(*mark));  // the receiver's journal is not a prefix of this one
+  f.history_from = {};
   return f;
 }
 
-Status CheckpointStore::adopt(CheckpointPosition p, const Files& files, const std::string& from) const {
+Status CheckpointStore::adopt(CheckpointPosition p, const Files& files, const std::string& from,
+                              HistoryMark* mark_out) const {
+  const auto refused = [&](const std::string& why) {
+    return corruption(fmt::format("the copy of rank {}'s checkpoint of {} from {} is refused: {}", rank_, p.str(), from,
+                                  why));
+  };
+  std::optional<HistoryMark> mark;
+  try {
+    auto m = history_mark(json::parse(files.meta), meta_path(p));
+    if (!m.is_ok()) return refused(m.status().message());
+    mark = *m;
+  } catch (const std::exception& e) {
+    return refused(fmt::format("{}: not valid JSON ({})", meta_path(p).string(), e.what()));
+  }
+  if (mark) {
+    const HistoryMark& at = files.history_from;
+    const uint32_t crc = crc32_update(at.crc32, files.history.data(), files.history.size());
+    if (at.bytes + files.history.size() != mark->bytes || crc != mark->crc32) {
+      return refused(fmt::format("its history ({} bytes from byte {}, CRC-32 {:08x}) does not end at the mark its "
+                                 "JSON records ({} bytes, CRC-32 {:08x})",
+                                 files.history.size(), at.bytes, crc, mark->bytes, mark->crc32));
+    }
+  }
   DGLD_RETURN_IF_ERROR(prepare());
   const fs::path payload = payload_path(p), meta_file = meta_path(p);
   std::error_code ec;
   fs::remove(meta_file, ec);  // an older copy of p: never paired with the new payload
+  if (mark) {
+    Status st = write_journal(history_path(), files.history_from.bytes, files.history);
+    if (!st.is_ok()) return refused(st.message());
+  }
   DGLD_RETURN_IF_ERROR(write_file_atomic(payload, files.payload));
   DGLD_RETURN_IF_ERROR(write_file_atomic(meta_file, files.meta));
   DGLD_RETURN_IF_ERROR(fsync_path(dir_, true));
   auto meta = verify(p);
-  if (meta.is_ok()) return Status::ok();
+  if (meta.is_ok()) {
+    if (mark_out && mark) *mark_out = *mark;
+    return Status::ok();
+  }
   fs::remove(meta_file, ec);
   fs::remove(payload, ec);
-  return corruption(fmt::format("the copy of rank {}'s checkpoint of {} from {} is refused: {}", rank_, p.str(), from,
-                                meta.status().message()));
+  return refused(meta.status().message());
 }
 
 std::vector<CheckpointPosition> CheckpointStore::valid(std::vector<RefusedCheckpoint>* refused) const {
   std::vector<CheckpointPosition> out;
   for (const CheckpointPosition& p : on_disk()) {
     auto meta = verify(p);
-    if (meta.is_ok()) {
+    Status st = meta.status();
+    if (st.is_ok()) {  // the journal's bytes too (verify checks only its length)
+      auto mark = history_mark(*meta, meta_path(p));
+      if (!mark.is_ok()) st = mark.status();
+      else if (*mark) st = read_history(**mark).status().with_context(meta_path(p).string());
+    }
+    if (st.is_ok()) {
       out.push_back(p);
     } else if (refused) {
-      refused->push_back({payload_path(p), meta.status().message()});
+      refused->push_back({payload_path(p), st.message()});
     }
   }
   return out;

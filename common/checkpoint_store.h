@@ -36,6 +36,17 @@
 // The bytes travel over the trainers' collective channel (c10d Gloo
 // send/recv in trainer-host, torch.distributed in Python); this file only
 // decides who sends what to whom.
+//
+// A history journal (trainer-host's per-epoch figures, so a resumed run
+// reports every epoch) lives beside each rank's files, appended to and never
+// copied whole into a checkpoint:
+//
+//   <root>/rank-<R>/history.jsonl   (and <root>/replica/rank-<R>/history.jsonl)
+//
+// A checkpoint whose JSON has "history": {"bytes": B, "crc32": C} needs the
+// journal's first B bytes to have CRC-32 C; bytes after B belong to later
+// positions (or to a run that stopped before committing them, cut by the
+// next append). A replica receives only the journal bytes its holder lacks.
 
 #include <compare>
 #include <cstdint>
@@ -43,6 +54,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -61,6 +73,14 @@ struct CheckpointPosition {
   int64_t encode() const { return (epoch << 32) | step; }
   static CheckpointPosition decode(int64_t v) { return {v >> 32, v & 0xffffffffLL}; }
   std::string str() const;  // "epoch E step S", or "the end of epoch E-1" when S is 0
+};
+
+// A length of a history journal and the CRC-32 of its bytes up to it.
+struct HistoryMark {
+  uint64_t bytes = 0;
+  uint32_t crc32 = 0;
+  bool operator==(const HistoryMark&) const = default;
+  nlohmann::json to_json() const { return {{"bytes", bytes}, {"crc32", crc32}}; }
 };
 
 struct RefusedCheckpoint {
@@ -91,22 +111,41 @@ class CheckpointStore {
   // The positions this rank holds intact, newest first; every one found
   // broken goes to `refused` (path and reason) when given.
   std::vector<CheckpointPosition> valid(std::vector<RefusedCheckpoint>* refused = nullptr) const;
-  // The JSON of `p` after checking it and its payload; corruption naming the
-  // file and what is wrong otherwise.
+  // The JSON of `p` after checking it and its payload (and that the journal
+  // is at least as long as its history mark; valid() and read_history()
+  // check the journal's bytes too); corruption naming the file and what is
+  // wrong otherwise.
   Result<nlohmann::json> verify(CheckpointPosition p) const;
 
-  // The two files of `p` as they are on disk (after verify): what a replica
-  // or a rank without its own files receives.
+  // The history journal: `text` appended after the first `at.bytes` bytes
+  // (the mark the caller last recorded; anything after it is cut), flushed
+  // to disk; the new mark, for the next seal's "history".
+  Result<HistoryMark> append_history(HistoryMark at, std::string_view text) const;
+  // The journal's first mark.bytes bytes, checked against the mark.
+  Result<std::string> read_history(HistoryMark mark) const;
+  std::filesystem::path history_path() const { return dir_ / "history.jsonl"; }
+  // The mark in a checkpoint's JSON (`file`, for errors); nullopt when it has none.
+  static Result<std::optional<HistoryMark>> history_mark(const nlohmann::json& meta, const std::filesystem::path& file);
+
+  // The files of `p` as they are on disk (after verify): what a replica or a
+  // rank without its own files receives. With a history mark in its JSON,
+  // the journal's bytes after `history_from` (which the receiver holds; {}
+  // when it holds nothing) up to the mark; read() falls back to the whole
+  // journal when the receiver's mark is not a prefix of this one.
   struct Files {
     std::string payload, meta;
+    std::string history;       // journal bytes from history_from.bytes on
+    HistoryMark history_from;  // the receiver's journal before them
   };
-  Result<Files> read(CheckpointPosition p) const;
+  Result<Files> read(CheckpointPosition p, HistoryMark history_from = {}) const;
   // Makes `files` (another store's read(p) of this rank, received from
   // `from`) the checkpoint of `p` here: payload, then JSON (each to a
-  // temporary name, fsynced, renamed), then the directory fsynced, then
-  // verify(p). A copy that does not verify is removed and the error names
-  // `from` and what is wrong; nothing of it is ever offered.
-  Status adopt(CheckpointPosition p, const Files& files, const std::string& from) const;
+  // temporary name, fsynced, renamed), the journal's piece (checked against
+  // the JSON's mark, appended at history_from), then the directory fsynced,
+  // then verify(p). A copy that does not verify is removed and the error
+  // names `from` and what is wrong; nothing of it is ever offered. The
+  // journal mark this store now holds goes to `*mark` when given.
+  Status adopt(CheckpointPosition p, const Files& files, const std::string& from, HistoryMark* mark = nullptr) const;
 
   // After every rank sealed `committed`: removes this rank's positions other
   // than `committed` and the newest one before it (later ones are leftovers

@@ -143,6 +143,13 @@ class Loop {
   double profiled_s_ = 0;
   int64_t peak_rss_seen_ = 0;
   double previous_time_s_ = 0;  // total_time_s of the run a resume continues
+  // The history journal (common/checkpoint_store.h): its mark after the last
+  // checkpoint, and how many of r_'s epochs and evaluations it holds.
+  HistoryMark history_mark_;
+  size_t history_epochs_ = 0, history_evals_ = 0;
+  // By rank: how much of that rank's journal this rank's replica holds (this
+  // run's copies; nothing at first, so a run's first replica sends it whole).
+  std::vector<HistoryMark> replica_marks_;
 };
 
 }  // namespace dgld::trainer

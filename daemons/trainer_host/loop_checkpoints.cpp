@@ -21,8 +21,11 @@ namespace {
 // 3: positions (epoch, step) and checksums (common/checkpoint_store.h);
 // 4: the task (link prediction's scorer), heterogeneous graphs (relations,
 // bases) and the trained parameters outside the model (the scorer's, the
-// node types' input projections) in the payload.
-constexpr int kCheckpointFormat = 4;
+// node types' input projections) in the payload;
+// 5: the per-epoch history in the store's journal (a mark in the JSON),
+// the last evaluation's figures in "results" (4 carried every epoch in
+// "metrics", a checkpoint growing with the job).
+constexpr int kCheckpointFormat = 5;
 
 // The payload's archive of the parameters trained beside the model, by position.
 constexpr const char* kOuterParams = "outer_params";
@@ -51,7 +54,7 @@ nlohmann::json Loop::checkpoint_meta() const {
           {"sparse_optimizer", embedding_ ? c_.sparse_optimizer : ""},
           {"batch_size", c_.batch_size},
           {"seed", c_.seed},
-          {"metrics", nlohmann::json::parse(metrics_json(r_))}};
+          {"results", nlohmann::json::parse(last_results_json(r_))}};
 }
 
 Status Loop::save_checkpoint(CheckpointPosition p) {
@@ -82,7 +85,12 @@ Status Loop::save_checkpoint(CheckpointPosition p) {
     std::filesystem::remove(tmp, ec);
     return io_error(fmt::format("writing checkpoint {}: {}", tmp.string(), first_line(e.what_without_backtrace())));
   }
+  DGLD_ASSIGN_OR_RETURN(history_mark_,
+                        ckpt_->append_history(history_mark_, history_records(r_, history_epochs_, history_evals_)));
+  history_epochs_ = r_.epochs.size();
+  history_evals_ = r_.evals.size();
   nlohmann::json meta = checkpoint_meta();
+  meta["history"] = history_mark_.to_json();
   if (p.step > 0) {  // the epoch in progress: its figures so far
     meta["partial_epoch"] = {{"loss_sum", partial_.loss_sum},   {"correct_sum", partial_.correct_sum},
                              {"seeds_sum", partial_.seeds_sum}, {"time_s", partial_.time_s},
@@ -185,8 +193,18 @@ Status Loop::load_checkpoint(CheckpointPosition p, const nlohmann::json& meta) {
   } catch (const c10::Error& e) {
     return corruption(fmt::format("{}: {}", state.string(), first_line(e.what_without_backtrace())));
   }
-  DGLD_RETURN_IF_ERROR(history_from_metrics_json(meta["metrics"].dump(), r_).with_context(meta_path.string()));
-  previous_time_s_ = meta["metrics"].value("total_time_s", 0.0);
+  DGLD_ASSIGN_OR_RETURN(const std::optional<HistoryMark> mark, CheckpointStore::history_mark(meta, meta_path));
+  if (!mark || !meta.contains("results")) {
+    return corruption(fmt::format("{}: no \"history\" mark or \"results\" (format {} has both)", meta_path.string(),
+                                  kCheckpointFormat));
+  }
+  DGLD_ASSIGN_OR_RETURN(const std::string history, ckpt_->read_history(*mark));
+  DGLD_RETURN_IF_ERROR(history_from_records(history, r_).with_context(ckpt_->history_path().string()));
+  history_mark_ = *mark;
+  history_epochs_ = r_.epochs.size();
+  history_evals_ = r_.evals.size();
+  DGLD_RETURN_IF_ERROR(
+      last_results_from_json(meta["results"].dump(), r_, previous_time_s_).with_context(meta_path.string()));
   partial_ = PartialEpoch{};
   if (p.step > 0) {
     const auto& pe = meta.value("partial_epoch", nlohmann::json::object());

@@ -12,18 +12,23 @@ namespace dgld::trainer {
 
 namespace {
 
-// The two files of a checkpoint as one byte tensor (payload, then JSON).
+// The files of a checkpoint as one byte tensor (payload, JSON, then the journal's piece).
 torch::Tensor pack(const CheckpointStore::Files& f) {
-  auto t = torch::empty({static_cast<int64_t>(f.payload.size() + f.meta.size())}, torch::kUInt8);
-  std::memcpy(t.data_ptr<uint8_t>(), f.payload.data(), f.payload.size());
-  std::memcpy(t.data_ptr<uint8_t>() + f.payload.size(), f.meta.data(), f.meta.size());
+  auto t = torch::empty({static_cast<int64_t>(f.payload.size() + f.meta.size() + f.history.size())}, torch::kUInt8);
+  auto* out = t.data_ptr<uint8_t>();
+  for (const std::string* part : {&f.payload, &f.meta, &f.history}) {
+    std::memcpy(out, part->data(), part->size());
+    out += part->size();
+  }
   return t;
 }
 
-CheckpointStore::Files unpack(const torch::Tensor& t, int64_t payload_bytes) {
+CheckpointStore::Files unpack(const torch::Tensor& t, int64_t payload_bytes, int64_t meta_bytes,
+                              HistoryMark history_from) {
   const auto* p = reinterpret_cast<const char*>(t.data_ptr<uint8_t>());
-  return {std::string(p, static_cast<size_t>(payload_bytes)),
-          std::string(p + payload_bytes, static_cast<size_t>(t.numel() - payload_bytes))};
+  const auto n = [](int64_t v) { return static_cast<size_t>(v); };
+  return {std::string(p, n(payload_bytes)), std::string(p + payload_bytes, n(meta_bytes)),
+          std::string(p + payload_bytes + meta_bytes, n(t.numel() - payload_bytes - meta_bytes)), history_from};
 }
 
 std::string rank_list(const std::vector<int>& ranks, const std::vector<int>& machine_of_rank) {
@@ -58,31 +63,52 @@ Status Loop::replicate(CheckpointPosition p) {
   if (b_.world_size() == 1 || replica_holders(mor, 0, k).empty()) return Status::ok();
   const auto t0 = Clock::now();
   const std::vector<int> holders = replica_holders(mor, me, k), sources = replicas_held_by(mor, me, k);
-  DGLD_ASSIGN_OR_RETURN(const CheckpointStore::Files mine, ckpt_->read(p));
-  auto sizes = torch::zeros({b_.world_size(), 2}, torch::kInt64);
-  sizes[me][0] = static_cast<int64_t>(mine.payload.size());
-  sizes[me][1] = static_cast<int64_t>(mine.meta.size());
+  const int world = b_.world_size();
+  replica_marks_.resize(static_cast<size_t>(world));
   const std::string what = fmt::format("replicating the checkpoint of {}", p.str());
-  DGLD_RETURN_IF_ERROR(b_.allreduce(sizes, Reduce::sum, what + ": sizes"));
+  // marks[h][s]: how much of rank s's journal rank h's replica holds; a
+  // sender sends only the rest.
+  auto marks = torch::zeros({world, world, 2}, torch::kInt64);
+  for (int s : sources) {
+    marks[me][s][0] = static_cast<int64_t>(replica_marks_[s].bytes);
+    marks[me][s][1] = static_cast<int64_t>(replica_marks_[s].crc32);
+  }
+  DGLD_RETURN_IF_ERROR(b_.allreduce(marks, Reduce::sum, what + ": the history each replica holds"));
+  // sizes[s]: payload and JSON bytes, then for each holder h the journal
+  // bytes s sends it and whether they continue h's mark (1) or start over (0).
+  auto sizes = torch::zeros({world, 2 + 2 * world}, torch::kInt64);
   std::vector<TrainingBackend::Transfer> sends, recvs;
-  const torch::Tensor packed = pack(mine);
-  for (int h : holders) sends.push_back({h, packed});
-  for (int s : sources) recvs.push_back({s, torch::empty({sizes[s][0].item<int64_t>() + sizes[s][1].item<int64_t>()},
-                                                         torch::kUInt8)});
+  int64_t sent = 0;
+  for (int h : holders) {
+    const HistoryMark held{static_cast<uint64_t>(marks[h][me][0].item<int64_t>()),
+                           static_cast<uint32_t>(marks[h][me][1].item<int64_t>())};
+    DGLD_ASSIGN_OR_RETURN(const CheckpointStore::Files mine, ckpt_->read(p, held));
+    sizes[me][0] = static_cast<int64_t>(mine.payload.size());
+    sizes[me][1] = static_cast<int64_t>(mine.meta.size());
+    sizes[me][2 + 2 * h] = static_cast<int64_t>(mine.history.size());
+    sizes[me][3 + 2 * h] = mine.history_from.bytes > 0 ? 1 : 0;
+    sends.push_back({h, pack(mine)});
+    sent += sends.back().bytes.numel();
+  }
+  DGLD_RETURN_IF_ERROR(b_.allreduce(sizes, Reduce::sum, what + ": sizes"));
+  const auto size = [&](int s, int col) { return sizes[s][col].item<int64_t>(); };
+  for (int s : sources) recvs.push_back({s, torch::empty({size(s, 0) + size(s, 1) + size(s, 2 + 2 * me)}, torch::kUInt8)});
   DGLD_RETURN_IF_ERROR(b_.exchange(sends, recvs, what));
   int64_t received = 0;
   for (const auto& r : recvs) {
-    const auto store = CheckpointStore::replica(c_.checkpoint_dir, r.peer);
-    const std::string from = fmt::format("rank {} (machine {})", r.peer, mor[r.peer]);
-    Status st = store.adopt(p, unpack(r.bytes, sizes[r.peer][0].item<int64_t>()), from);
-    if (!st.is_ok()) {  // the job goes on; this copy does not count
-      log_->warn("{}; rank {}'s checkpoint has no replica on this machine", st.message(), r.peer);
+    const int s = r.peer;
+    const auto store = CheckpointStore::replica(c_.checkpoint_dir, s);
+    const std::string from = fmt::format("rank {} (machine {})", s, mor[s]);
+    const HistoryMark history_from = size(s, 3 + 2 * me) ? replica_marks_[s] : HistoryMark{};
+    Status st = store.adopt(p, unpack(r.bytes, size(s, 0), size(s, 1), history_from), from, &replica_marks_[s]);
+    if (!st.is_ok()) {  // the job goes on; this copy does not count, and the next one sends the journal whole
+      replica_marks_[s] = {};
+      log_->warn("{}; rank {}'s checkpoint has no replica on this machine", st.message(), s);
       continue;
     }
     store.prune(p);
     received += r.bytes.numel();
   }
-  const int64_t sent = packed.numel() * static_cast<int64_t>(holders.size());
   r_.replica_bytes_sent += sent;
   r_.replica_s += seconds_since(t0);
   log_->info("checkpoint of {} replicated in {:.3f} s: {} bytes to {}; {} bytes of {} held in {}", p.str(),
@@ -99,7 +125,7 @@ Status Loop::fetch_missing(const CheckpointPlan& plan) {
   const auto mor = machine_of_ranks();
   const int me = b_.rank();
   const std::string what = fmt::format("fetching the checkpoint of {} from the machines holding it", p.str());
-  auto sizes = torch::zeros({b_.world_size(), 2}, torch::kInt64);
+  auto sizes = torch::zeros({b_.world_size(), 3}, torch::kInt64);  // payload, JSON, whole journal
   std::vector<TrainingBackend::Transfer> sends, recvs;
   for (const auto& [to, from] : transfers) {
     if (from != me) continue;
@@ -111,6 +137,7 @@ Status Loop::fetch_missing(const CheckpointPlan& plan) {
     }
     sizes[to][0] = static_cast<int64_t>(files->payload.size());
     sizes[to][1] = static_cast<int64_t>(files->meta.size());
+    sizes[to][2] = static_cast<int64_t>(files->history.size());
     sends.push_back({to, pack(*files)});
   }
   DGLD_RETURN_IF_ERROR(b_.allreduce(sizes, Reduce::sum, what + ": sizes"));
@@ -121,14 +148,16 @@ Status Loop::fetch_missing(const CheckpointPlan& plan) {
                                     what, from, mor[from], to));
     }
     if (to == me) {
-      recvs.push_back({from, torch::empty({sizes[to][0].item<int64_t>() + sizes[to][1].item<int64_t>()},
+      recvs.push_back({from, torch::empty({sizes[to][0].item<int64_t>() + sizes[to][1].item<int64_t>() +
+                                           sizes[to][2].item<int64_t>()},
                                           torch::kUInt8)});
     }
   }
   DGLD_RETURN_IF_ERROR(b_.exchange(sends, recvs, what));
   for (const auto& r : recvs) {
     const std::string from = fmt::format("rank {}'s replica (machine {})", r.peer, mor[r.peer]);
-    DGLD_RETURN_IF_ERROR(ckpt_->adopt(p, unpack(r.bytes, sizes[me][0].item<int64_t>()), from));
+    DGLD_RETURN_IF_ERROR(ckpt_->adopt(
+        p, unpack(r.bytes, sizes[me][0].item<int64_t>(), sizes[me][1].item<int64_t>(), HistoryMark{}), from));
     log_->info("no intact checkpoint of {} in {}: fetched from {} ({} bytes, {:.3f} s) and verified", p.str(),
                ckpt_->dir().string(), from, r.bytes.numel(), seconds_since(t0));
   }

@@ -324,6 +324,77 @@ nlohmann::json step_profile_json(const StepProfile& p) {
   return j;
 }
 
+nlohmann::json epoch_json(const EpochMetrics& e) {
+  return {{"epoch", e.epoch},
+          {"loss", e.loss},
+          {"train_acc", e.train_acc},
+          {"time_s", e.time_s},
+          {"sample_s", e.sample_s},
+          {"fetch_s", e.fetch_s},
+          {"compute_s", e.compute_s},
+          {"allreduce_s", e.allreduce_s},
+          {"wait_s", e.wait_s},
+          {"seeds_per_s", e.seeds_per_s},
+          {"cpu", stage_cpu_json(e.sample_cpu_s, e.fetch_cpu_s, e.compute_cpu_s, e.allreduce_cpu_s, e.process_cpu_s)},
+          {"peak_rss_bytes", e.peak_rss_bytes},
+          {"model", {{"flops", e.model_flops},
+                     {"gflops_per_s", e.model_gflops()},
+                     {"gemm_peak_gflops", e.gemm_peak_gflops},
+                     {"peak_fraction", e.peak_fraction()}}},
+          {"feature_bytes", e.feature_bytes},
+          {"gather_gb_per_s", e.gather_gb_per_s()},
+          {"end_unix_s", e.end_unix_s},
+          {"cluster", cluster_json(e.cluster)},
+          {"step_losses", e.step_losses}};
+}
+
+EpochMetrics epoch_from_json(const nlohmann::json& e) {
+  EpochMetrics m;
+  m.epoch = e.at("epoch").get<int>();
+  m.loss = e.at("loss").get<double>();
+  m.train_acc = e.at("train_acc").get<double>();
+  m.time_s = e.at("time_s").get<double>();
+  m.sample_s = e.at("sample_s").get<double>();
+  m.fetch_s = e.at("fetch_s").get<double>();
+  m.compute_s = e.at("compute_s").get<double>();
+  m.allreduce_s = e.value("allreduce_s", 0.0);
+  m.wait_s = e.value("wait_s", 0.0);
+  m.seeds_per_s = e.at("seeds_per_s").get<double>();
+  m.step_losses = e.value("step_losses", std::vector<double>{});
+  if (e.contains("cpu")) {
+    read_stage_cpu(e.at("cpu"), m.sample_cpu_s, m.fetch_cpu_s, m.compute_cpu_s, m.allreduce_cpu_s, m.process_cpu_s);
+  }
+  m.end_unix_s = e.value("end_unix_s", 0.0);
+  m.peak_rss_bytes = e.value("peak_rss_bytes", int64_t{-1});
+  if (e.contains("model")) {
+    m.model_flops = e.at("model").value("flops", 0.0);
+    m.gemm_peak_gflops = e.at("model").value("gemm_peak_gflops", 0.0);
+  }
+  m.feature_bytes = e.value("feature_bytes", int64_t{0});
+  if (e.contains("cluster")) m.cluster = cluster_from_json(e.at("cluster"));
+  return m;
+}
+
+nlohmann::json eval_json(const EvalMetrics& e, bool link) {
+  nlohmann::json j = {{"epoch", e.epoch}, {"val_acc", e.val_acc}, {"test_acc", e.test_acc}, {"time_s", e.time_s}};
+  if (link) {
+    j["val"] = link_metrics_json(e.val_link);
+    j["test"] = link_metrics_json(e.test_link);
+  }
+  return j;
+}
+
+EvalMetrics eval_from_json(const nlohmann::json& e) {
+  EvalMetrics m;
+  m.epoch = e.at("epoch").get<int>();
+  m.val_acc = e.at("val_acc").get<double>();
+  m.test_acc = e.at("test_acc").get<double>();
+  m.time_s = e.at("time_s").get<double>();
+  if (e.contains("val")) m.val_link = link_metrics_from_json(e.at("val"));
+  if (e.contains("test")) m.test_link = link_metrics_from_json(e.at("test"));
+  return m;
+}
+
 }  // namespace
 
 std::string metrics_json(const TrainResult& r) {
@@ -348,36 +419,11 @@ std::string metrics_json(const TrainResult& r) {
                         {"replica_bytes_sent", r.replica_bytes_sent}};
   }
   j["epochs"] = json::array();
-  for (const auto& e : r.epochs) {
-    j["epochs"].push_back({{"epoch", e.epoch},         {"loss", e.loss},
-                           {"train_acc", e.train_acc}, {"time_s", e.time_s},
-                           {"sample_s", e.sample_s},   {"fetch_s", e.fetch_s},
-                           {"compute_s", e.compute_s}, {"allreduce_s", e.allreduce_s},
-                           {"wait_s", e.wait_s},       {"seeds_per_s", e.seeds_per_s},
-                           {"cpu", stage_cpu_json(e.sample_cpu_s, e.fetch_cpu_s, e.compute_cpu_s, e.allreduce_cpu_s,
-                                                  e.process_cpu_s)},
-                           {"peak_rss_bytes", e.peak_rss_bytes},
-                           {"model", {{"flops", e.model_flops},
-                                      {"gflops_per_s", e.model_gflops()},
-                                      {"gemm_peak_gflops", e.gemm_peak_gflops},
-                                      {"peak_fraction", e.peak_fraction()}}},
-                           {"feature_bytes", e.feature_bytes},
-                           {"gather_gb_per_s", e.gather_gb_per_s()},
-                           {"end_unix_s", e.end_unix_s},
-                           {"cluster", cluster_json(e.cluster)},
-                           {"step_losses", e.step_losses}});
-  }
+  for (const auto& e : r.epochs) j["epochs"].push_back(epoch_json(e));
   const bool link = r.config.task == "link";
   j["task"] = r.config.task;
   j["evals"] = json::array();
-  for (const auto& e : r.evals) {
-    json ej = {{"epoch", e.epoch}, {"val_acc", e.val_acc}, {"test_acc", e.test_acc}, {"time_s", e.time_s}};
-    if (link) {
-      ej["val"] = link_metrics_json(e.val_link);
-      ej["test"] = link_metrics_json(e.test_link);
-    }
-    j["evals"].push_back(ej);
-  }
+  for (const auto& e : r.evals) j["evals"].push_back(eval_json(e, link));
   {
     const MemoryReport& m = r.memory;
     json mem = to_json(m.process);
@@ -409,53 +455,57 @@ std::string metrics_json(const TrainResult& r) {
   return j.dump(2) + "\n";
 }
 
-Status history_from_metrics_json(const std::string& text, TrainResult& into) {
+std::string history_records(const TrainResult& r, size_t first_epoch, size_t first_eval) {
+  std::string out;
+  const bool link = r.config.task == "link";
+  for (size_t i = first_epoch; i < r.epochs.size(); ++i) out += nlohmann::json{{"epoch", epoch_json(r.epochs[i])}}.dump() + "\n";
+  for (size_t i = first_eval; i < r.evals.size(); ++i) out += nlohmann::json{{"eval", eval_json(r.evals[i], link)}}.dump() + "\n";
+  return out;
+}
+
+Status history_from_records(std::string_view text, TrainResult& into) {
+  into.epochs.clear();
+  into.evals.clear();
+  size_t line = 0;
+  for (size_t at = 0; at < text.size(); ++line) {
+    const size_t end = text.find('\n', at);
+    if (end == std::string_view::npos) return corruption(fmt::format("history record {}: no end of line", line + 1));
+    try {
+      const auto j = nlohmann::json::parse(text.substr(at, end - at));
+      if (j.contains("epoch")) {
+        into.epochs.push_back(epoch_from_json(j.at("epoch")));
+      } else if (j.contains("eval")) {
+        into.evals.push_back(eval_from_json(j.at("eval")));
+      } else {
+        return corruption(fmt::format("history record {}: neither \"epoch\" nor \"eval\"", line + 1));
+      }
+    } catch (const std::exception& e) {
+      return corruption(fmt::format("history record {}: {}", line + 1, e.what()));
+    }
+    at = end + 1;
+  }
+  return Status::ok();
+}
+
+std::string last_results_json(const TrainResult& r) {
+  nlohmann::json j = {{"val_acc", r.val_acc}, {"test_acc", r.test_acc}, {"total_time_s", r.total_time_s}};
+  if (r.config.task == "link") {
+    j["val"] = link_metrics_json(r.val_link);
+    j["test"] = link_metrics_json(r.test_link);
+  }
+  return j.dump();
+}
+
+Status last_results_from_json(const std::string& text, TrainResult& into, double& total_time_s) {
   try {
     const auto j = nlohmann::json::parse(text);
-    into.epochs.clear();
-    into.evals.clear();
-    for (const auto& e : j.at("epochs")) {
-      EpochMetrics m;
-      m.epoch = e.at("epoch").get<int>();
-      m.loss = e.at("loss").get<double>();
-      m.train_acc = e.at("train_acc").get<double>();
-      m.time_s = e.at("time_s").get<double>();
-      m.sample_s = e.at("sample_s").get<double>();
-      m.fetch_s = e.at("fetch_s").get<double>();
-      m.compute_s = e.at("compute_s").get<double>();
-      m.allreduce_s = e.value("allreduce_s", 0.0);
-      m.wait_s = e.value("wait_s", 0.0);
-      m.seeds_per_s = e.at("seeds_per_s").get<double>();
-      m.step_losses = e.value("step_losses", std::vector<double>{});
-      if (e.contains("cpu")) {
-        read_stage_cpu(e.at("cpu"), m.sample_cpu_s, m.fetch_cpu_s, m.compute_cpu_s, m.allreduce_cpu_s, m.process_cpu_s);
-      }
-      m.end_unix_s = e.value("end_unix_s", 0.0);
-      m.peak_rss_bytes = e.value("peak_rss_bytes", int64_t{-1});
-      if (e.contains("model")) {
-        m.model_flops = e.at("model").value("flops", 0.0);
-        m.gemm_peak_gflops = e.at("model").value("gemm_peak_gflops", 0.0);
-      }
-      m.feature_bytes = e.value("feature_bytes", int64_t{0});
-      if (e.contains("cluster")) m.cluster = cluster_from_json(e.at("cluster"));
-      into.epochs.push_back(m);
-    }
-    for (const auto& e : j.at("evals")) {
-      EvalMetrics m;
-      m.epoch = e.at("epoch").get<int>();
-      m.val_acc = e.at("val_acc").get<double>();
-      m.test_acc = e.at("test_acc").get<double>();
-      m.time_s = e.at("time_s").get<double>();
-      if (e.contains("val")) m.val_link = link_metrics_from_json(e.at("val"));
-      if (e.contains("test")) m.test_link = link_metrics_from_json(e.at("test"));
-      into.evals.push_back(m);
-    }
     into.val_acc = j.at("val_acc").get<double>();
     into.test_acc = j.at("test_acc").get<double>();
+    total_time_s = j.at("total_time_s").get<double>();
     if (j.contains("val")) into.val_link = link_metrics_from_json(j.at("val"));
     if (j.contains("test")) into.test_link = link_metrics_from_json(j.at("test"));
   } catch (const std::exception& e) {
-    return corruption(std::string("metrics history: ") + e.what());
+    return corruption(std::string("last results: ") + e.what());
   }
   return Status::ok();
 }

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/process_memory.h"
@@ -244,7 +245,15 @@ struct TrainResult {
 //  "allreduce_s","wait_s","seeds_per_s","step_losses"}],"evals":[...],"val_acc","test_acc",
 //  "total_time_s", ...}.
 std::string metrics_json(const TrainResult& result);
-// The epochs and evaluations of a metrics JSON (a checkpoint's history).
-Status history_from_metrics_json(const std::string& text, TrainResult& into);
+// A checkpoint's history (common/checkpoint_store.h's journal): one JSON line
+// per epoch ({"epoch": {...}}, as in metrics.json) and per evaluation
+// ({"eval": {...}}), from epochs[first_epoch] and evals[first_eval] on; and
+// read back into `into`'s epochs and evaluations (replacing them).
+std::string history_records(const TrainResult& r, size_t first_epoch, size_t first_eval);
+Status history_from_records(std::string_view text, TrainResult& into);
+// What a checkpoint keeps beside the journal: the last evaluation's figures
+// and the time the run has taken so far (into total_time_s).
+std::string last_results_json(const TrainResult& r);
+Status last_results_from_json(const std::string& text, TrainResult& into, double& total_time_s);
 
 }  // namespace dgld::trainer

@@ -254,6 +254,91 @@ TEST_CASE("checkpoint store: a replica is adopted only when it verifies, and pru
   }
 }
 
+namespace {
+
+// Appends `text` to the journal and seals `p` with the new mark.
+HistoryMark save_with_history(const CheckpointStore& s, CheckpointPosition p, HistoryMark at, const std::string& text) {
+  auto mark = s.append_history(at, text);
+  REQUIRE(mark.is_ok());
+  const fs::path tmp = s.temp_payload_path(p);
+  REQUIRE(write_file_atomic(tmp, "state at " + p.str()).is_ok());
+  REQUIRE(s.seal(p, tmp, {{"history", mark->to_json()}}).is_ok());
+  return *mark;
+}
+
+}  // namespace
+
+TEST_CASE("checkpoint store: the history journal is appended to, checked, and copied a piece at a time") {
+  testing::TempDir dir("dgld-ckpt-store");
+  CheckpointStore own(dir.path() / "machine-0", 0);
+  REQUIRE(own.prepare().is_ok());
+  const HistoryMark m1 = save_with_history(own, {1, 0}, {}, "epoch 0\n");
+  const HistoryMark m2 = save_with_history(own, {2, 0}, m1, "epoch 1\n");
+  CHECK(m2.bytes == 16);
+  REQUIRE(own.read_history(m1).is_ok());
+  CHECK(*own.read_history(m1) == "epoch 0\n");
+  CHECK(*own.read_history(m2) == "epoch 0\nepoch 1\n");
+  CHECK(own.valid() == std::vector<CheckpointPosition>{{2, 0}, {1, 0}});
+
+  SECTION("an append after an older mark cuts what followed it (a run resumed from there)") {
+    const HistoryMark m2b = save_with_history(own, {2, 0}, m1, "epoch 1 again\n");
+    CHECK(*own.read_history(m2b) == "epoch 0\nepoch 1 again\n");
+    CHECK(fs::file_size(own.history_path()) == m2b.bytes);
+  }
+  SECTION("an altered journal is refused by valid() and read_history, naming it") {
+    {
+      std::fstream f(own.history_path(), std::ios::in | std::ios::out | std::ios::binary);
+      f.seekp(10);
+      f.put('X');
+    }
+    std::vector<RefusedCheckpoint> refused;
+    CHECK(own.valid(&refused) == std::vector<CheckpointPosition>{{1, 0}});  // its 8 bytes are intact
+    REQUIRE(refused.size() == 1);
+    CHECK_THAT(refused[0].reason, Catch::Contains("ckpt-2-0.json") && Catch::Contains(own.history_path().string()) &&
+                                      Catch::Contains("CRC-32 of its first 16 bytes"));
+    CHECK(own.read_history(m2).status().code() == StatusCode::corruption);
+  }
+  SECTION("a cut journal fails verify itself") {
+    fs::resize_file(own.history_path(), 12);
+    const auto meta = own.verify({2, 0});
+    CHECK_THAT(meta.status().message(), Catch::Contains("12 bytes, but ckpt-2-0.json records a history of 16"));
+    CHECK(own.verify({1, 0}).is_ok());
+  }
+  SECTION("a replica gets the whole journal, then only the bytes it lacks") {
+    const auto replica = CheckpointStore::replica(dir.path() / "machine-1", 0);
+    auto first = own.read({1, 0});
+    REQUIRE(first.is_ok());
+    CHECK(first->history == "epoch 0\n");
+    HistoryMark held;
+    REQUIRE(replica.adopt({1, 0}, *first, "rank 0", &held).is_ok());
+    CHECK(held == m1);
+    auto second = own.read({2, 0}, held);
+    REQUIRE(second.is_ok());
+    CHECK(second->history == "epoch 1\n");
+    CHECK(second->history_from == m1);
+    REQUIRE(replica.adopt({2, 0}, *second, "rank 0", &held).is_ok());
+    CHECK(held == m2);
+    CHECK(replica.valid() == std::vector<CheckpointPosition>{{2, 0}, {1, 0}});
+    CHECK(*replica.read_history(m2) == "epoch 0\nepoch 1\n");
+
+    // A receiver's mark that is not a prefix of the sender's journal: the whole journal instead.
+    auto whole = own.read({2, 0}, HistoryMark{8, 12345});
+    REQUIRE(whole.is_ok());
+    CHECK(whole->history == "epoch 0\nepoch 1\n");
+    CHECK(whole->history_from == HistoryMark{});
+
+    // A piece that does not end at the JSON's mark is refused, and nothing of it is kept.
+    auto bad = *own.read({2, 0}, m1);
+    bad.history[2] ^= 1;
+    const auto st = replica.adopt({2, 0}, bad, "rank 0 (machine 0)");
+    CHECK_THAT(st.message(), Catch::Contains("from rank 0 (machine 0) is refused: its history (8 bytes from byte 8"));
+    // A piece that starts past the end of the receiver's journal is refused too.
+    fs::resize_file(replica.history_path(), 4);
+    const auto past = replica.adopt({2, 0}, *own.read({2, 0}, m1), "rank 0");
+    CHECK_THAT(past.message(), Catch::Contains("4 bytes, but the history to continue has 8"));
+  }
+}
+
 TEST_CASE("checkpoint store: the ranks agree on the newest position all of them hold") {
   using P = CheckpointPosition;
   CHECK(agreed_position({{P{3, 0}, P{2, 0}}, {P{3, 0}, P{2, 0}}}) == P{3, 0});

@@ -400,18 +400,18 @@ TEST_CASE("a run resumed from its checkpoint ends exactly as the uninterrupted r
     CHECK(r.status().message().find("num_hidden") != std::string::npos);
   }
   SECTION("a checkpoint of an older format is refused, naming both formats") {
-    // Format 3 had no parameters outside the model (a link scorer, the node
-    // types' projections): its payload cannot be read as this one's.
+    // Format 4 carried the whole history in its JSON ("metrics") and no
+    // journal mark: its history cannot be read as this one's.
     const fs::path meta_file = split.meta_path({4, 0});
     auto text = read_file(meta_file);
     REQUIRE(text.is_ok());
     auto meta = nlohmann::json::parse(*text);
-    meta["format"] = 3;
+    meta["format"] = 4;
     std::ofstream(meta_file) << meta.dump(2);
     auto r = train_standalone(sbm().config.string(), c);
     REQUIRE_FALSE(r.is_ok());
     INFO(r.status().message());
-    CHECK(r.status().message().find("ckpt-4-0.json: checkpoint format 3, but this trainer-host reads format 4") !=
+    CHECK(r.status().message().find("ckpt-4-0.json: checkpoint format 4, but this trainer-host reads format 5") !=
           std::string::npos);
   }
   SECTION("a corrupt newest checkpoint is refused with its path and reason; the one before is used") {
@@ -427,6 +427,26 @@ TEST_CASE("a run resumed from its checkpoint ends exactly as the uninterrupted r
     CHECK(r->epochs[3].loss == whole->epochs[3].loss);
     // The refusal is in the log; the file is replaced by the new run's.
     CHECK(split.verify({4, 0}).is_ok());
+  }
+  SECTION("the history journal: the JSON stays small, an altered journal refuses the newest checkpoint") {
+    // Each checkpoint's JSON holds a mark, not the epochs: the same size at epoch 4 as at epoch 3.
+    const auto meta3 = fs::file_size(split.meta_path({3, 0})), meta4 = fs::file_size(split.meta_path({4, 0}));
+    CHECK(meta4 <= meta3 + 8);
+    CHECK(split.verify({4, 0})->contains("history"));
+    CHECK_FALSE(split.verify({4, 0})->contains("metrics"));
+    // A byte of epoch 3's record (after the end of epoch 2's mark) altered.
+    const auto mark3 = (*split.verify({3, 0}))["history"]["bytes"].get<uint64_t>();
+    {
+      std::fstream f(split.history_path(), std::ios::in | std::ios::out | std::ios::binary);
+      f.seekp(static_cast<std::streamoff>(mark3 + 20));
+      f.put('#');
+    }
+    auto r = train_standalone(sbm().config.string(), c);
+    REQUIRE(r.is_ok());
+    CHECK(r->resumed_at_epoch == 3);  // the end of epoch 2: epoch 3 trained again
+    REQUIRE(r->epochs.size() == 4);
+    for (size_t i = 0; i < 4; ++i) CHECK(r->epochs[i].loss == whole->epochs[i].loss);
+    CHECK(split.valid().front() == CheckpointPosition{4, 0});  // written again, its journal intact
   }
   SECTION("--resume with no checkpoint yet starts from epoch 0") {
     TrainConfig fresh = c;
