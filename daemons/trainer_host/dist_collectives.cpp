@@ -4,7 +4,9 @@
 #include "daemons/trainer_host/dist_collectives.h"
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
@@ -67,6 +69,46 @@ Result<std::unique_ptr<Collectives>> Collectives::create(const std::string& mast
     if (own.is_ok()) own = closed_error(fmt::format("another trainer could not form the group: {}", failed.front()));
   }
   return own.with_context(fmt::format("forming {} ({} tries)", c->peer_, kFormations));
+}
+
+Collectives::~Collectives() {
+  if (abandoned_ && pg_) (void)pg_.release();  // left to the process's end, with the work in flight
+}
+
+Status Collectives::await_healthy(const c10::intrusive_ptr<c10d::Work>& work,
+                                  std::chrono::steady_clock::time_point deadline, const std::string& what) {
+  if (!health_) return Status::ok();
+  c10::intrusive_ptr<c10::ivalue::Future> future;
+  try {
+    future = work->getFuture();
+  } catch (const std::exception&) {
+    return Status::ok();  // no future (send, receive): the caller's wait alone
+  }
+  struct Done {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+  };
+  auto d = std::make_shared<Done>();
+  future->addCallback([d](c10::ivalue::Future&) {  // on Gloo's thread, or here when already complete
+    std::lock_guard<std::mutex> lock(d->mu);
+    d->done = true;
+    d->cv.notify_all();
+  });
+  std::unique_lock<std::mutex> lock(d->mu);
+  while (!d->done) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) break;
+    if (d->cv.wait_until(lock, std::min(deadline, now + kHealthCheckEvery), [&] { return d->done; })) break;
+    lock.unlock();
+    Status h = health_();
+    lock.lock();
+    if (!h.is_ok()) {
+      abandoned_ = true;
+      return h.with_context(what + " (given up while waiting for it)");
+    }
+  }
+  return Status::ok();
 }
 
 Status Collectives::form(const c10::intrusive_ptr<c10d::Store>& store, const std::string& own_host,

@@ -4,6 +4,7 @@
 // trainer owns each learnable-embedding row, and the embedding tables as
 // DistTensors with their gradients routed to the owners.
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <numeric>
@@ -39,13 +40,20 @@ class Collectives {
                                                      const std::string& own_host, int rank, int world,
                                                      std::chrono::milliseconds timeout, net::SecretPtr secret);
   static constexpr int kFormations = 5;
+  static constexpr std::chrono::milliseconds kHealthCheckEvery{200};
+  // A group left with a collective in flight (abandoned on a failed health
+  // check) is not destroyed: its destructor would wait for Gloo's worker,
+  // blocked on the lost peer until the deadline. The process is ending.
+  ~Collectives();
 
   int rank() const { return rank_; }
   int world() const { return world_; }
-  // `health` is checked before every collective: once it fails (the
-  // coordinator dropped a trainer, or is gone) the job stops there instead of
-  // training on. `diagnose` runs after a collective failed and says what else
-  // is wrong (a lost graph-server is often why a peer died).
+  // `health` is checked before every collective and, every
+  // kHealthCheckEvery, while one waits: once it fails (the coordinator
+  // dropped a trainer, or is gone) the job stops there instead of training on
+  // or waiting out the deadline for a peer that is gone. `diagnose` runs after
+  // a collective failed and says what else is wrong (a lost graph-server is
+  // often why a peer died).
   void watch(std::function<Status()> health, std::function<Status()> diagnose) {
     health_ = std::move(health);
     diagnose_ = std::move(diagnose);
@@ -124,7 +132,10 @@ class Collectives {
     }
     try {
       auto work = start();
-      if (!work->wait(timeout_)) {
+      const auto deadline = std::chrono::steady_clock::now() + timeout_;
+      DGLD_RETURN_IF_ERROR(await_healthy(work, deadline, what));
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (!work->wait(std::max(left, std::chrono::milliseconds(1)))) {
         return timeout_error(fmt::format("{}: {} did not complete within {} ms (a trainer died or hangs){}", what,
                                          peer_, timeout_.count(), diagnosis()));
       }
@@ -135,6 +146,13 @@ class Collectives {
     }
     return Status::ok();
   }
+  // Waits until `work` completes or fails (its future's callback) or the
+  // deadline passes, checking health_ every kHealthCheckEvery; a failed
+  // check returns it at once and marks the group abandoned. OK otherwise:
+  // the caller's wait reports the outcome. Works without a future (Gloo's
+  // send and receive) are left to the caller's wait.
+  Status await_healthy(const c10::intrusive_ptr<c10d::Work>& work, std::chrono::steady_clock::time_point deadline,
+                       const std::string& what);
   // One try at forming the group through `store` (a prefix of the job's
   // store per try): Gloo's pairs, then their proofs (prove_pairs).
   Status form(const c10::intrusive_ptr<c10d::Store>& store, const std::string& own_host,
@@ -157,6 +175,7 @@ class Collectives {
   std::function<Status()> health_, diagnose_;
   c10::intrusive_ptr<c10d::Store> store_;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> pg_;
+  bool abandoned_ = false;
 };
 
 // Which trainer owns each embedding row: one of the trainers of the machine

@@ -38,6 +38,12 @@ TEST_CASE("fault: a trainer stopped (SIGSTOP) past the heartbeat deadline is rep
   const double dropped_after = seconds_since(t_stop);
   CHECK(peer.wait_for_log("dropped " + who, 5s));
   const double reported_after = seconds_since(t_stop);
+  // The peer gives up the collective it waits in for the dropped trainer at
+  // once, not when the collective's deadline passes or trainer 1 runs again.
+  const auto peer_rc = peer.wait(1500ms);
+  const double peer_exited_after = seconds_since(t_stop);
+  CHECK(peer_rc.has_value());
+  CHECK(peer_exited_after < 4.0);
   // Frozen for twice the heartbeat deadline, then it runs again.
   std::this_thread::sleep_until(t_stop + 4s);
   frozen.signal(SIGCONT);
@@ -56,8 +62,9 @@ TEST_CASE("fault: a trainer stopped (SIGSTOP) past the heartbeat deadline is rep
   CHECK_THAT(peer_error, Catch::Contains("dropped " + who));
   CHECK_THAT(frozen_error, Catch::Contains("the coordinator dropped this client: " + who));
   WARN(fmt::format("SIGSTOP of trainer 1: dropped by the coordinator after {:.2f} s, reported by trainer 0 after "
-                   "{:.2f} s, both trainers exited 1 within {:.2f} s (SIGCONT at 4 s).\ntrainer 0: {}\ntrainer 1: {}",
-                   dropped_after, reported_after, stopped_after, peer_error.substr(peer_error.find("] error ") + 8),
+                   "{:.2f} s, trainer 0 exited after {:.2f} s, both exited 1 within {:.2f} s (SIGCONT at 4 s).\n"
+                   "trainer 0: {}\ntrainer 1: {}",
+                   dropped_after, reported_after, peer_exited_after, stopped_after, peer_error.substr(peer_error.find("] error ") + 8),
                    frozen_error.substr(frozen_error.find("] error ") + 8)));
   // The servers forgot the failed job: a client registers as rank 0 of a new one.
   net::IoThreads io(1);
