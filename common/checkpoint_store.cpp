@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <iterator>
 #include <set>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -209,15 +210,54 @@ Result<HistoryMark> CheckpointStore::append_history(HistoryMark at, std::string_
   return HistoryMark{at.bytes + text.size(), crc32_update(at.crc32, text.data(), text.size())};
 }
 
-Result<std::string> CheckpointStore::read_history(HistoryMark mark) const {
-  DGLD_ASSIGN_OR_RETURN(std::string text, read_range(history_path(), 0, mark.bytes));
-  const uint32_t crc = crc32_update(0, text.data(), text.size());
+Status CheckpointStore::read_history(HistoryMark mark, const std::function<Status(std::string_view)>& each) const {
+  const fs::path path = history_path();
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return io_error(fmt::format("cannot open {}: {}", path.string(), errno_string()));
+  std::vector<char> buf(size_t{1} << 20);
+  std::string partial;  // a line cut by the end of a piece
+  uint64_t done = 0;
+  uint32_t crc = 0;
+  bool ends_line = true;
+  Status st = Status::ok();
+  while (st.is_ok() && done < mark.bytes) {
+    const ssize_t n = ::pread(fd, buf.data(), std::min<uint64_t>(buf.size(), mark.bytes - done), static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      st = io_error(fmt::format("cannot read {}: {}", path.string(), errno_string()));
+    } else if (n == 0) {
+      st = corruption(fmt::format("{}: {} bytes, but the checkpoint records a history of {} (cut)", path.string(), done,
+                                  mark.bytes));
+    } else {
+      crc = crc32_update(crc, buf.data(), static_cast<size_t>(n));
+      done += static_cast<uint64_t>(n);
+      ends_line = buf[static_cast<size_t>(n) - 1] == '\n';
+      if (!each) continue;
+      const std::string_view piece(buf.data(), static_cast<size_t>(n));
+      size_t at = 0;
+      for (size_t nl; st.is_ok() && (nl = piece.find('\n', at)) != std::string_view::npos; at = nl + 1) {
+        if (partial.empty()) {
+          st = each(piece.substr(at, nl - at));
+        } else {
+          partial.append(piece.substr(at, nl - at));
+          st = each(partial);
+          partial.clear();
+        }
+      }
+      partial.append(piece.substr(std::min(at, piece.size())));
+    }
+  }
+  ::close(fd);
+  if (!st.is_ok()) return st;
   if (crc != mark.crc32) {
     return corruption(fmt::format("{}: CRC-32 of its first {} bytes is {:08x}, but the checkpoint records {:08x} (the "
                                   "file was altered)",
-                                  history_path().string(), mark.bytes, crc, mark.crc32));
+                                  path.string(), mark.bytes, crc, mark.crc32));
   }
-  return text;
+  if (!ends_line) {
+    return corruption(fmt::format("{}: its first {} bytes end inside a line", path.string(), mark.bytes));
+  }
+  return Status::ok();
 }
 
 Result<CheckpointStore::Files> CheckpointStore::read(CheckpointPosition p, HistoryMark history_from) const {
@@ -234,7 +274,12 @@ Result<CheckpointStore::Files> CheckpointStore::read(CheckpointPosition p, Histo
       return f;
     }
   }
-  DGLD_ASSIGN_OR_RETURN(f.history, read_history(*mark));  // the receiver's journal is not a prefix of this one
+  // The receiver's journal is not a prefix of this one: all of it.
+  DGLD_ASSIGN_OR_RETURN(f.history, read_range(history_path(), 0, mark->bytes));
+  if (crc32_update(0, f.history.data(), f.history.size()) != mark->crc32) {
+    Status st = read_history(*mark);  // its error names the journal and the CRCs
+    return st.is_ok() ? corruption(fmt::format("{}: changed while it was read", history_path().string())) : st;
+  }
   f.history_from = {};
   return f;
 }
@@ -291,7 +336,7 @@ std::vector<CheckpointPosition> CheckpointStore::valid(std::vector<RefusedCheckp
     if (st.is_ok()) {  // the journal's bytes too (verify checks only its length)
       auto mark = history_mark(*meta, meta_path(p));
       if (!mark.is_ok()) st = mark.status();
-      else if (*mark) st = read_history(**mark).status().with_context(meta_path(p).string());
+      else if (*mark) st = read_history(**mark).with_context(meta_path(p).string());
     }
     if (st.is_ok()) {
       out.push_back(p);

@@ -51,6 +51,7 @@
 #include <compare>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -121,8 +122,13 @@ class CheckpointStore {
   // (the mark the caller last recorded; anything after it is cut), flushed
   // to disk; the new mark, for the next seal's "history".
   Result<HistoryMark> append_history(HistoryMark at, std::string_view text) const;
-  // The journal's first mark.bytes bytes, checked against the mark.
-  Result<std::string> read_history(HistoryMark mark) const;
+  // The journal's first mark.bytes bytes, read in 1 MiB pieces and handed
+  // to `each` a line at a time (without its newline), then checked against
+  // the mark: on an error the lines handed over must be dropped. Corruption
+  // naming the journal when it is shorter, ends inside a line, or its CRC-32
+  // differs. Without `each`, only the check (no copy of the journal in
+  // memory).
+  Status read_history(HistoryMark mark, const std::function<Status(std::string_view line)>& each = {}) const;
   std::filesystem::path history_path() const { return dir_ / "history.jsonl"; }
   // The mark in a checkpoint's JSON (`file`, for errors); nullopt when it has none.
   static Result<std::optional<HistoryMark>> history_mark(const nlohmann::json& meta, const std::filesystem::path& file);

@@ -11,6 +11,7 @@
 #include "common/buffer_pool.h"
 #include "common/file_util.h"
 #include "common/job_env.h"
+#include "common/memory.h"
 #include "daemons/trainer_host/loop.h"
 #include "daemons/trainer_host/progress.h"
 
@@ -145,6 +146,20 @@ Result<CheckpointPosition> Loop::resume() {
     auto one = torch::ones({1}, torch::kInt64);
     DGLD_RETURN_IF_ERROR(b_.allreduce(one, Reduce::sum, "resume: every trainer's embedding shard loaded"));
   }
+  // What this machine's replicas hold of the other ranks' journals at the
+  // agreed position: the first copies of this run send only what follows.
+  replica_marks_.assign(static_cast<size_t>(world), HistoryMark{});
+  for (int r = 0; r < world; ++r) {
+    if (r == b_.rank()) continue;
+    const auto store = CheckpointStore::replica(c_.checkpoint_dir, r);
+    std::error_code ec;
+    if (!std::filesystem::exists(store.meta_path(*agreed), ec)) continue;
+    auto replica_meta = store.verify(*agreed);
+    if (!replica_meta.is_ok()) continue;
+    auto mark = CheckpointStore::history_mark(*replica_meta, store.meta_path(*agreed));
+    if (mark.is_ok() && *mark) replica_marks_[static_cast<size_t>(r)] = **mark;
+  }
+  trim_heap();  // the files fetched, the history read: none of it stays
   r_.resumed_from_epoch = static_cast<int>(agreed->epoch) - 1;
   r_.resumed_at_epoch = static_cast<int>(agreed->epoch);
   r_.resumed_at_step = agreed->step;
@@ -198,8 +213,11 @@ Status Loop::load_checkpoint(CheckpointPosition p, const nlohmann::json& meta) {
     return corruption(fmt::format("{}: no \"history\" mark or \"results\" (format {} has both)", meta_path.string(),
                                   kCheckpointFormat));
   }
-  DGLD_ASSIGN_OR_RETURN(const std::string history, ckpt_->read_history(*mark));
-  DGLD_RETURN_IF_ERROR(history_from_records(history, r_).with_context(ckpt_->history_path().string()));
+  r_.epochs.clear();
+  r_.evals.clear();
+  DGLD_RETURN_IF_ERROR(ckpt_->read_history(*mark, [this](std::string_view line) {
+    return add_history_record(line, r_);
+  }).with_context(ckpt_->history_path().string()));
   history_mark_ = *mark;
   history_epochs_ = r_.epochs.size();
   history_evals_ = r_.evals.size();

@@ -6,11 +6,14 @@
 
 #include <fmt/format.h>
 
+#include "common/memory.h"
 #include "daemons/trainer_host/loop.h"
 
 namespace dgld::trainer {
 
 namespace {
+
+constexpr int64_t kTrimAfterReplicaBytes = int64_t{8} << 20;
 
 // The files of a checkpoint as one byte tensor (payload, JSON, then the journal's piece).
 torch::Tensor pack(const CheckpointStore::Files& f) {
@@ -79,6 +82,7 @@ Status Loop::replicate(CheckpointPosition p) {
   auto sizes = torch::zeros({world, 2 + 2 * world}, torch::kInt64);
   std::vector<TrainingBackend::Transfer> sends, recvs;
   int64_t sent = 0;
+  std::string history_sent;  // for the log line: what of the journal went to each holder
   for (int h : holders) {
     const HistoryMark held{static_cast<uint64_t>(marks[h][me][0].item<int64_t>()),
                            static_cast<uint32_t>(marks[h][me][1].item<int64_t>())};
@@ -89,6 +93,8 @@ Status Loop::replicate(CheckpointPosition p) {
     sizes[me][3 + 2 * h] = mine.history_from.bytes > 0 ? 1 : 0;
     sends.push_back({h, pack(mine)});
     sent += sends.back().bytes.numel();
+    history_sent += fmt::format("{}{} history bytes from byte {} to rank {}", history_sent.empty() ? "" : ", ",
+                                mine.history.size(), mine.history_from.bytes, h);
   }
   DGLD_RETURN_IF_ERROR(b_.allreduce(sizes, Reduce::sum, what + ": sizes"));
   const auto size = [&](int s, int col) { return sizes[s][col].item<int64_t>(); };
@@ -109,10 +115,14 @@ Status Loop::replicate(CheckpointPosition p) {
     store.prune(p);
     received += r.bytes.numel();
   }
+  // A journal sent or received whole (the first copy after a replica's
+  // failed one, a receiver's mark that did not match) leaves large buffers
+  // in the heap (common/memory.h keeps freed memory): hand them back.
+  if (sent + received > kTrimAfterReplicaBytes) trim_heap();
   r_.replica_bytes_sent += sent;
   r_.replica_s += seconds_since(t0);
-  log_->info("checkpoint of {} replicated in {:.3f} s: {} bytes to {}; {} bytes of {} held in {}", p.str(),
-             seconds_since(t0), sent, rank_list(holders, mor), received, rank_list(sources, mor),
+  log_->info("checkpoint of {} replicated in {:.3f} s: {} bytes to {} ({}); {} bytes of {} held in {}", p.str(),
+             seconds_since(t0), sent, rank_list(holders, mor), history_sent, received, rank_list(sources, mor),
              (std::filesystem::path(c_.checkpoint_dir) / "replica").string());
   return Status::ok();
 }

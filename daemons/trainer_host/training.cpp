@@ -463,26 +463,18 @@ std::string history_records(const TrainResult& r, size_t first_epoch, size_t fir
   return out;
 }
 
-Status history_from_records(std::string_view text, TrainResult& into) {
-  into.epochs.clear();
-  into.evals.clear();
-  size_t line = 0;
-  for (size_t at = 0; at < text.size(); ++line) {
-    const size_t end = text.find('\n', at);
-    if (end == std::string_view::npos) return corruption(fmt::format("history record {}: no end of line", line + 1));
-    try {
-      const auto j = nlohmann::json::parse(text.substr(at, end - at));
-      if (j.contains("epoch")) {
-        into.epochs.push_back(epoch_from_json(j.at("epoch")));
-      } else if (j.contains("eval")) {
-        into.evals.push_back(eval_from_json(j.at("eval")));
-      } else {
-        return corruption(fmt::format("history record {}: neither \"epoch\" nor \"eval\"", line + 1));
-      }
-    } catch (const std::exception& e) {
-      return corruption(fmt::format("history record {}: {}", line + 1, e.what()));
+Status add_history_record(std::string_view line, TrainResult& into) {
+  try {
+    const auto j = nlohmann::json::parse(line);
+    if (j.contains("epoch")) {
+      into.epochs.push_back(epoch_from_json(j.at("epoch")));
+    } else if (j.contains("eval")) {
+      into.evals.push_back(eval_from_json(j.at("eval")));
+    } else {
+      return corruption("a history record with neither \"epoch\" nor \"eval\"");
     }
-    at = end + 1;
+  } catch (const std::exception& e) {
+    return corruption(fmt::format("history record after epoch {}: {}", into.epochs.size(), e.what()));
   }
   return Status::ok();
 }

@@ -248,9 +248,9 @@ std::string metrics_json(const TrainResult& result);
 // A checkpoint's history (common/checkpoint_store.h's journal): one JSON line
 // per epoch ({"epoch": {...}}, as in metrics.json) and per evaluation
 // ({"eval": {...}}), from epochs[first_epoch] and evals[first_eval] on; and
-// read back into `into`'s epochs and evaluations (replacing them).
+// one such line (without its newline) read back onto `into`'s epochs or evaluations.
 std::string history_records(const TrainResult& r, size_t first_epoch, size_t first_eval);
-Status history_from_records(std::string_view text, TrainResult& into);
+Status add_history_record(std::string_view line, TrainResult& into);
 // What a checkpoint keeps beside the journal: the last evaluation's figures
 // and the time the run has taken so far (into total_time_s).
 std::string last_results_json(const TrainResult& r);

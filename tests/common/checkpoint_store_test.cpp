@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "common/checksum.h"
 #include "common/file_util.h"
 #include "tests/support/process.h"
 
@@ -256,6 +257,16 @@ TEST_CASE("checkpoint store: a replica is adopted only when it verifies, and pru
 
 namespace {
 
+// The journal's first mark.bytes, checked, as its lines joined again.
+Result<std::string> history_text(const CheckpointStore& s, HistoryMark mark) {
+  std::string out;
+  DGLD_RETURN_IF_ERROR(s.read_history(mark, [&](std::string_view line) {
+    out.append(line).push_back('\n');
+    return Status::ok();
+  }));
+  return out;
+}
+
 // Appends `text` to the journal and seals `p` with the new mark.
 HistoryMark save_with_history(const CheckpointStore& s, CheckpointPosition p, HistoryMark at, const std::string& text) {
   auto mark = s.append_history(at, text);
@@ -276,13 +287,13 @@ TEST_CASE("checkpoint store: the history journal is appended to, checked, and co
   const HistoryMark m2 = save_with_history(own, {2, 0}, m1, "epoch 1\n");
   CHECK(m2.bytes == 16);
   REQUIRE(own.read_history(m1).is_ok());
-  CHECK(*own.read_history(m1) == "epoch 0\n");
-  CHECK(*own.read_history(m2) == "epoch 0\nepoch 1\n");
+  CHECK(*history_text(own, m1) == "epoch 0\n");
+  CHECK(*history_text(own, m2) == "epoch 0\nepoch 1\n");
   CHECK(own.valid() == std::vector<CheckpointPosition>{{2, 0}, {1, 0}});
 
   SECTION("an append after an older mark cuts what followed it (a run resumed from there)") {
     const HistoryMark m2b = save_with_history(own, {2, 0}, m1, "epoch 1 again\n");
-    CHECK(*own.read_history(m2b) == "epoch 0\nepoch 1 again\n");
+    CHECK(*history_text(own, m2b) == "epoch 0\nepoch 1 again\n");
     CHECK(fs::file_size(own.history_path()) == m2b.bytes);
   }
   SECTION("an altered journal is refused by valid() and read_history, naming it") {
@@ -296,7 +307,15 @@ TEST_CASE("checkpoint store: the history journal is appended to, checked, and co
     REQUIRE(refused.size() == 1);
     CHECK_THAT(refused[0].reason, Catch::Contains("ckpt-2-0.json") && Catch::Contains(own.history_path().string()) &&
                                       Catch::Contains("CRC-32 of its first 16 bytes"));
-    CHECK(own.read_history(m2).status().code() == StatusCode::corruption);
+    CHECK(own.read_history(m2).code() == StatusCode::corruption);
+    CHECK(history_text(own, m2).status().code() == StatusCode::corruption);
+  }
+  SECTION("lines longer than a read's 1 MiB piece come whole; a mark inside a line is refused") {
+    const std::string long_line(3 << 20, 'z');
+    const HistoryMark m3 = save_with_history(own, {3, 0}, m2, long_line + "\nshort\n");
+    CHECK(*history_text(own, m3) == "epoch 0\nepoch 1\n" + long_line + "\nshort\n");
+    const HistoryMark inside{m3.bytes - 2, crc32_update(0, history_text(own, m3)->data(), m3.bytes - 2)};
+    CHECK_THAT(own.read_history(inside).message(), Catch::Contains("end inside a line"));
   }
   SECTION("a cut journal fails verify itself") {
     fs::resize_file(own.history_path(), 12);
@@ -319,7 +338,7 @@ TEST_CASE("checkpoint store: the history journal is appended to, checked, and co
     REQUIRE(replica.adopt({2, 0}, *second, "rank 0", &held).is_ok());
     CHECK(held == m2);
     CHECK(replica.valid() == std::vector<CheckpointPosition>{{2, 0}, {1, 0}});
-    CHECK(*replica.read_history(m2) == "epoch 0\nepoch 1\n");
+    CHECK(*history_text(replica, m2) == "epoch 0\nepoch 1\n");
 
     // A receiver's mark that is not a prefix of the sender's journal: the whole journal instead.
     auto whole = own.read({2, 0}, HistoryMark{8, 12345});

@@ -120,6 +120,17 @@ WipedRun wipe_machine1_and_resume(LocalJob& job, int epochs, const std::vector<s
     CHECK_THAT(read_text(job.logs() / fmt::format("trainer-{}.log", rank)),
                Catch::Contains(fmt::format("resumed from the checkpoint of {}", where)));
   }
+  // The resumed run's first copies: rank 1's history goes on from what
+  // machine 0's replica held at the agreed position; rank 0's whole (machine
+  // 1's replica of it is gone).
+  const auto first_copy = [&](int rank) {
+    const std::string log = read_text(job.logs() / fmt::format("trainer-{}.log", rank));
+    const auto at = log.find(" history bytes from byte ", log.find("resumed from the checkpoint of"));
+    return at == std::string::npos ? std::string() : log.substr(at, log.find(" to rank", at) - at);
+  };
+  CHECK(first_copy(0) == " history bytes from byte 0");
+  CHECK_FALSE(first_copy(1).empty());
+  CHECK(first_copy(1) != " history bytes from byte 0");
   run.resumed = nlohmann::json::parse(read_text(job.src / "resumed.json"));
   CHECK(run.resumed["resumed_at"]["epoch"] == run.committed.epoch);
   CHECK(run.resumed["resumed_at"]["step"] == run.committed.step);
