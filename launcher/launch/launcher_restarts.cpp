@@ -81,11 +81,12 @@ bool Launcher::replace_with_spare(int m, const std::string& why, RestartRecord& 
     }
     const MachineAddress old = machines_[static_cast<size_t>(m)];
     ip_text_ = replace_machine_line(ip_text_, old, spare, fmt::format("machine {} was lost ({})", m, why));
-    record.replaced = fmt::format("spare {}:{} ({}) took the place of machine {} ({}:{}, lost: {})", spare.host,
-                                  spare.base_port,
-                                  spare.line > 0 ? fmt::format("{} line {}", o_.ip_config, spare.line)
-                                                 : std::string("a machine lost before, reachable again"),
-                                  m, old.host, old.base_port, why);
+    const std::string line = fmt::format("spare {}:{} ({}) took the place of machine {} ({}:{}, lost: {})",
+                                         spare.host, spare.base_port,
+                                         spare.line > 0 ? fmt::format("{} line {}", o_.ip_config, spare.line)
+                                                        : std::string("a machine lost before, reachable again"),
+                                         m, old.host, old.base_port, why);
+    record.replaced += (record.replaced.empty() ? "" : "; ") + line;
     spare.line = old.line;  // the line it now stands on in the job's ip_config
     machines_[static_cast<size_t>(m)] = spare;
     // The lost machine is the last spare now: repaired or rebooted, it can
@@ -96,7 +97,7 @@ bool Launcher::replace_with_spare(int m, const std::string& why, RestartRecord& 
     spares_left_.push_back(back);
     replaced_any_ = true;
     start_failures_.erase(m);
-    log()->warn("{}", record.replaced);
+    log()->warn("{}", line);
     return true;
   }
   return false;
@@ -119,12 +120,26 @@ bool Launcher::prepare_restart(double teardown_s) {
   r.teardown_s = teardown_s;
   r.last_checkpoint = newest_checkpoint_;
   r.lost_work_s = work_since_ ? std::chrono::duration<double>(failed_at_ - *work_since_).count() : 0.0;
-  // Is the machine gone for good? ssh cannot reach it, or its processes
+  // Is a machine gone for good? ssh cannot reach it, or its processes
   // failed to start in two attempts in a row: a spare takes its place.
   const int m = cause.machine;
   std::string lost;
   const std::set<int> unreachable = std::move(unreachable_);
   unreachable_.clear();
+  // Another machine whose agent was lost and which the clean-up could not
+  // reach over ssh is gone too, whatever failed first: a trainer that gave
+  // up on a peer the coordinator dropped exits before its launcher sees the
+  // lost machine's agent go (without this, the next attempt tried to start
+  // on the lost machine and spent another ssh connect timeout).
+  bool replaced_other = false;
+  for (int u : unreachable) {
+    if (u == m) continue;
+    replaced_other = true;
+    if (!replace_with_spare(u, "ssh to it fails (the clean-up could not reach it)", r)) {
+      return stop(fmt::format("machine {} is lost (ssh to it fails) and no spare machine is left (list spares in {} "
+                              "as '# spare <address> [<port>]')", u, o_.ip_config));
+    }
+  }
   if (m >= 0) {
     const AgentConn* a = static_cast<size_t>(m) < agents_.size() ? agents_[static_cast<size_t>(m)].get() : nullptr;
     const bool start_failure = cause.kind == FailureCause::Kind::phase ||
@@ -145,7 +160,7 @@ bool Launcher::prepare_restart(double teardown_s) {
       return stop(fmt::format("machine {} is lost ({}) and no spare machine is left (list spares in {} as "
                               "'# spare <address> [<port>]')", m, lost, o_.ip_config));
     }
-  } else {
+  } else if (!replaced_other) {
     // Twice the same failure with nothing gained in between: it would go on so.
     const bool progressed = newest_checkpoint_ != checkpoint_at_attempt_start_;
     d = decide_restart(static_cast<int>(restarts_.size()), o_.max_restarts, cause, previous_cause_, progressed,

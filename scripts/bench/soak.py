@@ -258,9 +258,10 @@ class Soak:
                 self.pending.remove(item)
 
     def healthy(self, tail, since):
-        """Training goes on: no restart under way, a commit after `since` and after the last resume."""
+        """Training goes on: no restart under way (the newest resume after the newest restart; an
+        attempt can fail before it resumes), a commit after `since` and after the last resume."""
         restarts, resumes = tail.get("restart"), tail.get("resumed")
-        if len(resumes) < len(restarts):
+        if restarts and (not resumes or resumes[-1]["t"] < restarts[-1]["t"]):
             return False
         after = max([since] + [e["t"] for e in resumes])
         return bool(tail.get("commit", after)) and len(self.active()) == self.hosts - 1
