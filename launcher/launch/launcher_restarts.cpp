@@ -131,13 +131,16 @@ bool Launcher::prepare_restart(double teardown_s) {
   // up on a peer the coordinator dropped exits before its launcher sees the
   // lost machine's agent go (without this, the next attempt tried to start
   // on the lost machine and spent another ssh connect timeout).
+  // Without a spare the next attempt tries it again, as before (ssh may
+  // have failed for a moment only).
   bool replaced_other = false;
   for (int u : unreachable) {
     if (u == m) continue;
-    replaced_other = true;
-    if (!replace_with_spare(u, "ssh to it fails (the clean-up could not reach it)", r)) {
-      return stop(fmt::format("machine {} is lost (ssh to it fails) and no spare machine is left (list spares in {} "
-                              "as '# spare <address> [<port>]')", u, o_.ip_config));
+    if (replace_with_spare(u, "ssh to it fails (the clean-up could not reach it)", r)) {
+      replaced_other = true;
+    } else {
+      log()->warn("machine {} could not be reached by the clean-up and no spare machine is left: the next attempt "
+                  "tries it again", u);
     }
   }
   if (m >= 0) {
