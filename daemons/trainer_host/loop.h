@@ -147,8 +147,9 @@ class Loop {
   // checkpoint, and how many of r_'s epochs and evaluations it holds.
   HistoryMark history_mark_;
   size_t history_epochs_ = 0, history_evals_ = 0;
-  // By rank: how much of that rank's journal this rank's replica holds (this
-  // run's copies; nothing at first, so a run's first replica sends it whole).
+  // By rank: how much of that rank's journal this rank's replica holds (at
+  // the agreed position after a resume, then this run's copies; nothing for
+  // a fresh run or after a failed copy, so the next copy sends it whole).
   std::vector<HistoryMark> replica_marks_;
 };
 
