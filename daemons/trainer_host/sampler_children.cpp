@@ -167,17 +167,23 @@ Result<std::unique_ptr<SamplerChildren>> SamplerChildren::start(const SamplerChi
   return c;
 }
 
+void SamplerChildren::reap_exited_locked() {
+  for (size_t i = 0; i < pids_.size(); ++i) {
+    int status = 0;
+    if (status_[i] != -1 || ::waitpid(pids_[i], &status, WNOHANG) != pids_[i]) continue;
+    status_[i] = status;
+    logger("trainer")->warn("sampler-worker pid {} ended with {} while training ran; its batches go to the "
+                            "other sampler-workers or are made in this process", pids_[i], describe_status(status));
+  }
+}
+
 void SamplerChildren::reap_loop() {
+  // Every 50 ms: an epoch of a small graph can take less than that, and a
+  // worker's end should be said (and its zombie reaped) while training runs.
   std::unique_lock lock(mu_);
   while (!stopping_) {
-    for (size_t i = 0; i < pids_.size(); ++i) {
-      int status = 0;
-      if (status_[i] != -1 || ::waitpid(pids_[i], &status, WNOHANG) != pids_[i]) continue;
-      status_[i] = status;
-      logger("trainer")->warn("sampler-worker pid {} ended with {} while training ran; its batches go to the "
-                              "other sampler-workers or are made in this process", pids_[i], describe_status(status));
-    }
-    wake_.wait_for(lock, std::chrono::milliseconds(500), [&] { return stopping_; });
+    reap_exited_locked();
+    wake_.wait_for(lock, std::chrono::milliseconds(50), [&] { return stopping_; });
   }
 }
 
@@ -195,6 +201,12 @@ Status SamplerChildren::stop() {
   if (reaper_.joinable()) reaper_.join();
   Status first;
   status_.resize(pids_.size(), -1);
+  {
+    // A worker that ended after the reaper's last look ended while training
+    // ran too: said here, before the SIGTERMs below make every end look alike.
+    std::lock_guard lock(mu_);
+    reap_exited_locked();
+  }
   for (size_t i = 0; i < pids_.size(); ++i) {
     if (status_[i] == -1) ::kill(pids_[i], SIGTERM);
   }

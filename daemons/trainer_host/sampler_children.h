@@ -57,6 +57,8 @@ class SamplerChildren {
  private:
   SamplerChildren() = default;
   void reap_loop();
+  // Records (and logs) the workers that have ended; mu_ held.
+  void reap_exited_locked();
   std::vector<pid_t> pids_;
   std::vector<std::string> endpoints_;
   mutable std::mutex mu_;

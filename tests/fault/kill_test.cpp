@@ -98,7 +98,9 @@ TEST_CASE("fault: kill -9 of sampler-workers mid-epoch loses no seed; training c
   // (the other takes its batches), the second as epoch 4 starts (the trainer
   // makes the rest itself). Batches depend only on (seed, epoch, batch id), so every
   // epoch must match an undisturbed run: the same seeds, the same loss.
-  constexpr int kEpochs = 8;
+  // An epoch here can take 30-50 ms: 16 of them leave the trainer running
+  // well past the second kill, after the reaper (every 50 ms) has said the first.
+  constexpr int kEpochs = 16;
   DistJob job(DistJob::Options{.samplers_per_trainer = 2});
   job.servers_stop_at_end = false;  // two runs against the same servers
   // Small batches: many per epoch, so a worker always has some in hand.
