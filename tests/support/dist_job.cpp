@@ -173,13 +173,25 @@ std::vector<pid_t> logged_sampler_pids(const std::string& trainer_log) {
   return pids;
 }
 
-bool pid_alive(pid_t pid) {
+namespace {
+// "pid (comm) S PPID ...": the fields after the last ')' (the command may hold one); empty if gone.
+std::string stat_after_comm(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string stat;
-  if (!std::getline(in, stat)) return false;
-  // "pid (comm) S ...": the state follows the last ')'.
+  if (!std::getline(in, stat)) return {};
   const auto close = stat.rfind(')');
-  return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] != 'Z';
+  return close == std::string::npos || close + 2 >= stat.size() ? std::string() : stat.substr(close + 2);
+}
+}  // namespace
+
+bool pid_alive(pid_t pid) {
+  const std::string s = stat_after_comm(pid);
+  return !s.empty() && s[0] != 'Z';
+}
+
+pid_t parent_pid(pid_t pid) {
+  const std::string s = stat_after_comm(pid);
+  return s.size() > 2 ? static_cast<pid_t>(std::atol(s.c_str() + 2)) : -1;
 }
 
 }  // namespace dgld::testing

@@ -85,5 +85,7 @@ struct DistJob {
 std::vector<pid_t> logged_sampler_pids(const std::string& trainer_log);
 // True while `pid` exists and is not a zombie.
 bool pid_alive(pid_t pid);
+// The parent of `pid` (from /proc), -1 when it is gone.
+pid_t parent_pid(pid_t pid);
 
 }  // namespace dgld::testing
