@@ -24,7 +24,10 @@ alone: from the fault until the next checkpoint every trainer committed after
 it (and after any restart it caused). The same job, same seed, runs
 undisturbed after it; with --epochs 0 a 2-epoch run first sizes the job so
 that it would train for --minutes less the faults' expected cost (at least
-30 % of --minutes).
+30 % of --minutes). With --undisturbed-acc the undisturbed job is not run:
+its test accuracy comes from an earlier soak of the same job (the same
+--graph, --seed, --batch-size and --epochs: its soak.json's "epochs" and
+"undisturbed_test_acc"), and the report says it was given.
 
 Reports every fault (time, kind, target), its recovery time, the restarts it
 caused and the training redone (dgl-launch's restart report), the RSS of every
@@ -389,7 +392,7 @@ def size_job(a, c, out):
     return epochs
 
 
-def report(a, soak, tail, restarts, t_end, base, got, rc, out):
+def report(a, soak, tail, restarts, t_end, epochs, base, got, rc, out):
     analyse(soak.faults, tail, restarts, t_end)
     print(f"\n  {'t (s)':>7}  {'kind':<13} {'recovered':>9} {'after (s)':>9} {'restarts':>8} {'redone (s)':>10}  target")
     for f in soak.faults:
@@ -422,7 +425,8 @@ def report(a, soak, tail, restarts, t_end, base, got, rc, out):
         f"host {h} " + ("down" if v["bytes"] is None else "empty" if not v["entries"] else
                         f"{v['bytes']} bytes in {v['entries']}") for h, v in shm_left.items()))
     delta = (got["test_acc"] - base["test_acc"]) if got else float("nan")
-    print(f"  test acc {got['test_acc'] if got else float('nan'):.4f} (undisturbed {base['test_acc']:.4f}); job "
+    given = ", given by --undisturbed-acc" if a.undisturbed_acc is not None else ""
+    print(f"  test acc {got['test_acc'] if got else float('nan'):.4f} (undisturbed {base['test_acc']:.4f}{given}); job "
           f"exit {rc}, {t_end / 60:.1f} min, {len(restarts)} restart(s), {len(soak.faults)} faults: "
           + ", ".join(f"{k} {n}" for k, n in kinds.items()))
     png = plot(out / "soak.png", soak.samples, soak.shm, soak.faults)
@@ -431,12 +435,14 @@ def report(a, soak, tail, restarts, t_end, base, got, rc, out):
             w = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else ["t"])
             w.writeheader()
             w.writerows(rows)
-    result = {"args": {k: v for k, v in vars(a).items()}, "exit": rc, "minutes": t_end / 60, "faults": soak.faults,
+    result = {"args": {k: v for k, v in vars(a).items()}, "epochs": epochs, "exit": rc, "minutes": t_end / 60,
+              "faults": soak.faults,
               "kinds": kinds, "restarts": restarts, "recovered_fraction": frac, "rss_growth": growth,
               "shm_left": shm_left, "test_acc": got["test_acc"] if got else None,
-              "undisturbed_test_acc": base["test_acc"], "plot": str(png) if png else None}
+              "undisturbed_test_acc": base["test_acc"], "undisturbed_given": a.undisturbed_acc is not None,
+              "plot": str(png) if png else None}
     (out / "soak.json").write_text(json.dumps(result, indent=1, default=str))
-    print(f"ratio: soak_test_acc_minus_undisturbed {delta:+.4f} (target within +-0.01)")
+    print(f"ratio: soak_test_acc_minus_undisturbed {delta:+.4f} (target within +-0.01{given})")
     print(f"ratio: soak_rss_growth_max {worst[1]['growth']:.3f} ({worst[0]}; target <= 1.10)")
     print(f"ratio: soak_faults_recovered_fraction {frac:.3f} ({ok} of {len(soak.faults)}; target 1)")
     print(f"ratio: soak_shm_bytes_left {shm_bytes} (target 0: /dev/shm {'empty' if shm_ok else 'NOT empty'} "
@@ -458,6 +464,9 @@ def main(argv=None):
     ap.add_argument("--batch-size", type=int, default=100)
     ap.add_argument("--checkpoint-every", type=int, default=10, help="steps between checkpoints (default 10)")
     ap.add_argument("--max-restarts", type=int, default=1000)
+    ap.add_argument("--undisturbed-acc", type=float, metavar="ACC",
+                    help="the undisturbed job's test accuracy from an earlier soak of the same job (needs --epochs); "
+                         "the undisturbed job is then not run")
     ap.add_argument("--sample-s", type=float, default=10, help="RSS and /dev/shm sampling period (default 10 s)")
     ap.add_argument("--seed", type=int, default=7, help="the job's seed and the faults' (default 7)")
     ap.add_argument("--name", default="soak", help="the emulated cluster's name")
@@ -470,6 +479,8 @@ def main(argv=None):
         signal.signal(sig, lambda signum, frame: sys.exit(128 + signum))
     if os.geteuid() != 0:
         raise SoakError("root is needed (the cluster emulator's network namespaces)")
+    if a.undisturbed_acc is not None and a.epochs <= 0:
+        raise SoakError("--undisturbed-acc needs --epochs: the earlier soak's epoch count (its soak.json's \"epochs\")")
     if not 0 < a.fault_every[0] <= a.fault_every[1]:
         raise SoakError(f"--fault-every {a.fault_every}: expected 0 < MIN <= MAX")
     os.environ["DGLD_BUILD_ROOT"] = a.build = os.path.abspath(a.build)
@@ -511,11 +522,15 @@ def main(argv=None):
         if (c.src / "dgld-logs").is_dir():
             shutil.copytree(c.src / "dgld-logs", out / "launcher-logs", dirs_exist_ok=True)
         t1 = time.time()  # the undisturbed job after the soak: the faults' figures come first
-        base = finished(c, launch(c, a, "soak-u", epochs, out / "undisturbed.log"), "soak-u", out / "undisturbed.log",
-                        a.minutes * 60 * 3 + 600)
-        print(f"  undisturbed: {epochs} epochs in {(time.time() - t1) / 60:.1f} min, test acc {base['test_acc']:.4f}",
-              flush=True)
-        ok = report(a, soak, tail, restarts, t_end, base, got, rc, out)
+        if a.undisturbed_acc is not None:
+            base = {"test_acc": a.undisturbed_acc}
+            print(f"  undisturbed: not run; test acc {a.undisturbed_acc:.4f} given (--undisturbed-acc)", flush=True)
+        else:
+            base = finished(c, launch(c, a, "soak-u", epochs, out / "undisturbed.log"), "soak-u",
+                            out / "undisturbed.log", a.minutes * 60 * 3 + 600)
+            print(f"  undisturbed: {epochs} epochs in {(time.time() - t1) / 60:.1f} min, test acc "
+                  f"{base['test_acc']:.4f}", flush=True)
+        ok = report(a, soak, tail, restarts, t_end, epochs, base, got, rc, out)
     finally:
         emu_util.emu("down", "--name", a.name, check=False)
     return 0 if ok else 1
