@@ -2,6 +2,7 @@
 // reached through a TCP proxy that delays every chunk of bytes. Training
 // completes, slower, with exactly the results of a run over the direct link.
 // Also the proxy itself: it delays and caps as asked.
+#include <algorithm>
 #include <catch2/catch.hpp>
 
 #include <netinet/in.h>
@@ -145,12 +146,21 @@ TEST_CASE("fault: training over a slow link to one machine's server completes, s
     for (const auto& e : m["epochs"]) s += e["time_s"].get<double>();
     return s;
   };
+  // The fastest epoch of each run: a busy machine (the suite runs tests side
+  // by side) slows some epochs of either run, rarely all of them.
+  auto fastest_epoch = [](const nlohmann::json& m) {
+    double s = 1e9;
+    for (const auto& e : m["epochs"]) s = std::min(s, e["time_s"].get<double>());
+    return s;
+  };
   const double direct_train = train_time(direct), slow_train = train_time(slow);
+  const double direct_min = fastest_epoch(direct), slow_min = fastest_epoch(slow);
   WARN(fmt::format("slow link ({} ms per chunk each way to machine 1's server, {:.1f} MB through the proxy): "
-                   "{} epochs trained in {:.2f} s vs {:.2f} s direct ({:.1f}x); whole runs {:.1f} s vs {:.1f} s",
+                   "{} epochs trained in {:.2f} s vs {:.2f} s direct ({:.1f}x), the fastest epoch {:.3f} s vs "
+                   "{:.3f} s ({:.1f}x); whole runs {:.1f} s vs {:.1f} s",
                    delay.count(), proxied_bytes / 1e6, kEpochs, slow_train, direct_train, slow_train / direct_train,
-                   slow_s, direct_s));
-  CHECK(slow_train > 1.5 * direct_train);
+                   slow_min, direct_min, slow_min / direct_min, slow_s, direct_s));
+  CHECK(slow_min > 1.5 * direct_min);
   REQUIRE(slow["epochs"].size() == kEpochs);
   for (int e = 0; e < kEpochs; ++e) {
     INFO("epoch " << e);
