@@ -358,6 +358,15 @@ def plot(path, samples, shm, faults):
     return path
 
 
+def job_name(a, which):
+    """The job id of the sizing run (c), the faulted job (d) or the undisturbed
+    one (u), named after the cluster: the emulated machines share one PID
+    space, and dgl-launch's clean-up sweeps a machine by job id, so two soaks
+    (this one and the suite's cluster_soak) with one job id would kill each
+    other's processes."""
+    return f"{a.name}-{which}"
+
+
 def trainer_args(a, job, epochs):
     return ["--num-epochs", str(epochs), "--batch-size", str(a.batch_size), "--fan-out", "10,25", "--num-hidden", "32",
             "--lr", "0.01", "--eval-every", "0", "--log-every", "0", "--no-progress", "--seed", str(a.seed),
@@ -382,7 +391,7 @@ def finished(c, p, job, log, timeout):
 def size_job(a, c, out):
     """Epochs for --minutes: from a 2-epoch run's second epoch, less the faults' expected cost."""
     log = out / "calibrate.log"
-    m = finished(c, launch(c, a, "soak-c", 2, log), "soak-c", log, 600)
+    m = finished(c, launch(c, a, job_name(a, "c"), 2, log), job_name(a, "c"), log, 600)
     epoch_s = m["epochs"][-1]["time_s"]
     faults = a.minutes * 60 / (sum(a.fault_every) / 2)
     train_s = max(a.minutes * 60 * 0.3, a.minutes * 60 - faults * a.fault_cost_s)
@@ -498,7 +507,7 @@ def main(argv=None):
         log = out / "soak.log"
         log.touch()
         t0 = time.time()
-        p = launch(c, a, "soak-d", epochs, log)
+        p = launch(c, a, job_name(a, "d"), epochs, log)
         soak = Soak(a, c)
         tail = LogTail(str(log), t0)
         tail.start()
@@ -512,9 +521,9 @@ def main(argv=None):
             tail.stop = True
             tail.join()
         t_end = time.time() - t0
-        rpath = c.src / "dgld-logs" / "soak-d-restarts.json"
+        rpath = c.src / "dgld-logs" / f"{job_name(a, 'd')}-restarts.json"
         restarts = json.loads(rpath.read_text()) if rpath.exists() else []
-        got = json.loads((c.src / "metrics-soak-d.json").read_text()) if rc == 0 else None
+        got = json.loads((c.src / f"metrics-{job_name(a, 'd')}.json").read_text()) if rc == 0 else None
         for h in range(soak.hosts):  # the trainers' logs, for the record
             src = Path(c.status["machines"][h]["dir"]) / "dgld-logs"
             if src.is_dir():
@@ -526,7 +535,7 @@ def main(argv=None):
             base = {"test_acc": a.undisturbed_acc}
             print(f"  undisturbed: not run; test acc {a.undisturbed_acc:.4f} given (--undisturbed-acc)", flush=True)
         else:
-            base = finished(c, launch(c, a, "soak-u", epochs, out / "undisturbed.log"), "soak-u",
+            base = finished(c, launch(c, a, job_name(a, "u"), epochs, out / "undisturbed.log"), job_name(a, "u"),
                             out / "undisturbed.log", a.minutes * 60 * 3 + 600)
             print(f"  undisturbed: {epochs} epochs in {(time.time() - t1) / 60:.1f} min, test acc "
                   f"{base['test_acc']:.4f}", flush=True)
