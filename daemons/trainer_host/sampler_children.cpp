@@ -208,7 +208,9 @@ Status SamplerChildren::stop() {
     reap_exited_locked();
   }
   for (size_t i = 0; i < pids_.size(); ++i) {
-    if (status_[i] == -1) ::kill(pids_[i], SIGTERM);
+    if (status_[i] != -1) continue;
+    ::kill(pids_[i], SIGTERM);
+    ::kill(pids_[i], SIGCONT);  // a stopped worker acts on SIGTERM once continued
   }
   const auto deadline = Clock::now() + std::chrono::seconds(10);
   for (size_t i = 0; i < pids_.size(); ++i) {

@@ -15,6 +15,7 @@ SweepResult sweep_job(const std::string& job_id, int machine, std::chrono::milli
     logger("launcher")->warn("pid {} of job {} is still running outside its process group: {}", pid, job_id,
                              grace.count() > 0 ? "SIGTERM" : "SIGKILL");
     ::kill(pid, grace.count() > 0 ? SIGTERM : SIGKILL);
+    if (grace.count() > 0) ::kill(pid, SIGCONT);  // a stopped process acts on SIGTERM once continued
   }
   const auto deadline = Clock::now() + grace;
   while (!pids.empty() && Clock::now() < deadline) {
@@ -104,6 +105,7 @@ void Agent::reap() {
         // Whatever it left in its group (sampler-workers) goes too.
         const pid_t pgid = c->proc.pid();
         ::kill(-pgid, SIGTERM);
+        ::kill(-pgid, SIGCONT);  // a stopped one acts on it once continued
         draining_.push_back({pgid, Clock::now() + std::chrono::milliseconds(spec_.grace_ms)});
       }
     }
@@ -134,7 +136,7 @@ void Agent::stop(const std::string& reason) {
   log()->info("stopping job {} on machine {}: {}", job_id_, machine_, reason);
   probing_ = false;
   for (auto& c : children_) {
-    if (!c->status) c->proc.signal_group(SIGTERM);
+    if (!c->status) c->proc.terminate_group();
   }
   pump_until(Clock::now() + std::chrono::milliseconds(spec_.grace_ms));
   int killed = 0;

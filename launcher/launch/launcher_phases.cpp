@@ -99,7 +99,7 @@ void Launcher::teardown() {
   }
   for (auto& a : agents_) {
     if (a->proc.pid() > 0 && !a->proc.wait_for(a->stopped ? 2000ms : 200ms)) {
-      a->proc.signal_group(SIGTERM);
+      a->proc.terminate_group();
       if (!a->proc.wait_for(500ms)) a->proc.signal_group(SIGKILL);
       a->proc.wait_for(2s);
     }

@@ -207,6 +207,11 @@ void Subprocess::signal_group(int sig) const {
   if (pid_ > 0 && !status_) ::kill(-pid_, sig);
 }
 
+void Subprocess::terminate_group() const {
+  signal_group(SIGTERM);
+  signal_group(SIGCONT);
+}
+
 std::optional<int> Subprocess::poll() {
   if (status_ || pid_ <= 0) return status_;
   int st = 0;

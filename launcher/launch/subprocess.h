@@ -54,6 +54,10 @@ class Subprocess {
 
   // Signals the whole process group (no-op once reaped).
   void signal_group(int sig) const;
+  // SIGTERM, then SIGCONT, to the whole group: a process stopped (SIGSTOP,
+  // a debugger's Ctrl-Z) acts on SIGTERM only once continued, as a shell's
+  // `kill` continues a stopped job; otherwise it would wait for SIGKILL.
+  void terminate_group() const;
   // Reaps without blocking: the exit status (exit code, or 128 + signal) once exited.
   std::optional<int> poll();
   // Waits up to `timeout` for the exit.

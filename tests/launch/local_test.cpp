@@ -105,6 +105,33 @@ TEST_CASE("launch --local: a trainer that fails stops every process and names it
   job.check_nothing_left();
 }
 
+TEST_CASE("launch --local: a trainer frozen by SIGSTOP when the job stops is continued to act on SIGTERM, not "
+          "killed after the grace period", "[launch]") {
+  LocalJob job;
+  auto p = job.start({"--num-trainers", "2", "--extra-envs", "FAKE_SECONDS=60", "FAKE_FAIL_RANK=3", "FAKE_FAIL_AFTER=3",
+                      "FAKE_FAIL_CODE=7"});
+  if (!p.wait_for_log("fake trainer rank 1 of 4", 30s)) FAIL("no trainer rank 1 within 30 s; launcher output:\n" << p.log());
+  std::optional<pid_t> frozen;
+  for (auto until = std::chrono::steady_clock::now() + 10s; !frozen && std::chrono::steady_clock::now() < until;) {
+    frozen = recorded_pid(job.ws, job.job_id, 0, "trainer", 1);
+    if (!frozen) std::this_thread::sleep_for(50ms);
+  }
+  REQUIRE(frozen.has_value());
+  ::kill(*frozen, SIGSTOP);
+  REQUIRE(p.wait_for_log("failing on purpose", 30s));
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto rc = p.wait(15s);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  std::printf("measured: %s: launcher exited %.2f s after the event\n",
+              Catch::getResultCapture().getCurrentTestName().c_str(), std::chrono::duration<double>(took).count());
+  const std::string log = p.log();
+  INFO(log);
+  REQUIRE(rc == std::optional<int>(1));
+  CHECK_THAT(log, !Catch::Contains("still running"));  // no SIGKILL after --stop-grace-ms (3 s)
+  CHECK(took < 2500ms);
+  job.check_nothing_left();
+}
+
 TEST_CASE("launch --local: SIGINT or SIGTERM stops every process within 5 s", "[launch]") {
   const int sig = GENERATE(SIGINT, SIGTERM);
   LocalJob job;
