@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
+#include <thread>
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
@@ -108,6 +109,79 @@ Status Collectives::await_healthy(const c10::intrusive_ptr<c10d::Work>& work,
       return h.with_context(what + " (given up while waiting for it)");
     }
   }
+  return Status::ok();
+}
+
+Status Collectives::exchange(std::vector<TrainingBackend::Transfer>& sends,
+                             std::vector<TrainingBackend::Transfer>& recvs, const std::string& what,
+                             std::chrono::milliseconds timeout) {
+  if (health_) {
+    if (Status h = health_(); !h.is_ok()) return h.with_context(what);
+  }
+  constexpr int kTag = 0x434b;  // "CK"
+  std::vector<std::pair<std::string, c10::intrusive_ptr<c10d::Work>>> works;
+  std::vector<std::vector<at::Tensor>> keep;  // Gloo holds references; keep the vectors alive too
+  keep.reserve(sends.size() + recvs.size());
+  // The health watch: started once every transfer is posted, ended before this returns.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool finished = false;
+  Status unhealthy;
+  std::thread watch;
+  auto end_watch = [&] {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      finished = true;
+    }
+    cv.notify_all();
+    if (watch.joinable()) watch.join();
+  };
+  try {
+    for (auto& r : recvs) {
+      keep.push_back({r.bytes});
+      works.emplace_back(fmt::format("{} bytes from rank {}", r.bytes.numel(), r.peer), pg_->recv(keep.back(), r.peer, kTag));
+    }
+    for (auto& s : sends) {
+      keep.push_back({s.bytes});
+      works.emplace_back(fmt::format("{} bytes to rank {}", s.bytes.numel(), s.peer), pg_->send(keep.back(), s.peer, kTag));
+    }
+    if (health_) {
+      watch = std::thread([&] {
+        std::unique_lock<std::mutex> lock(mu);
+        while (!cv.wait_for(lock, kHealthCheckEvery, [&] { return finished; })) {
+          lock.unlock();
+          Status h = health_();
+          lock.lock();
+          if (!h.is_ok()) {
+            unhealthy = std::move(h);
+            for (auto& w : works) w.second->abort();  // each wait below returns false
+            return;
+          }
+        }
+      });
+    }
+    for (auto& [desc, work] : works) {
+      if (!work->wait(timeout)) {
+        end_watch();
+        if (!unhealthy.is_ok()) {
+          abandoned_ = true;
+          return unhealthy.with_context(what + " (given up while waiting for it)");
+        }
+        return timeout_error(fmt::format("{}: {} over {} did not complete within {} ms (a trainer died or hangs){}",
+                                         what, desc, peer_, timeout.count(), diagnosis()));
+      }
+    }
+  } catch (const std::exception& e) {
+    end_watch();
+    if (!unhealthy.is_ok()) {
+      abandoned_ = true;
+      return unhealthy.with_context(what + " (given up while waiting for it)");
+    }
+    std::string msg = e.what();
+    if (auto nl = msg.find("\nException raised from"); nl != std::string::npos) msg.resize(nl);
+    return closed_error(fmt::format("{}: {} failed (a trainer died?): {}{}", what, peer_, msg, diagnosis()));
+  }
+  end_watch();
   return Status::ok();
 }
 

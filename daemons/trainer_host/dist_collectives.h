@@ -89,39 +89,11 @@ class Collectives {
                   const std::string& what) {
     return exchange(sends, recvs, what, timeout_);
   }
+  // Gloo's send and receive have no future: while they wait, a thread of
+  // this call checks `health` every kHealthCheckEvery and aborts them once
+  // it fails, as await_healthy does for the collectives.
   Status exchange(std::vector<TrainingBackend::Transfer>& sends, std::vector<TrainingBackend::Transfer>& recvs,
-                  const std::string& what, std::chrono::milliseconds timeout) {
-    if (health_) {
-      if (Status h = health_(); !h.is_ok()) return h.with_context(what);
-    }
-    constexpr int kTag = 0x434b;  // "CK"
-    std::vector<std::pair<std::string, c10::intrusive_ptr<c10d::Work>>> works;
-    std::vector<std::vector<at::Tensor>> keep;  // Gloo holds references; keep the vectors alive too
-    keep.reserve(sends.size() + recvs.size());
-    try {
-      for (auto& r : recvs) {
-        keep.push_back({r.bytes});
-        works.emplace_back(fmt::format("{} bytes from rank {}", r.bytes.numel(), r.peer),
-                           pg_->recv(keep.back(), r.peer, kTag));
-      }
-      for (auto& s : sends) {
-        keep.push_back({s.bytes});
-        works.emplace_back(fmt::format("{} bytes to rank {}", s.bytes.numel(), s.peer),
-                           pg_->send(keep.back(), s.peer, kTag));
-      }
-      for (auto& [desc, work] : works) {
-        if (!work->wait(timeout)) {
-          return timeout_error(fmt::format("{}: {} over {} did not complete within {} ms (a trainer died or hangs){}",
-                                           what, desc, peer_, timeout.count(), diagnosis()));
-        }
-      }
-    } catch (const std::exception& e) {
-      std::string msg = e.what();
-      if (auto nl = msg.find("\nException raised from"); nl != std::string::npos) msg.resize(nl);
-      return closed_error(fmt::format("{}: {} failed (a trainer died?): {}{}", what, peer_, msg, diagnosis()));
-    }
-    return Status::ok();
-  }
+                  const std::string& what, std::chrono::milliseconds timeout);
 
  private:
   Collectives() = default;

@@ -125,3 +125,32 @@ TEST_CASE("collectives: a stranger on a Gloo port while the group forms costs on
   REQUIRE(c1.is_ok());
   check_allreduce(**c0, **c1);
 }
+
+TEST_CASE("collectives: a point-to-point exchange stops waiting once the cluster's health fails", "[collectives]") {
+  // Checkpoint copies use Gloo's send and receive, which have no future for
+  // await_healthy: the exchange watches the health itself and aborts them.
+  const int port = testing::free_port_range(1);
+  auto r1 = std::async(std::launch::async, [&] { return join(1, port); });
+  auto c0 = join(0, port);
+  auto c1 = r1.get();
+  REQUIRE(c0.is_ok());
+  REQUIRE(c1.is_ok());
+  const auto t0 = std::chrono::steady_clock::now();
+  (*c0)->watch(
+      [t0]() -> Status {
+        if (std::chrono::steady_clock::now() - t0 < 500ms) return Status::ok();
+        return closed_error("the coordinator dropped trainer 1");
+      },
+      [] { return Status::ok(); });
+  // Rank 1 never sends: without the watch rank 0 would wait the 20 s deadline.
+  std::vector<TrainingBackend::Transfer> sends, recvs;
+  recvs.push_back({1, torch::zeros({16}, torch::kUInt8)});
+  const Status st = (*c0)->exchange(sends, recvs, "copying a checkpoint");
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  INFO(st.to_string());
+  CHECK_FALSE(st.is_ok());
+  CHECK_THAT(st.message(), Catch::Contains("the coordinator dropped trainer 1") &&
+                               Catch::Contains("copying a checkpoint (given up while waiting for it)"));
+  CHECK(waited < 2.0);
+  WARN("exchange given up " << waited << " s after it began (health failing from 0.5 s, checked every 0.2 s)");
+}
