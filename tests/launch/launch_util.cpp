@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -189,6 +190,16 @@ void LocalJob::check_nothing_left() const {
   // Nothing listens any more (a bind test would also fail on a port the
   // kernel happened to give some unrelated connection as its ephemeral port).
   for (int p : {base, base + 1, base + 10, base + 11, base + 900}) CHECK_FALSE(port_listened_on(p));
+}
+
+LauncherExit wait_launcher_exit(Process& p, std::chrono::steady_clock::time_point since,
+                                std::chrono::milliseconds timeout) {
+  LauncherExit e;
+  e.rc = p.wait(timeout);
+  e.took = std::chrono::steady_clock::now() - since;
+  std::printf("measured: %s: launcher exited %.2f s after the event\n",
+              Catch::getResultCapture().getCurrentTestName().c_str(), e.took.count());
+  return e;
 }
 
 }  // namespace dgld::testing

@@ -58,6 +58,16 @@ std::string read_text(const std::filesystem::path& p);
 // ip_config.txt and parts/g.json), the workspace `ws`, the ports (machine m
 // at base + 10 m) and a job id. Whatever a failed assertion left running is
 // killed by PID (found by the job id) on destruction.
+// The launcher's exit after an event at `since` (a kill, a signal, a log
+// line seen): waits up to `timeout`, prints "measured: <test>: launcher
+// exited S s after the event" and returns the exit status and the time taken.
+struct LauncherExit {
+  std::optional<int> rc;
+  std::chrono::duration<double> took;
+};
+LauncherExit wait_launcher_exit(Process& p, std::chrono::steady_clock::time_point since,
+                                std::chrono::milliseconds timeout);
+
 struct LocalJob {
   TempDir dir{"dgld-launch-local"};
   std::filesystem::path src = dir.path() / "src";

@@ -90,10 +90,7 @@ TEST_CASE("launch --local: a trainer that fails stops every process and names it
                       "FAKE_FAIL_CODE=7"});
   REQUIRE(p.wait_for_log("failing on purpose", 30s));
   const auto t0 = std::chrono::steady_clock::now();
-  const auto rc = p.wait(15s);
-  const auto took = std::chrono::steady_clock::now() - t0;
-  std::printf("measured: %s: launcher exited %.2f s after the event\n",
-              Catch::getResultCapture().getCurrentTestName().c_str(), std::chrono::duration<double>(took).count());
+  const auto [rc, took] = wait_launcher_exit(p, t0, 15s);
   const std::string log = p.log();
   INFO(log);
   REQUIRE(rc == std::optional<int>(1));
@@ -120,10 +117,7 @@ TEST_CASE("launch --local: a trainer frozen by SIGSTOP when the job stops is con
   ::kill(*frozen, SIGSTOP);
   REQUIRE(p.wait_for_log("failing on purpose", 30s));
   const auto t0 = std::chrono::steady_clock::now();
-  const auto rc = p.wait(15s);
-  const auto took = std::chrono::steady_clock::now() - t0;
-  std::printf("measured: %s: launcher exited %.2f s after the event\n",
-              Catch::getResultCapture().getCurrentTestName().c_str(), std::chrono::duration<double>(took).count());
+  const auto [rc, took] = wait_launcher_exit(p, t0, 15s);
   const std::string log = p.log();
   INFO(log);
   REQUIRE(rc == std::optional<int>(1));
@@ -139,10 +133,7 @@ TEST_CASE("launch --local: SIGINT or SIGTERM stops every process within 5 s", "[
   if (!p.wait_for_log("fake trainer rank 3 of 4", 30s)) FAIL("no trainer rank 3 within 30 s; launcher output:\n" << p.log());
   const auto t0 = std::chrono::steady_clock::now();
   p.signal(sig);
-  const auto rc = p.wait(10s);
-  const auto took = std::chrono::steady_clock::now() - t0;
-  std::printf("measured: %s: launcher exited %.2f s after the event\n",
-              Catch::getResultCapture().getCurrentTestName().c_str(), std::chrono::duration<double>(took).count());
+  const auto [rc, took] = wait_launcher_exit(p, t0, 10s);
   INFO(p.log());
   REQUIRE(rc == std::optional<int>(128 + sig));
   CHECK(took < 5s);
@@ -158,10 +149,7 @@ TEST_CASE("launch --local: a machine whose agent dies fails the job; what it lef
   REQUIRE(agent.has_value());
   ::kill(*agent, SIGKILL);  // its trainer's `sleep` is orphaned: only the job id finds it
   const auto t0 = std::chrono::steady_clock::now();
-  const auto rc = p.wait(15s);
-  const auto took = std::chrono::steady_clock::now() - t0;
-  std::printf("measured: %s: launcher exited %.2f s after the event\n",
-              Catch::getResultCapture().getCurrentTestName().c_str(), std::chrono::duration<double>(took).count());
+  const auto [rc, took] = wait_launcher_exit(p, t0, 15s);
   INFO(p.log());
   REQUIRE(rc == std::optional<int>(1));
   CHECK(took < 10s);

@@ -228,10 +228,7 @@ TEST_CASE("multi-host: kill -9 of a remote trainer stops the job everywhere with
   REQUIRE(victim.has_value());
   ::kill(*victim, SIGKILL);
   const auto t0 = std::chrono::steady_clock::now();
-  const auto rc = p.wait(30s);
-  const auto took = std::chrono::steady_clock::now() - t0;
-  std::printf("measured: %s: launcher exited %.2f s after the event\n",
-              Catch::getResultCapture().getCurrentTestName().c_str(), std::chrono::duration<double>(took).count());
+  const auto [rc, took] = wait_launcher_exit(p, t0, 30s);
   INFO(p.log());
   REQUIRE(rc.has_value());
   CHECK(*rc == 1);
@@ -247,10 +244,7 @@ TEST_CASE("multi-host: SIGINT to the launcher stops the job everywhere within 5 
   REQUIRE(p.wait_for_log("Epoch 00001", 120s));
   p.signal(SIGINT);
   const auto t0 = std::chrono::steady_clock::now();
-  const auto rc = p.wait(30s);
-  const auto took = std::chrono::steady_clock::now() - t0;
-  std::printf("measured: %s: launcher exited %.2f s after the event\n",
-              Catch::getResultCapture().getCurrentTestName().c_str(), std::chrono::duration<double>(took).count());
+  const auto [rc, took] = wait_launcher_exit(p, t0, 30s);
   INFO(p.log());
   REQUIRE(rc == std::optional<int>(130));
   CHECK(took < 5s);
