@@ -47,7 +47,7 @@ void Agent::on_line(const std::string& line) {
   const std::string op = j->value("op", "");
   try {
     if (op == "ping") {
-      // liveness only
+      emit({{"ev", "pong"}});  // liveness, both ways: the launcher notes when it last heard from this agent
     } else if (op == "prepare") {
       prepare(*j);
     } else if (op == "check") {

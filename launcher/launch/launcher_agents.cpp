@@ -8,7 +8,7 @@ std::vector<std::string> Launcher::ssh_options(int machine, Mux mux) const {
   v.insert(v.end(), {"-o", "BatchMode=yes", "-o", fmt::format("ConnectTimeout={}", o_.connect_timeout_s), "-o",
                      "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3"});
   if (!o_.identity_file.empty()) v.insert(v.end(), {"-i", o_.identity_file, "-o", "IdentitiesOnly=yes"});
-  if (!control_dir_.empty()) {
+  if (!control_dir_.empty() && mux != Mux::none) {
     v.insert(v.end(), {"-o", fmt::format("ControlPath={}/m{}", control_dir_.string(), machine), "-o",
                        mux == Mux::master ? "ControlMaster=yes" : "ControlMaster=no", "-o", "ControlPersist=no"});
   }
@@ -89,9 +89,12 @@ void Launcher::start_agents() {
     }
     a->proc = std::move(*proc);
     const int out_fd = a->proc.stdout_fd(), err_fd = a->proc.stderr_fd(), mi = m.machine;
-    a->out_reader = std::thread([this, out_fd, mi] {
+    a->out_reader = std::thread([this, out_fd, mi, ap = a.get()] {
       std::string buf, line;
-      while (read_line(out_fd, buf, line)) q_.push({Event::Kind::line, mi, std::move(line), {}});
+      while (read_line(out_fd, buf, line)) {
+        ap->heard = Clock::now().time_since_epoch().count();
+        q_.push({Event::Kind::line, mi, std::move(line), {}});
+      }
       q_.push({Event::Kind::eof, mi, "", {}});
     });
     a->err_reader = std::thread([this, err_fd, mi, ap = a.get()] {
@@ -272,6 +275,8 @@ void Launcher::on_message(AgentConn& a, const json& j) {
     } else {
       fail(machine_failure(FailureCause::Kind::phase, a.machine, fmt::format("{}: {}", a.where, message)));
     }
+  } else if (ev == "pong") {
+    // liveness only (AgentConn::heard)
   } else if (ev == "stopped") {
     a.stopped = true;
     const int killed = j.value("killed", 0), shm = j.value("shm_removed", 0);

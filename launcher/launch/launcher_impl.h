@@ -84,6 +84,10 @@ class EventQueue {
   std::deque<Event> q_;
 };
 
+// An agent that gave no line for this long (it answers the launcher's ping
+// every 2 s) is taken for lost when the job stops.
+inline constexpr std::chrono::milliseconds kAgentSilent{5000};
+
 struct AgentConn {
   int machine = 0;
   std::string label;
@@ -99,6 +103,10 @@ struct AgentConn {
   std::mutex write_mu;  // the launcher's thread and the pinger write to stdin
   json prepared_info;
   std::atomic<bool> eof{false};
+  // When its stdout last gave a line (a pong every 2 s at least), by the
+  // reader thread: an agent silent for longer than kAgentSilent at the stop is
+  // taken for lost, and cleaned up after at once.
+  std::atomic<Clock::rep> heard{Clock::now().time_since_epoch().count()};
   bool hello = false, prepared = false, copied = false, checked = false, servers_ready = false,
        trainers_ready = false, stopped = false, fetch_done = false;
   std::optional<std::string> fetched;
@@ -171,7 +179,10 @@ class Launcher {
   // How a mux role: the agent's connection is the master of its machine's
   // control socket; copies and the clean-up reuse it (no new handshake) and
   // fall back to a connection of their own when it is gone.
-  enum class Mux { master, client };
+  // ssh's connection sharing: the agent's connection is the master; other
+  // commands share it (client), or open their own (none: the clean-up of a
+  // silent agent, whose master may hang on a dead link).
+  enum class Mux { master, client, none };
 
   // ssh -o options; the user's --ssh-option first, so they win (ssh keeps the first value).
   std::vector<std::string> ssh_options(int machine, Mux mux) const;
@@ -251,7 +262,15 @@ class Launcher {
 
   // A machine whose agent vanished (killed, or its connection lost): one more
   // connection kills what the job left there, by job id.
-  void clean_up_after(const AgentConn& a);
+  // The clean-up of a machine whose agent did not confirm the stop: a new
+  // connection runs `dgl-launch --machine-agent --cleanup` there (any thread);
+  // then its report (the launcher's thread: logs, marks it unreachable).
+  struct CleanUp {
+    Result<CommandResult> run;
+    std::optional<json> cleaned;
+  };
+  CleanUp run_clean_up(const AgentConn& a) const;
+  void report_clean_up(const AgentConn& a, const CleanUp& c);
 
   // ------------------------------------------------------------ restarts
   // plan_ for attempt_: its job id (<job>-r<k> after the first), the

@@ -1,5 +1,7 @@
 #include "launcher/launch/launcher_impl.h"
 
+#include <future>
+
 namespace dgld::launch::driver {
 
 void Launcher::run_phases() {
@@ -70,10 +72,26 @@ void Launcher::teardown() {
   cancel_copies_ = true;
   const std::string reason = failure_ ? "a failure" : !signal_name_.empty() ? signal_name_ : "the job is done";
   send_all({{"op", "stop"}, {"reason", reason}});
+  // An agent silent past two pings (its machine lost, its link down, the
+  // agent frozen) will not confirm: its clean-up over a new connection starts
+  // now, beside the others' stop, instead of after waiting for it.
+  std::vector<std::pair<AgentConn*, std::future<CleanUp>>> early;
+  const auto now = Clock::now();
+  for (auto& a : agents_) {
+    const auto silent = now - Clock::time_point(Clock::duration(a->heard.load()));
+    if (a->stopped || a->eof || !a->hello || silent < kAgentSilent) continue;
+    log()->warn("host {} (machine {}): nothing heard from its agent for {:.1f} s; cleaning up there over a new "
+                "connection now", a->label, a->machine, std::chrono::duration<double>(silent).count());
+    early.emplace_back(a.get(), std::async(std::launch::async, [this, ap = a.get()] { return run_clean_up(*ap); }));
+  }
+  const auto is_early = [&](const AgentConn* a) {
+    return std::any_of(early.begin(), early.end(), [&](const auto& e) { return e.first == a; });
+  };
   // The agents stop their processes (SIGTERM, SIGKILL after the grace period) and say so.
   const auto deadline = Clock::now() + std::chrono::milliseconds(o_.grace_ms) + 1500ms;
   for (;;) {
-    const bool done = std::all_of(agents_.begin(), agents_.end(), [](const auto& a) { return a->stopped || a->eof; });
+    const bool done = std::all_of(agents_.begin(), agents_.end(),
+                                  [&](const auto& a) { return a->stopped || a->eof || is_early(a.get()); });
     if (done) break;
     auto ev = q_.pop_until(deadline);
     if (!ev) break;
@@ -90,7 +108,7 @@ void Launcher::teardown() {
   ping_cv_.notify_all();
   if (pinger_.joinable()) pinger_.join();
   for (auto& a : agents_) {
-    if (!a->stopped && a->proc.pid() > 0 && !a->eof) {
+    if (!a->stopped && a->proc.pid() > 0 && !a->eof && !is_early(a.get())) {
       log()->warn("host {} (machine {}): its agent did not confirm the stop; closing the connection (the agent "
                   "stops everything when it ends)", a->label, a->machine);
     }
@@ -109,8 +127,12 @@ void Launcher::teardown() {
     if (a->out_reader.joinable()) a->out_reader.join();
     if (a->err_reader.joinable()) a->err_reader.join();
   }
+  for (auto& [a, f] : early) {
+    const CleanUp c = f.get();
+    if (!a->stopped) report_clean_up(*a, c);  // it may have confirmed after all
+  }
   for (auto& a : agents_) {
-    if (!a->stopped && a->hello) clean_up_after(*a);
+    if (!a->stopped && a->hello && !is_early(a.get())) report_clean_up(*a, run_clean_up(*a));
   }
   // Drain what the readers left, for the record (exit lines, last output).
   while (auto ev = q_.pop_until(Clock::now())) {
@@ -123,23 +145,27 @@ void Launcher::teardown() {
   }
 }
 
-void Launcher::clean_up_after(const AgentConn& a) {
+Launcher::CleanUp Launcher::run_clean_up(const AgentConn& a) const {
   const MachinePlan& m = plan_.machines[static_cast<size_t>(a.machine)];
   std::vector<std::string> extra = {"--cleanup", "--stop-grace-ms", std::to_string(std::min(o_.grace_ms, 1000))};
   if (o_.external_servers) extra.push_back("--keep-shm");
-  const auto argv = agent_command(m, extra);
-  auto r = run_command(argv, std::chrono::seconds(o_.connect_timeout_s + 5));
-  std::optional<json> cleaned;
-  if (r.is_ok() && r->status == 0) {
-    std::string rest = r->output;
+  CleanUp c{run_command(agent_command(m, extra, Mux::none), std::chrono::seconds(o_.connect_timeout_s + 5)),
+            std::nullopt};
+  if (c.run.is_ok() && c.run->status == 0) {
+    std::string rest = c.run->output;
     while (!rest.empty()) {
       const auto nl = rest.find('\n');
       auto j = decode_line(rest.substr(0, nl));
-      if (j.is_ok() && j->value("ev", "") == "cleaned") cleaned = *j;
+      if (j.is_ok() && j->value("ev", "") == "cleaned") c.cleaned = *j;
       rest = nl == std::string::npos ? "" : rest.substr(nl + 1);
     }
   }
-  if (!cleaned) {
+  return c;
+}
+
+void Launcher::report_clean_up(const AgentConn& a, const CleanUp& c) {
+  const auto& r = c.run;
+  if (!c.cleaned) {
     // ssh itself failed (255) or did not finish: what the restart's probe would find again.
     if (!r.is_ok() || r->status == 255) unreachable_.insert(a.machine);
     log()->error("host {} (machine {}): cannot clean up after its lost agent ({}); processes of job {} may remain "
@@ -149,8 +175,8 @@ void Launcher::clean_up_after(const AgentConn& a) {
     return;
   }
   log()->warn("host {} (machine {}): cleaned up after its lost agent: {} process(es) of the job killed, {} "
-              "shared-memory segment(s) removed", a.label, a.machine, cleaned->value("killed", 0),
-              cleaned->value("shm_removed", 0));
+              "shared-memory segment(s) removed", a.label, a.machine, c.cleaned->value("killed", 0),
+              c.cleaned->value("shm_removed", 0));
 }
 
 }  // namespace dgld::launch::driver

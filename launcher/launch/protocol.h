@@ -4,11 +4,12 @@
 // --local). docs/operations.md lists every message.
 //
 // launcher -> agent ("op"):  prepare (the whole AgentSpec), check,
-//   start {group: servers|trainers}, fetch {path}, stop {reason}.
+//   start {group: servers|trainers}, fetch {path}, stop {reason}, ping (every 2 s).
 // agent -> launcher ("ev"):  hello {version, pid}, prepared {rsync, cores,
 //   files: {path: {size, crc32}}}, checked, ready {group}, started {role, rank,
 //   pid}, out {role, rank, line}, exit {role, rank, status}, file {path, data
-//   (base64)}, fail {phase, message}, stopped {killed, shm_removed}.
+//   (base64)}, fail {phase, message}, stopped {killed, shm_removed}, pong (to
+//   each ping: the launcher takes an agent silent for 5 s at a stop for lost).
 // End of the agent's stdin means "stop": the launcher or its connection died.
 
 #include <string>

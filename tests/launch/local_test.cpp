@@ -126,6 +126,26 @@ TEST_CASE("launch --local: a trainer frozen by SIGSTOP when the job stops is con
   job.check_nothing_left();
 }
 
+TEST_CASE("launch --local: an agent silent when the job stops (frozen, its machine lost) is cleaned up after at "
+          "once, not after waiting for its confirmation", "[launch]") {
+  LocalJob job;
+  auto p = job.start({"--num-trainers", "2", "--extra-envs", "FAKE_SECONDS=60", "FAKE_FAIL_RANK=1", "FAKE_FAIL_AFTER=9",
+                      "FAKE_FAIL_CODE=7"});
+  if (!p.wait_for_log("fake trainer rank 3 of 4", 30s)) FAIL("no trainer rank 3 within 30 s; launcher output:\n" << p.log());
+  const auto agent = recorded_agent_pid(job.ws, job.job_id, 1);
+  REQUIRE(agent.has_value());
+  ::kill(*agent, SIGSTOP);  // machine 1's agent answers no ping from now on; rank 1 (machine 0) fails 9 s in
+  REQUIRE(p.wait_for_log("failing on purpose", 30s));
+  const auto [rc, took] = wait_launcher_exit(p, std::chrono::steady_clock::now(), 15s);
+  const std::string log = p.log();
+  INFO(log);
+  REQUIRE(rc == std::optional<int>(1));
+  CHECK_THAT(log, Catch::Contains("(machine 1): nothing heard from its agent for"));
+  CHECK_THAT(log, Catch::Contains("(machine 1): cleaned up after its lost agent: "));  // its trainers, their sleeps, its server
+  CHECK(took < 3s);  // before: the stop's wait for every agent's confirmation, --stop-grace-ms + 1.5 s
+  job.check_nothing_left();
+}
+
 TEST_CASE("launch --local: SIGINT or SIGTERM stops every process within 5 s", "[launch]") {
   const int sig = GENERATE(SIGINT, SIGTERM);
   LocalJob job;
