@@ -33,6 +33,22 @@ using namespace dgld::testing;
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
+namespace {
+
+// Two machines with two fake trainers each: `rank` exits 7 after `after_s`
+// seconds, the others sleep a minute.
+Process start_failing_job(LocalJob& job, int rank, int after_s) {
+  return job.start({"--num-trainers", "2", "--extra-envs", "FAKE_SECONDS=60", "FAKE_FAIL_RANK=" + std::to_string(rank),
+                    "FAKE_FAIL_AFTER=" + std::to_string(after_s), "FAKE_FAIL_CODE=7"});
+}
+
+void require_trainer_started(Process& p, int rank, int of) {
+  const std::string line = "fake trainer rank " + std::to_string(rank) + " of " + std::to_string(of);
+  if (!p.wait_for_log(line, 30s)) FAIL("no '" << line << "' within 30 s; launcher output:\n" << p.log());
+}
+
+}  // namespace
+
 TEST_CASE("launch --local: two machines run to the end; logs, records and metrics; nothing left", "[launch]") {
   LocalJob job;
   auto p = job.start({"--num-servers", "2", "--num-trainers", "2", "--extra-envs", "FAKE_SECONDS=0.3"},
@@ -86,8 +102,7 @@ TEST_CASE("launch --local: a second run copies nothing and reuses the workspace"
 
 TEST_CASE("launch --local: a trainer that fails stops every process and names itself", "[launch]") {
   LocalJob job;
-  auto p = job.start({"--num-trainers", "2", "--extra-envs", "FAKE_SECONDS=60", "FAKE_FAIL_RANK=3", "FAKE_FAIL_AFTER=1",
-                      "FAKE_FAIL_CODE=7"});
+  auto p = start_failing_job(job, 3, 1);
   REQUIRE(p.wait_for_log("failing on purpose", 30s));
   const auto t0 = std::chrono::steady_clock::now();
   const auto [rc, took] = wait_launcher_exit(p, t0, 15s);
@@ -105,9 +120,8 @@ TEST_CASE("launch --local: a trainer that fails stops every process and names it
 TEST_CASE("launch --local: a trainer frozen by SIGSTOP when the job stops is continued to act on SIGTERM, not "
           "killed after the grace period", "[launch]") {
   LocalJob job;
-  auto p = job.start({"--num-trainers", "2", "--extra-envs", "FAKE_SECONDS=60", "FAKE_FAIL_RANK=3", "FAKE_FAIL_AFTER=3",
-                      "FAKE_FAIL_CODE=7"});
-  if (!p.wait_for_log("fake trainer rank 1 of 4", 30s)) FAIL("no trainer rank 1 within 30 s; launcher output:\n" << p.log());
+  auto p = start_failing_job(job, 3, 3);
+  require_trainer_started(p, 1, 4);
   std::optional<pid_t> frozen;
   for (auto until = std::chrono::steady_clock::now() + 10s; !frozen && std::chrono::steady_clock::now() < until;) {
     frozen = recorded_pid(job.ws, job.job_id, 0, "trainer", 1);
@@ -129,9 +143,8 @@ TEST_CASE("launch --local: a trainer frozen by SIGSTOP when the job stops is con
 TEST_CASE("launch --local: an agent silent when the job stops (frozen, its machine lost) is cleaned up after at "
           "once, not after waiting for its confirmation", "[launch]") {
   LocalJob job;
-  auto p = job.start({"--num-trainers", "2", "--extra-envs", "FAKE_SECONDS=60", "FAKE_FAIL_RANK=1", "FAKE_FAIL_AFTER=9",
-                      "FAKE_FAIL_CODE=7"});
-  if (!p.wait_for_log("fake trainer rank 3 of 4", 30s)) FAIL("no trainer rank 3 within 30 s; launcher output:\n" << p.log());
+  auto p = start_failing_job(job, 1, 9);
+  require_trainer_started(p, 3, 4);
   const auto agent = recorded_agent_pid(job.ws, job.job_id, 1);
   REQUIRE(agent.has_value());
   ::kill(*agent, SIGSTOP);  // machine 1's agent answers no ping from now on; rank 1 (machine 0) fails 9 s in
@@ -150,7 +163,7 @@ TEST_CASE("launch --local: SIGINT or SIGTERM stops every process within 5 s", "[
   const int sig = GENERATE(SIGINT, SIGTERM);
   LocalJob job;
   auto p = job.start({"--num-trainers", "2", "--extra-envs", "FAKE_SECONDS=60"});
-  if (!p.wait_for_log("fake trainer rank 3 of 4", 30s)) FAIL("no trainer rank 3 within 30 s; launcher output:\n" << p.log());
+  require_trainer_started(p, 3, 4);
   const auto t0 = std::chrono::steady_clock::now();
   p.signal(sig);
   const auto [rc, took] = wait_launcher_exit(p, t0, 10s);
