@@ -176,12 +176,11 @@ class Launcher {
   }
 
   // ------------------------------------------------------------ agents
-  // How a mux role: the agent's connection is the master of its machine's
-  // control socket; copies and the clean-up reuse it (no new handshake) and
-  // fall back to a connection of their own when it is gone.
-  // ssh's connection sharing: the agent's connection is the master; other
-  // commands share it (client), or open their own (none: the clean-up of a
-  // silent agent, whose master may hang on a dead link).
+  // ssh's connection sharing: the agent's connection is the master of its
+  // machine's control socket; copies reuse it (client: no new handshake) and
+  // fall back to a connection of their own when it is gone; the clean-up of
+  // an agent that did not confirm the stop opens its own (none: the master
+  // may hang on a dead link until ssh's keep-alive gives up).
   enum class Mux { master, client, none };
 
   // ssh -o options; the user's --ssh-option first, so they win (ssh keeps the first value).
@@ -260,10 +259,9 @@ class Launcher {
 
   void teardown();
 
-  // A machine whose agent vanished (killed, or its connection lost): one more
-  // connection kills what the job left there, by job id.
-  // The clean-up of a machine whose agent did not confirm the stop: a new
-  // connection runs `dgl-launch --machine-agent --cleanup` there (any thread);
+  // A machine whose agent did not confirm the stop (killed, its connection
+  // lost, silent): a new connection runs `dgl-launch --machine-agent
+  // --cleanup` there, which kills what the job left by job id (any thread);
   // then its report (the launcher's thread: logs, marks it unreachable).
   struct CleanUp {
     Result<CommandResult> run;
