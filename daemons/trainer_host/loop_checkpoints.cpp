@@ -1,5 +1,6 @@
 // The training loop: checkpoints, resume, and --keep-best (loop.h).
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -146,17 +147,22 @@ Result<CheckpointPosition> Loop::resume() {
     auto one = torch::ones({1}, torch::kInt64);
     DGLD_RETURN_IF_ERROR(b_.allreduce(one, Reduce::sum, "resume: every trainer's embedding shard loaded"));
   }
-  // What this machine's replicas hold of the other ranks' journals at the
-  // agreed position: the first copies of this run send only what follows.
+  // What this machine's replicas hold of the other ranks' journals: the mark
+  // of the newest intact replica position up to the agreed one (the agreed
+  // position itself is missing here when the job failed while it was being
+  // copied: the 60-minute soak's trainers then sent their whole journals).
+  // The first copies of this run send only what follows; a sender checks
+  // that the mark is a prefix of its journal (CheckpointStore::read).
   replica_marks_.assign(static_cast<size_t>(world), HistoryMark{});
   for (int r = 0; r < world; ++r) {
     if (r == b_.rank()) continue;
+    const auto& positions = held[static_cast<size_t>(r)];  // intact, newest first
+    const auto at = std::find_if(positions.begin(), positions.end(), [&](CheckpointPosition q) { return q <= *agreed; });
+    if (at == positions.end()) continue;
     const auto store = CheckpointStore::replica(c_.checkpoint_dir, r);
-    std::error_code ec;
-    if (!std::filesystem::exists(store.meta_path(*agreed), ec)) continue;
-    auto replica_meta = store.verify(*agreed);
+    auto replica_meta = store.verify(*at);
     if (!replica_meta.is_ok()) continue;
-    auto mark = CheckpointStore::history_mark(*replica_meta, store.meta_path(*agreed));
+    auto mark = CheckpointStore::history_mark(*replica_meta, store.meta_path(*at));
     if (mark.is_ok() && *mark) replica_marks_[static_cast<size_t>(r)] = **mark;
   }
   trim_heap();  // the files fetched, the history read: none of it stays

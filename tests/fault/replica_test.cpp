@@ -50,6 +50,17 @@ std::vector<std::string> trainer_command(const fs::path& ckpt, const std::string
   return c;
 }
 
+// " history bytes from byte N": where trainer `rank`'s first checkpoint copy
+// after its last resume began its journal (the job's logs hold every run's
+// lines); empty when there is none.
+std::string first_copy_after_resume(LocalJob& job, int rank) {
+  const std::string log = read_text(job.logs() / fmt::format("trainer-{}.log", rank));
+  const auto resumed = log.rfind("resumed from the checkpoint of");
+  if (resumed == std::string::npos) return {};
+  const auto at = log.find(" history bytes from byte ", resumed);
+  return at == std::string::npos ? std::string() : log.substr(at, log.find(" to rank", at) - at);
+}
+
 struct WipedRun {
   nlohmann::json reference, resumed;  // metrics of rank 0
   CheckpointPosition committed;       // where the resumed run started
@@ -123,11 +134,7 @@ WipedRun wipe_machine1_and_resume(LocalJob& job, int epochs, const std::vector<s
   // The resumed run's first copies: rank 1's history goes on from what
   // machine 0's replica held at the agreed position; rank 0's whole (machine
   // 1's replica of it is gone).
-  const auto first_copy = [&](int rank) {
-    const std::string log = read_text(job.logs() / fmt::format("trainer-{}.log", rank));
-    const auto at = log.find(" history bytes from byte ", log.find("resumed from the checkpoint of"));
-    return at == std::string::npos ? std::string() : log.substr(at, log.find(" to rank", at) - at);
-  };
+  const auto first_copy = [&](int rank) { return first_copy_after_resume(job, rank); };
   CHECK(first_copy(0) == " history bytes from byte 0");
   CHECK_FALSE(first_copy(1).empty());
   CHECK(first_copy(1) != " history bytes from byte 0");
@@ -167,6 +174,35 @@ TEST_CASE("fault: a machine's checkpoint directory lost with the job; its traine
   CHECK(run.resumed["test_acc"].get<double>() == Approx(run.reference["test_acc"].get<double>()).margin(1e-9));
   WARN(fmt::format("node classification: test acc {:.4f} (uninterrupted {:.4f})", run.resumed["test_acc"].get<double>(),
                    run.reference["test_acc"].get<double>()));
+
+  // A copy that did not happen: every rank wrote the end of the last epoch,
+  // then the job failed before machine 1 received rank 0's copy of it (the
+  // 60-minute soak's kill -9 of a trainer mid-copy). The next run resumes
+  // there from the ranks' own files, and rank 0's first copy continues from
+  // the newest copy machine 1 holds (the one before), not from byte 0.
+  {
+    const fs::path ckpt = job.ws / "ckpt";
+    const CheckpointStore held0 = CheckpointStore::replica(ckpt / "m1", 0);
+    const CheckpointPosition end{kEpochs, 0};
+    REQUIRE(latest(held0) == end);
+    fs::remove(held0.meta_path(end));
+    fs::remove(held0.payload_path(end));
+    const CheckpointPosition before = latest(held0);
+    REQUIRE(before < end);
+    auto meta = held0.verify(before);
+    REQUIRE(meta.is_ok());
+    const auto mark = CheckpointStore::history_mark(*meta, held0.meta_path(before));
+    REQUIRE((mark.is_ok() && mark->has_value()));
+    auto p = job.start(kLaunchFlags, trainer_command(ckpt, "more.json", {"--num-epochs", std::to_string(kEpochs + 1),
+                                                                        "--resume"}));
+    const auto rc = p.wait(120s);
+    INFO("launcher output:\n" << p.log());
+    REQUIRE(rc == std::optional<int>(0));
+    CHECK_THAT(read_text(job.logs() / "trainer-0.log"),
+               Catch::Contains(fmt::format("resumed from the checkpoint of {}", end.str())));
+    CHECK(first_copy_after_resume(job, 0) == fmt::format(" history bytes from byte {}", (*mark)->bytes));
+    CHECK(latest(held0) == CheckpointPosition{kEpochs + 1, 0});
+  }
 
   // Without replicas the same loss is refused, naming what each rank holds.
   const std::vector<std::string> train = {"--num-epochs", std::to_string(kEpochs), "--checkpoint-replicas", "0"};
