@@ -429,9 +429,11 @@ TEST_CASE("a run resumed from its checkpoint ends exactly as the uninterrupted r
     CHECK(split.verify({4, 0}).is_ok());
   }
   SECTION("the history journal: the JSON stays small, an altered journal refuses the newest checkpoint") {
-    // Each checkpoint's JSON holds a mark, not the epochs: the same size at epoch 4 as at epoch 3.
+    // Each checkpoint's JSON holds a mark, not the epochs: about the same
+    // size at epoch 4 as at epoch 3 (its numbers print in more or fewer
+    // digits: 762 and 771 bytes in one run; an epoch's record is ~1.8 kB).
     const auto meta3 = fs::file_size(split.meta_path({3, 0})), meta4 = fs::file_size(split.meta_path({4, 0}));
-    CHECK(meta4 <= meta3 + 8);
+    CHECK(meta4 <= meta3 + 64);
     CHECK(split.verify({4, 0})->contains("history"));
     CHECK_FALSE(split.verify({4, 0})->contains("metrics"));
     // A byte of epoch 3's record (after the end of epoch 2's mark) altered.
