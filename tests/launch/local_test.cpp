@@ -42,6 +42,16 @@ Process start_failing_job(LocalJob& job, int rank, int after_s) {
                     "FAKE_FAIL_AFTER=" + std::to_string(after_s), "FAKE_FAIL_CODE=7"});
 }
 
+// After start_failing_job: waits for the failing trainer's line, then for
+// the launcher's exit, which must be 1; the time from that line to the exit.
+std::chrono::duration<double> require_failed_exit(Process& p) {
+  REQUIRE(p.wait_for_log("failing on purpose", 30s));
+  const auto [rc, took] = wait_launcher_exit(p, std::chrono::steady_clock::now(), 15s);
+  INFO(p.log());
+  REQUIRE(rc == std::optional<int>(1));
+  return took;
+}
+
 void require_trainer_started(Process& p, int rank, int of) {
   const std::string line = "fake trainer rank " + std::to_string(rank) + " of " + std::to_string(of);
   if (!p.wait_for_log(line, 30s)) FAIL("no '" << line << "' within 30 s; launcher output:\n" << p.log());
@@ -103,12 +113,9 @@ TEST_CASE("launch --local: a second run copies nothing and reuses the workspace"
 TEST_CASE("launch --local: a trainer that fails stops every process and names itself", "[launch]") {
   LocalJob job;
   auto p = start_failing_job(job, 3, 1);
-  REQUIRE(p.wait_for_log("failing on purpose", 30s));
-  const auto t0 = std::chrono::steady_clock::now();
-  const auto [rc, took] = wait_launcher_exit(p, t0, 15s);
+  const auto took = require_failed_exit(p);
   const std::string log = p.log();
   INFO(log);
-  REQUIRE(rc == std::optional<int>(1));
   CHECK(took < 10s);
   CHECK_THAT(log, Catch::Contains("(machine 1): trainer 3 (pid"));
   CHECK_THAT(log, Catch::Contains("exited with code 7; last lines of"));
@@ -122,19 +129,13 @@ TEST_CASE("launch --local: a trainer frozen by SIGSTOP when the job stops is con
   LocalJob job;
   auto p = start_failing_job(job, 3, 3);
   require_trainer_started(p, 1, 4);
-  std::optional<pid_t> frozen;
-  for (auto until = std::chrono::steady_clock::now() + 10s; !frozen && std::chrono::steady_clock::now() < until;) {
-    frozen = recorded_pid(job.ws, job.job_id, 0, "trainer", 1);
-    if (!frozen) std::this_thread::sleep_for(50ms);
-  }
+  // The agent records its processes before it relays their output.
+  const auto frozen = recorded_pid(job.ws, job.job_id, 0, "trainer", 1);
   REQUIRE(frozen.has_value());
   ::kill(*frozen, SIGSTOP);
-  REQUIRE(p.wait_for_log("failing on purpose", 30s));
-  const auto t0 = std::chrono::steady_clock::now();
-  const auto [rc, took] = wait_launcher_exit(p, t0, 15s);
+  const auto took = require_failed_exit(p);
   const std::string log = p.log();
   INFO(log);
-  REQUIRE(rc == std::optional<int>(1));
   CHECK_THAT(log, !Catch::Contains("still running"));  // no SIGKILL after --stop-grace-ms (3 s)
   CHECK(took < 2500ms);
   job.check_nothing_left();
@@ -148,11 +149,9 @@ TEST_CASE("launch --local: an agent silent when the job stops (frozen, its machi
   const auto agent = recorded_agent_pid(job.ws, job.job_id, 1);
   REQUIRE(agent.has_value());
   ::kill(*agent, SIGSTOP);  // machine 1's agent answers no ping from now on; rank 1 (machine 0) fails 9 s in
-  REQUIRE(p.wait_for_log("failing on purpose", 30s));
-  const auto [rc, took] = wait_launcher_exit(p, std::chrono::steady_clock::now(), 15s);
+  const auto took = require_failed_exit(p);
   const std::string log = p.log();
   INFO(log);
-  REQUIRE(rc == std::optional<int>(1));
   CHECK_THAT(log, Catch::Contains("(machine 1): nothing heard from its agent for"));
   CHECK_THAT(log, Catch::Contains("(machine 1): cleaned up after its lost agent: "));  // its trainers, their sleeps, its server
   CHECK(took < 3s);  // before: the stop's wait for every agent's confirmation, --stop-grace-ms + 1.5 s
