@@ -119,41 +119,95 @@ void backward_from_output_f32(const float* __restrict g, const float* __restrict
   for (int64_t k = 0; k < n; ++k) gx[k] = y[k] > 0.f ? g[k] * scale : 0.f;
 }
 
+// With a bias added first (one row of `bias` per call: n <= its width):
+// y = dropout(relu(x + bias)), and in the backward pass the bias's gradient
+// summed into `acc` (double, per thread) while the input's is written.
+DGLD_VECTOR_CLONES
+void forward_bias_relu_f32(const float* __restrict x, const float* __restrict bias, float* __restrict y,
+                           int64_t n, uint32_t lo0, uint32_t s0, uint32_t s1, uint32_t threshold, float scale) {
+  for (int64_t k = 0; k < n; ++k) {
+    const uint32_t h = mix32(mix32(lo0 + static_cast<uint32_t>(k) + s0) ^ s1);
+    const float v = x[k] + bias[k];
+    int32_t b;
+    std::memcpy(&b, &v, sizeof b);
+    b &= ~(b >> 31);
+    float r;
+    std::memcpy(&r, &b, sizeof r);
+    y[k] = r * ((h >> 8) >= threshold ? scale : 0.f);
+  }
+}
+
+DGLD_VECTOR_CLONES
+void forward_bias_f32(const float* __restrict x, const float* __restrict bias, float* __restrict y, int64_t n,
+                      uint32_t lo0, uint32_t s0, uint32_t s1, uint32_t threshold, float scale) {
+  for (int64_t k = 0; k < n; ++k) {
+    const uint32_t h = mix32(mix32(lo0 + static_cast<uint32_t>(k) + s0) ^ s1);
+    y[k] = (x[k] + bias[k]) * ((h >> 8) >= threshold ? scale : 0.f);
+  }
+}
+
+DGLD_VECTOR_CLONES
+void backward_bias_from_output_f32(const float* __restrict g, const float* __restrict y, float* __restrict gx,
+                                   double* __restrict acc, int64_t n, float scale) {
+  for (int64_t k = 0; k < n; ++k) {
+    gx[k] = y[k] > 0.f ? g[k] * scale : 0.f;
+    acc[k] += gx[k];
+  }
+}
+
+DGLD_VECTOR_CLONES
+void backward_bias_from_mask_f32(const float* __restrict g, float* __restrict gx, double* __restrict acc,
+                                 int64_t n, uint32_t lo0, uint32_t s0, uint32_t s1, uint32_t threshold,
+                                 float scale) {
+  for (int64_t k = 0; k < n; ++k) {
+    const uint32_t h = mix32(mix32(lo0 + static_cast<uint32_t>(k) + s0) ^ s1);
+    gx[k] = (h >> 8) >= threshold ? g[k] * scale : 0.f;
+    acc[k] += gx[k];
+  }
+}
+
 // The same for other floating types (plain loops); the overloads below pick
-// the float32 passes.
+// the float32 passes. `bias` (nullptr: none) holds n elements matching x's;
+// `acc` (nullptr: none) gets the input's gradient added element by element.
 template <typename T>
-void forward_run(const T* x, T* y, int64_t n, uint32_t lo0, const KeepRule& r, uint32_t s1, T scale,
-                 bool relu) {
+void forward_run(const T* x, const T* bias, T* y, int64_t n, uint32_t lo0, const KeepRule& r, uint32_t s1,
+                 T scale, bool relu) {
   for (int64_t k = 0; k < n; ++k) {
     const bool kept =
         (mix32(mix32(lo0 + static_cast<uint32_t>(k) + r.s0) ^ s1) >> 8) >= r.threshold;
-    y[k] = (kept && (!relu || x[k] > T(0))) ? x[k] * scale : T(0);
+    const T v = bias ? x[k] + bias[k] : x[k];
+    y[k] = (kept && (!relu || v > T(0))) ? v * scale : T(0);
   }
 }
 
-void forward_run(const float* x, float* y, int64_t n, uint32_t lo0, const KeepRule& r, uint32_t s1,
-                 float scale, bool relu) {
-  if (relu) {
-    forward_relu_f32(x, y, n, lo0, r.s0, s1, r.threshold, scale);
+void forward_run(const float* x, const float* bias, float* y, int64_t n, uint32_t lo0, const KeepRule& r,
+                 uint32_t s1, float scale, bool relu) {
+  if (bias) {
+    (relu ? forward_bias_relu_f32 : forward_bias_f32)(x, bias, y, n, lo0, r.s0, s1, r.threshold, scale);
   } else {
-    forward_f32(x, y, n, lo0, r.s0, s1, r.threshold, scale);
+    (relu ? forward_relu_f32 : forward_f32)(x, y, n, lo0, r.s0, s1, r.threshold, scale);
   }
 }
 
 template <typename T>
-void backward_run(const T* g, const T* y, T* gx, int64_t n, uint32_t lo0, const KeepRule& r,
+void backward_run(const T* g, const T* y, T* gx, double* acc, int64_t n, uint32_t lo0, const KeepRule& r,
                   uint32_t s1, T scale, bool relu) {
   for (int64_t k = 0; k < n; ++k) {
     const bool kept =
         relu ? y[k] > T(0)
              : (mix32(mix32(lo0 + static_cast<uint32_t>(k) + r.s0) ^ s1) >> 8) >= r.threshold;
     gx[k] = kept ? g[k] * scale : T(0);
+    if (acc) acc[k] += static_cast<double>(gx[k]);
   }
 }
 
-void backward_run(const float* g, const float* y, float* gx, int64_t n, uint32_t lo0,
+void backward_run(const float* g, const float* y, float* gx, double* acc, int64_t n, uint32_t lo0,
                   const KeepRule& r, uint32_t s1, float scale, bool relu) {
-  if (relu) {
+  if (acc && relu) {
+    backward_bias_from_output_f32(g, y, gx, acc, n, scale);
+  } else if (acc) {
+    backward_bias_from_mask_f32(g, gx, acc, n, lo0, r.s0, s1, r.threshold, scale);
+  } else if (relu) {
     backward_from_output_f32(g, y, gx, n, scale);
   } else {
     backward_from_mask_f32(g, gx, n, lo0, r.s0, s1, r.threshold, scale);
@@ -162,54 +216,80 @@ void backward_run(const float* g, const float* y, float* gx, int64_t n, uint32_t
 
 double scale_for(double p) { return p < 1.0 ? 1.0 / (1.0 - p) : 0.0; }
 
-Tensor run_forward(const Tensor& x, double p, bool relu, uint64_t seed) {
+// Calls run(lo, hi, col) over the n elements in parallel, each [lo, hi) within
+// one block of 2^32 elements (split_by_high) and, when width > 0, within one
+// row of `width` elements, starting at column `col` of that row.
+template <typename F>
+void parallel_runs(int64_t n, int64_t width, const F& run) {
+  if (width <= 0) {
+    at::parallel_for(0, n, kGrain, [&](int64_t b, int64_t e) {
+      split_by_high(b, e, [&](int64_t lo, int64_t hi) { run(lo, hi, int64_t{0}); });
+    });
+    return;
+  }
+  at::parallel_for(0, n / width, std::max<int64_t>(1, kGrain / width), [&](int64_t rb, int64_t re) {
+    for (int64_t row = rb; row < re; ++row) {
+      const int64_t base = row * width;
+      split_by_high(base, base + width, [&](int64_t lo, int64_t hi) { run(lo, hi, lo - base); });
+    }
+  });
+}
+
+// bias: empty (none), or one element per column of x (x's last dimension).
+Tensor run_forward(const Tensor& x, const Tensor& bias, double p, bool relu, uint64_t seed) {
   const Tensor xc = x.contiguous();
   Tensor y = at::empty_like(xc);
   const KeepRule r = keep_rule(seed, p);
-  const int64_t n = xc.numel();
+  const int64_t width = bias.defined() ? bias.numel() : 0;
   AT_DISPATCH_FLOATING_TYPES(xc.scalar_type(), "dgld.dropout", [&] {
     const scalar_t* xp = xc.data_ptr<scalar_t>();
+    const scalar_t* bp = width > 0 ? bias.data_ptr<scalar_t>() : nullptr;
     scalar_t* yp = y.data_ptr<scalar_t>();
     const auto scale = static_cast<scalar_t>(scale_for(p));
-    at::parallel_for(0, n, kGrain, [&](int64_t b, int64_t e) {
-      split_by_high(b, e, [&](int64_t lo, int64_t hi) {
-        forward_run(xp + lo, yp + lo, hi - lo, static_cast<uint32_t>(lo), r, high_salt(r, lo),
-                    scale, relu);
-      });
+    parallel_runs(xc.numel(), width, [&](int64_t lo, int64_t hi, int64_t col) {
+      forward_run(xp + lo, bp ? bp + col : nullptr, yp + lo, hi - lo, static_cast<uint32_t>(lo), r,
+                  high_salt(r, lo), scale, relu);
     });
   });
   return y;
 }
 
-Tensor run_backward(const Tensor& grad, const Tensor& y, double p, bool relu, uint64_t seed) {
+// The input's gradient, and the bias's (its column sums) when width > 0.
+std::pair<Tensor, Tensor> run_backward(const Tensor& grad, const Tensor& y, int64_t width, double p, bool relu,
+                                       uint64_t seed) {
   const Tensor gc = grad.contiguous();
   Tensor gx = at::empty_like(gc);
   const KeepRule r = keep_rule(seed, p);
-  const int64_t n = gc.numel();
+  // One row of column sums per thread of LibTorch's pool, added up after.
+  Tensor acc = width > 0 ? torch::zeros({at::get_num_threads(), width}, torch::kFloat64) : Tensor();
   AT_DISPATCH_FLOATING_TYPES(gc.scalar_type(), "dgld.dropout_backward", [&] {
     const scalar_t* gp = gc.data_ptr<scalar_t>();
     const scalar_t* yp = relu ? y.data_ptr<scalar_t>() : nullptr;
     scalar_t* gxp = gx.data_ptr<scalar_t>();
+    double* ap = acc.defined() ? acc.data_ptr<double>() : nullptr;
     const auto scale = static_cast<scalar_t>(scale_for(p));
-    at::parallel_for(0, n, kGrain, [&](int64_t b, int64_t e) {
-      split_by_high(b, e, [&](int64_t lo, int64_t hi) {
-        backward_run(gp + lo, relu ? yp + lo : nullptr, gxp + lo, hi - lo,
-                     static_cast<uint32_t>(lo), r, high_salt(r, lo), scale, relu);
-      });
+    parallel_runs(gc.numel(), width, [&](int64_t lo, int64_t hi, int64_t col) {
+      double* a = ap ? ap + at::get_thread_num() * width + col : nullptr;
+      backward_run(gp + lo, relu ? yp + lo : nullptr, gxp + lo, a, hi - lo, static_cast<uint32_t>(lo), r,
+                   high_salt(r, lo), scale, relu);
     });
   });
-  return gx;
+  Tensor gbias = acc.defined() ? acc.sum(0).to(gc.scalar_type()) : Tensor();
+  return {gx, gbias};
 }
 
 class DropoutFn : public torch::autograd::Function<DropoutFn> {
  public:
-  static Tensor forward(AutogradContext* ctx, const Tensor& x, double p, bool relu, int64_t seed) {
-    Tensor y = run_forward(x, p, relu, static_cast<uint64_t>(seed));
+  static Tensor forward(AutogradContext* ctx, const Tensor& x, double p, bool relu, int64_t seed,
+                        const Tensor& bias) {
+    Tensor y = run_forward(x, bias, p, relu, static_cast<uint64_t>(seed));
     ctx->saved_data["p"] = p;
     ctx->saved_data["relu"] = relu;
     ctx->saved_data["seed"] = seed;
-    // relu: the output says which elements passed (y > 0 exactly when x > 0
-    // and the element was kept, as the scale is at least 1).
+    ctx->saved_data["width"] = bias.numel();
+    ctx->saved_data["bias_shape"] = bias.sizes().vec();
+    // relu: the output says which elements passed (y > 0 exactly when
+    // x (+ bias) > 0 and the element was kept, as the scale is at least 1).
     if (relu) ctx->save_for_backward({y});
     return y;
   }
@@ -217,9 +297,10 @@ class DropoutFn : public torch::autograd::Function<DropoutFn> {
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const bool relu = ctx->saved_data["relu"].toBool();
     const Tensor y = relu ? ctx->get_saved_variables()[0] : Tensor();
-    Tensor gx = run_backward(grads[0], y, ctx->saved_data["p"].toDouble(), relu,
-                             static_cast<uint64_t>(ctx->saved_data["seed"].toInt()));
-    return {gx, Tensor(), Tensor(), Tensor()};
+    auto [gx, gbias] = run_backward(grads[0], y, ctx->saved_data["width"].toInt(), ctx->saved_data["p"].toDouble(),
+                                    relu, static_cast<uint64_t>(ctx->saved_data["seed"].toInt()));
+    if (gbias.defined()) gbias = gbias.reshape(ctx->saved_data["bias_shape"].toIntVector());
+    return {gx, Tensor(), Tensor(), Tensor(), gbias};
   }
 };
 
@@ -259,17 +340,30 @@ void fill_bernoulli(Tensor& self, double p, uint64_t seed) {
   });
 }
 
-Tensor dropout(const Tensor& x, double p, bool training, bool relu) {
+Tensor dropout(const Tensor& x, double p, bool training, bool relu, const c10::optional<Tensor>& bias) {
   TORCH_CHECK(p >= 0.0 && p <= 1.0, "dgld.dropout: p must be in [0, 1], got ", p);
   TORCH_CHECK(at::isFloatingType(x.scalar_type()),
               "dgld.dropout: a floating-point tensor is needed, got ", x.scalar_type());
-  if (!training || p == 0.0) return relu ? torch::relu(x) : x;
-  return DropoutFn::apply(x, p, relu, static_cast<int64_t>(draw_seed()));
+  const bool has_bias = bias.has_value() && bias->defined();
+  if (has_bias) {
+    TORCH_CHECK(x.dim() >= 1 && bias->numel() == x.size(-1) && (bias->dim() == 1 || bias->dim() == 0),
+                "dgld.dropout: the bias must have one element per column of x (", x.dim() >= 1 ? x.size(-1) : 0,
+                "), got shape ", bias->sizes());
+    TORCH_CHECK(bias->scalar_type() == x.scalar_type(), "dgld.dropout: the bias is ", bias->scalar_type(),
+                " but x is ", x.scalar_type());
+  }
+  if (!training || p == 0.0) {
+    const Tensor v = has_bias ? x + *bias : x;
+    return relu ? torch::relu(v) : v;
+  }
+  // No bias: an empty tensor (autograd's inputs must be defined).
+  return DropoutFn::apply(x, p, relu, static_cast<int64_t>(draw_seed()),
+                          has_bias ? bias->contiguous() : x.new_empty({0}));
 }
 
 Tensor dropout_keep_mask(uint64_t seed, int64_t n, double p) {
   const Tensor ones = torch::ones({n}, torch::kFloat32);
-  return run_forward(ones, p, /*relu=*/false, seed).gt(0).to(torch::kUInt8);
+  return run_forward(ones, Tensor(), p, /*relu=*/false, seed).gt(0).to(torch::kUInt8);
 }
 
 }  // namespace dgld::ops

@@ -26,7 +26,13 @@ namespace dgld::ops {
 // relu(x) when `relu`, then dropout with probability p when `training`
 // (p in [0, 1]; p == 1 gives zeros). Not training or p == 0: relu(x) or x
 // itself. float32 and float64; any shape. Differentiable.
-torch::Tensor dropout(const torch::Tensor& x, double p, bool training, bool relu);
+// With `bias` (one element per column of x: x's last dimension), x + bias
+// in place of x, added in the same pass, and the bias's gradient (the
+// column sums of x's) summed in the backward pass: a layer's bias, its
+// broadcast and its gradient's reduction without passes of their own
+// (python/dgld/models/sage.py).
+torch::Tensor dropout(const torch::Tensor& x, double p, bool training, bool relu,
+                      const c10::optional<torch::Tensor>& bias = c10::nullopt);
 
 // The keep bits of `n` elements for `seed` and p, as uint8 (1: kept): what
 // dropout uses, for tests.

@@ -8,7 +8,7 @@
 //   torch.ops.dgld.gat_aggregate(block, z, attn_l, attn_r, negative_slope=0.2)
 //   torch.ops.dgld.gspmm(block, op, reduce, lhs, rhs, lhs_target="u", rhs_target="e")
 //   torch.ops.dgld.gsddmm(block, op, lhs, rhs, lhs_target="u", rhs_target="v")
-//   torch.ops.dgld.dropout(x, p, training, relu=False)
+//   torch.ops.dgld.dropout(x, p, training, relu=False, bias=None)
 #include "common/ops/torch_library.h"
 
 #include <torch/custom_class.h>
@@ -150,7 +150,7 @@ TORCH_LIBRARY(dgld, m) {
   m.def("gsddmm(__torch__.torch.classes.dgld.Block block, str op, Tensor? lhs, Tensor? rhs, "
         "str lhs_target=\"u\", str rhs_target=\"v\") -> Tensor",
         &dgld::ops::gsddmm_op);
-  m.def("dropout(Tensor x, float p, bool training, bool relu=False) -> Tensor", &dgld::ops::dropout);
+  m.def("dropout(Tensor x, float p, bool training, bool relu=False, Tensor? bias=None) -> Tensor", &dgld::ops::dropout);
   m.def("set_reference_kernels(bool on) -> ()", [](bool on) { dgld::ops::set_reference_kernels(on); });
   m.def("project_before_aggregating(__torch__.torch.classes.dgld.Block block, int in_dim, int out_dim, "
         "bool input_needs_grad, bool self_loop=False) -> bool",

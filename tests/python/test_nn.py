@@ -59,6 +59,34 @@ def dense_gat(layer, a, x):
 
 
 @pytest.mark.parametrize("in_dim,out_dim", [(6, 4), (3, 8)])
+def test_sageconv_relu_dropout_is_dropout_of_relu_of_forward(in_dim, out_dim):
+    """The form dgld.models' SAGE runs between layers (the bias added in the
+    dropout pass): the same output and gradients as dropout(relu(forward))
+    with the same seed, scripted, in training and eval mode; a layer with
+    an activation of its own keeps it."""
+    b = random_block(30, 70, 6, 1)
+    layer = dglnn.SAGEConv(in_dim, out_dim, "mean")
+    with torch.no_grad():
+        layer.fc_self.bias.normal_()
+    scripted = torch.jit.script(layer)
+    x = torch.randn(70, in_dim, requires_grad=True)
+    w = torch.randn(30, out_dim)
+    for training in (True, False):
+        torch.manual_seed(4)
+        want = torch.ops.dgld.dropout(layer(b, x), 0.3, training, True)
+        grads_want = torch.autograd.grad((want * w).sum(), [x] + list(layer.parameters()))
+        for m in (layer, scripted):
+            torch.manual_seed(4)
+            got = m.forward_relu_dropout(b, x, 0.3, training)
+            torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+            grads = torch.autograd.grad((got * w).sum(), [x] + list(m.parameters()))
+            for g, gw in zip(grads, grads_want):
+                torch.testing.assert_close(g, gw, rtol=1e-4, atol=1e-5)
+    act = dglnn.SAGEConv(in_dim, out_dim, "mean", activation=torch.tanh)
+    torch.testing.assert_close(act.forward_relu_dropout(b, x, 0.3, False), torch.relu(act(b, x)))
+
+
+@pytest.mark.parametrize("in_dim,out_dim", [(6, 4), (3, 8)])
 def test_sageconv_equals_its_formula_eager_and_scripted(in_dim, out_dim):
     b = random_block(30, 70, 6, 1)
     layer = dglnn.SAGEConv(in_dim, out_dim, "mean")

@@ -104,3 +104,63 @@ TEST_CASE(
     CHECK(worst < 1e-6);
   }
 }
+
+TEST_CASE(
+    "the bias form is dropout(x + bias) with the same keep bits, and its gradients are the unfused "
+    "form's") {
+  for (bool relu : {false, true}) {
+    for (auto dtype : {torch::kFloat32, torch::kFloat64}) {
+      INFO("relu " << relu << ", dtype " << dtype);
+      // 300 rows of 37: rows that straddle the parallel chunks and no vector width.
+      const Tensor x0 = torch::randn({300, 37}, dtype);
+      const Tensor b0 = torch::randn({37}, dtype);
+      const Tensor w = torch::randn({300, 37}, dtype);
+      Tensor x = x0.clone().set_requires_grad(true), b = b0.clone().set_requires_grad(true);
+      torch::manual_seed(21);
+      const Tensor fused = ops::dropout(x, 0.4, true, relu, b);
+      (fused * w).sum().backward();
+      Tensor xr = x0.clone().set_requires_grad(true), br = b0.clone().set_requires_grad(true);
+      torch::manual_seed(21);
+      const Tensor plain = ops::dropout(xr + br, 0.4, true, relu);
+      (plain * w).sum().backward();
+      const double tol = dtype == torch::kFloat32 ? 1e-5 : 1e-12;
+      CHECK(torch::allclose(fused, plain, tol, tol));
+      CHECK(torch::allclose(x.grad(), xr.grad(), tol, tol));
+      REQUIRE(b.grad().defined());
+      CHECK(b.grad().sizes() == b0.sizes());
+      CHECK(torch::allclose(b.grad(), br.grad(), 1e-4, 1e-4));
+      CHECK(b.grad().abs().sum().item<double>() > 0);
+    }
+  }
+  torch::NoGradGuard no_grad;
+  const Tensor x = torch::randn({50, 8});
+  const Tensor b = torch::randn({8});
+  CHECK(torch::equal(ops::dropout(x, 0.4, false, true, b), torch::relu(x + b)));
+  CHECK(torch::equal(ops::dropout(x, 0.0, true, false, b), x + b));
+  CHECK(ops::dropout(torch::randn({0, 8}), 0.5, true, true, b).sizes() == torch::IntArrayRef({0, 8}));
+  CHECK_THROWS_WITH(ops::dropout(x, 0.4, true, true, torch::randn({7})),
+                    Catch::Contains("one element per column of x (8)"));
+  CHECK_THROWS_WITH(ops::dropout(x, 0.4, true, true, torch::randn({8}, torch::kFloat64)),
+                    Catch::Contains("the bias is Double but x is Float"));
+}
+
+TEST_CASE("the bias form gives the same output and bias gradient for any thread count") {
+  const Tensor x0 = torch::randn({4096, 64});
+  const Tensor b0 = torch::randn({64});
+  const Tensor w = torch::randn({4096, 64});
+  const int threads = at::get_num_threads();
+  std::vector<Tensor> out, grads;
+  for (int t : {1, 2}) {
+    at::set_num_threads(t);
+    Tensor b = b0.clone().set_requires_grad(true);
+    torch::manual_seed(5);
+    const Tensor y = ops::dropout(x0, 0.5, true, true, b);
+    (y * w).sum().backward();
+    out.push_back(y.detach());
+    grads.push_back(b.grad());
+  }
+  at::set_num_threads(threads);
+  CHECK(torch::equal(out[0], out[1]));
+  // Summed in double per thread: equal to float32 rounding.
+  CHECK(torch::allclose(grads[0], grads[1], 1e-6, 1e-6));
+}

@@ -44,22 +44,26 @@ class LayerStack(nn.Module):
             h = torch.ops.dgld.dropout(h, self.dropout_p, self.training, True)
         return h
 
+    def _layer(self, i: int, block: Block, h: Tensor) -> Tensor:
+        """Layer i on h, with what follows it (_after)."""
+        out = h
+        for j, layer in enumerate(self.layers):  # a ModuleList cannot be indexed with a runtime int
+            if j == i:
+                out = self._after(i, layer(block, h))
+        return out
+
     @torch.jit.export
     def forward_layer(self, i: int, block: Block, h: Tensor) -> Tensor:
         """Layer i alone, with what forward applies after it."""
         if i < 0 or i >= self.num_layers:
             raise IndexError("forward_layer: no layer " + str(i) + " in a " + str(self.num_layers) + "-layer model")
-        out = h
-        for j, layer in enumerate(self.layers):  # a ModuleList cannot be indexed with a runtime int
-            if j == i:
-                out = layer(block, h)
-        return self._after(i, out)
+        return self._layer(i, block, h)
 
     def forward(self, blocks: List[Block], x: Tensor) -> Tensor:
         if len(blocks) != self.num_layers:
             raise ValueError("forward: " + str(len(blocks)) + " blocks for a " + str(self.num_layers)
                              + "-layer model")
         h = x
-        for i, layer in enumerate(self.layers):
-            h = self._after(i, layer(blocks[i], h))
+        for i in range(self.num_layers):
+            h = self._layer(i, blocks[i], h)
         return h

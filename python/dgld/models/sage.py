@@ -3,9 +3,10 @@ n_hidden -> ... -> n_classes, ReLU then dropout between layers, raw logits
 out of the last (DGL's train_dist.py model)."""
 
 import torch
-from torch import nn
+from torch import Tensor, nn
 
 from .. import nn as dglnn
+from ..nn._utils import Block
 from ._stack import LayerStack
 
 
@@ -24,3 +25,15 @@ class SAGE(LayerStack):
         for i, layer in enumerate(self.layers):
             layer.resize(widths[i], widths[i + 1])
         self.in_feats, self.n_classes, self.dropout_p = in_feats, n_classes, dropout
+
+    def _layer(self, i: int, block: Block, h: Tensor) -> Tensor:
+        """Layer i and what follows it: between layers ReLU and dropout with
+        the layer's bias added in the same pass
+        (SAGEConv.forward_relu_dropout); the last layer alone."""
+        out = h
+        for j, layer in enumerate(self.layers):
+            if j == i and j != self.num_layers - 1:
+                out = layer.forward_relu_dropout(block, h, self.dropout_p, self.training)
+            elif j == i:
+                out = layer(block, h)
+        return out

@@ -142,6 +142,30 @@ class SAGEConv(nn.Module):
 
     def forward(self, graph: Block, feat: Union[Tensor, Tuple[Tensor, Tensor]],
                 edge_weight: Optional[Tensor] = None) -> Tensor:
+        rst = self._combine(graph, feat, edge_weight, True)
+        if self.activation is not None:
+            rst = self.activation(rst)
+        if self.norm is not None:
+            rst = self.norm(rst)
+        return rst
+
+    @torch.jit.export
+    def forward_relu_dropout(self, graph: Block, feat: Tensor, p: float, training: bool) -> Tensor:
+        """dropout(relu(forward(graph, feat))) with probability p when
+        training (torch.ops.dgld.dropout), fc_self's bias added in that pass
+        instead of in a broadcast of its own, its gradient summed in the
+        backward one: what dgld.models' SAGE runs between layers. A layer
+        with an activation or norm, or without fc_self's bias, runs forward
+        and then the same dropout."""
+        fc_self = self.fc_self
+        if self.activation is not None or self.norm is not None or fc_self is None:
+            return torch.ops.dgld.dropout(self.forward(graph, feat, None), p, training, True)
+        return torch.ops.dgld.dropout(self._combine(graph, feat, None, False), p, training, True, fc_self.bias)
+
+    def _combine(self, graph: Block, feat: Union[Tensor, Tuple[Tensor, Tensor]], edge_weight: Optional[Tensor],
+                 self_bias: bool) -> Tensor:
+        """The layer's output before activation and norm; without fc_self's
+        bias unless self_bias."""
         if not torch.jit.is_scripting():
             graph = native_block(graph)
         dst_is_slice = isinstance(feat, Tensor)
@@ -170,12 +194,8 @@ class SAGEConv(nn.Module):
             # fc_self(h_dst) + h_neigh W_neigh^T with the products accumulating
             # into one output (addmm's C += A B): no [num_dst, out] temporary
             # for either term and no separate pass adding them.
-            rst = fc_self(h_dst)
+            rst = fc_self(h_dst) if self_bias else torch.mm(h_dst, fc_self.weight.t())
             rst = rst.add_(h) if projected else rst.addmm_(h, self.fc_neigh.weight.t())
-        if self.activation is not None:
-            rst = self.activation(rst)
-        if self.norm is not None:
-            rst = self.norm(rst)
         return rst
 
     def _neighbours(self, graph: Block, h_src: Tensor, h_dst: Tensor, ew: Tensor,
