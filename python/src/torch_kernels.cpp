@@ -12,7 +12,17 @@
 // torch.manual_seed still makes a script reproducible; the draws themselves
 // differ from LibTorch's. Other dtypes, non-contiguous tensors and p within
 // 1e-6 of 0 or 1 (where 2^-32 would matter) go to LibTorch's kernel.
+//
+// torch.nn.functional.dropout (aten::dropout, what torch.nn.Dropout calls)
+// on the CPU in training: LibTorch's draws a mask, scales it and multiplies
+// (three passes over a tensor of the input's size, the mask kept for the
+// backward pass, which multiplies again); dgld's dropout (common/ops) is one
+// pass that keeps no mask, its backward one pass drawing the bits again from
+// the seed. The same distribution (to within 2^-24), other draws. float32
+// and float64 on the CPU with p at least 1e-6 from 0 and 1; otherwise, and
+// outside training, LibTorch's.
 #include <ATen/ops/bernoulli_native.h>
+#include <ATen/ops/dropout_native.h>
 #include <c10/util/Exception.h>
 #include <torch/library.h>
 
@@ -37,6 +47,14 @@ at::Tensor& bernoulli_float_(at::Tensor& self, double p, c10::optional<at::Gener
   return self;
 }
 
+at::Tensor dropout(const at::Tensor& input, double p, bool train) {
+  const bool fast = train && input.device().is_cpu() &&
+                    (input.scalar_type() == at::kFloat || input.scalar_type() == at::kDouble) &&
+                    p >= 1e-6 && p <= 1.0 - 1e-6;
+  if (!fast) return at::native::dropout(input, p, train);
+  return ops::dropout(input, p, /*training=*/true, /*relu=*/false);
+}
+
 // Swallows the one warning LibTorch gives when a kernel replaces another.
 class QuietWarnings : public c10::WarningHandler {
  public:
@@ -53,6 +71,11 @@ bool install_torch_kernels() {
   // Kept for the process's life: the registration ends with the Library.
   static auto* lib = new torch::Library(torch::Library::IMPL, "aten", c10::DispatchKey::CPU, __FILE__, __LINE__);
   lib->impl("bernoulli_.float", TORCH_FN(bernoulli_float_));
+  // aten::dropout has no backend kernels: it is composed above autograd, and
+  // so is dgld's (an autograd function of its own).
+  static auto* composite = new torch::Library(torch::Library::IMPL, "aten",
+                                              c10::DispatchKey::CompositeImplicitAutograd, __FILE__, __LINE__);
+  composite->impl("dropout", TORCH_FN(dropout));
   return true;
 }
 

@@ -1,7 +1,8 @@
 """LibTorch kernels dgld replaces when imported (python/src/torch_kernels.cpp):
 Tensor.bernoulli_(p), which torch.nn.Dropout draws its mask with, gives the
-same distribution from the same seed in one parallel pass; what it does
-not handle goes to LibTorch's kernel; DGLD_TORCH_KERNELS=0 keeps LibTorch's."""
+same distribution from the same seed in one parallel pass; so does
+torch.nn.functional.dropout, whose backward keeps no mask; what they do not
+handle goes to LibTorch's kernel; DGLD_TORCH_KERNELS=0 keeps LibTorch's."""
 
 import os
 import subprocess
@@ -39,6 +40,29 @@ def test_bernoulli_and_dropout_are_reproducible_from_the_seed():
     c = torch.empty(1000).bernoulli_(0.5, generator=g)
     g.manual_seed(9)
     assert torch.equal(c, torch.empty(1000).bernoulli_(0.5, generator=g))
+
+
+def test_dropout_is_dgld_one_pass_with_the_same_distribution_and_gradient():
+    n = 1_000_003
+    x = torch.randn(n, requires_grad=True)
+    for p in (0.1, 0.5, 0.9):
+        torch.manual_seed(2)
+        y = torch.nn.Dropout(p)(x)
+        kept = y.ne(0)
+        assert abs(kept.double().mean().item() - (1 - p)) < 5 * (p * (1 - p) / n) ** 0.5
+        torch.testing.assert_close(y[kept], x[kept] / (1 - p))
+        # dgld's draws: those of torch.ops.dgld.dropout from the same seed.
+        torch.manual_seed(2)
+        assert torch.equal(y, torch.ops.dgld.dropout(x, p, True, False))
+        w = torch.randn(n)
+        (g,) = torch.autograd.grad((y * w).sum(), [x])
+        torch.testing.assert_close(g, torch.where(kept, w / (1 - p), torch.zeros(())))
+    # Outside training, p = 0, and what it does not handle: LibTorch's.
+    assert torch.equal(torch.nn.functional.dropout(x, 0.5, False), x)
+    assert torch.equal(torch.nn.functional.dropout(x, 0.0, True), x)
+    tiny = torch.nn.functional.dropout(torch.ones(100_000), 1e-9, True)
+    assert tiny.ne(0).sum().item() >= 100_000 - 1
+    assert torch.equal(torch.nn.functional.dropout(torch.ones(100), 1.0, True), torch.zeros(100))
 
 
 def test_what_it_does_not_handle_goes_to_libtorch():
