@@ -18,9 +18,10 @@
 // (three passes over a tensor of the input's size, the mask kept for the
 // backward pass, which multiplies again); dgld's dropout (common/ops) is one
 // pass that keeps no mask, its backward one pass drawing the bits again from
-// the seed. The same distribution (to within 2^-24), other draws. float32
-// and float64 on the CPU with p at least 1e-6 from 0 and 1; otherwise, and
-// outside training, LibTorch's.
+// the seed. The same distribution (to within 2^-24), other draws. Dense
+// float32 and float64 on the CPU with p at least 1e-6 from 0 and 1;
+// otherwise (sparse, nested, other devices and types), and outside
+// training, LibTorch's.
 #include <ATen/ops/bernoulli_native.h>
 #include <ATen/ops/dropout_native.h>
 #include <c10/util/Exception.h>
@@ -48,7 +49,7 @@ at::Tensor& bernoulli_float_(at::Tensor& self, double p, c10::optional<at::Gener
 }
 
 at::Tensor dropout(const at::Tensor& input, double p, bool train) {
-  const bool fast = train && input.device().is_cpu() &&
+  const bool fast = train && input.device().is_cpu() && input.layout() == at::kStrided && !input.is_nested() &&
                     (input.scalar_type() == at::kFloat || input.scalar_type() == at::kDouble) &&
                     p >= 1e-6 && p <= 1.0 - 1e-6;
   if (!fast) return at::native::dropout(input, p, train);

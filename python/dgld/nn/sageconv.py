@@ -155,7 +155,7 @@ class SAGEConv(nn.Module):
         training (torch.ops.dgld.dropout), fc_self's bias added in that pass
         instead of in a broadcast of its own, its gradient summed in the
         backward one: what dgld.models' SAGE runs between layers. A layer
-        with an activation or norm, or without fc_self's bias, runs forward
+        with an activation or norm, or without fc_self (gcn), runs forward
         and then the same dropout."""
         fc_self = self.fc_self
         if self.activation is not None or self.norm is not None or fc_self is None:
