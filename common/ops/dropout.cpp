@@ -64,6 +64,17 @@ void split_by_high(int64_t begin, int64_t end, const F& run) {
   }
 }
 
+// relu on the bits (a negative's sign bit spread over the word clears it):
+// plain vector integer ops, where a compare-and-select became a masked
+// reload of x that took most of the pass.
+inline float relu_by_bits(float v) {
+  int32_t b;
+  std::memcpy(&b, &v, sizeof b);
+  b &= ~(b >> 31);
+  std::memcpy(&v, &b, sizeof v);
+  return v;
+}
+
 // v where `keep`, else +0, by masking its bits: a select GCC vectorises in
 // every clone (a conditional product, `keep ? g * scale : 0`, it did not
 // vectorise where it was stored and read again), and a NaN or infinite v is
@@ -86,15 +97,7 @@ void forward_relu_f32(const float* __restrict x, float* __restrict y, int64_t n,
                       uint32_t s0, uint32_t s1, uint32_t threshold, float scale) {
   for (int64_t k = 0; k < n; ++k) {
     const uint32_t h = mix32(mix32(lo0 + static_cast<uint32_t>(k) + s0) ^ s1);
-    // relu on the bits (a negative's sign bit spread over the word clears
-    // it): plain vector integer ops, where a compare-and-select became a
-    // masked reload of x that took most of the pass.
-    int32_t b;
-    std::memcpy(&b, x + k, sizeof b);
-    b &= ~(b >> 31);
-    float v;
-    std::memcpy(&v, &b, sizeof v);
-    y[k] = v * ((h >> 8) >= threshold ? scale : 0.f);
+    y[k] = relu_by_bits(x[k]) * ((h >> 8) >= threshold ? scale : 0.f);
   }
 }
 
@@ -139,13 +142,7 @@ void forward_bias_relu_f32(const float* __restrict x, const float* __restrict bi
                            int64_t n, uint32_t lo0, uint32_t s0, uint32_t s1, uint32_t threshold, float scale) {
   for (int64_t k = 0; k < n; ++k) {
     const uint32_t h = mix32(mix32(lo0 + static_cast<uint32_t>(k) + s0) ^ s1);
-    const float v = x[k] + bias[k];
-    int32_t b;
-    std::memcpy(&b, &v, sizeof b);
-    b &= ~(b >> 31);
-    float r;
-    std::memcpy(&r, &b, sizeof r);
-    y[k] = r * ((h >> 8) >= threshold ? scale : 0.f);
+    y[k] = relu_by_bits(x[k] + bias[k]) * ((h >> 8) >= threshold ? scale : 0.f);
   }
 }
 
