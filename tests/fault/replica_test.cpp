@@ -134,10 +134,9 @@ WipedRun wipe_machine1_and_resume(LocalJob& job, int epochs, const std::vector<s
   // The resumed run's first copies: rank 1's history goes on from what
   // machine 0's replica held at the agreed position; rank 0's whole (machine
   // 1's replica of it is gone).
-  const auto first_copy = [&](int rank) { return first_copy_after_resume(job, rank); };
-  CHECK(first_copy(0) == " history bytes from byte 0");
-  CHECK_FALSE(first_copy(1).empty());
-  CHECK(first_copy(1) != " history bytes from byte 0");
+  CHECK(first_copy_after_resume(job, 0) == " history bytes from byte 0");
+  CHECK_FALSE(first_copy_after_resume(job, 1).empty());
+  CHECK(first_copy_after_resume(job, 1) != " history bytes from byte 0");
   run.resumed = nlohmann::json::parse(read_text(job.src / "resumed.json"));
   CHECK(run.resumed["resumed_at"]["epoch"] == run.committed.epoch);
   CHECK(run.resumed["resumed_at"]["step"] == run.committed.step);
