@@ -223,6 +223,8 @@ Result<std::span<const float>> DistNeighborSource::local_weights(std::vector<flo
                                                 scratch);
 }
 
+int64_t DistNeighborSource::node_id_range() const { return cluster_->config().num_nodes; }
+
 Result<SampledEdges> DistNeighborSource::sample(std::span<const int64_t> seeds,
                                                 const SampleOptions& opt) {
   Cluster& c = *cluster_;

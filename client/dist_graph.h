@@ -81,6 +81,7 @@ class DistNeighborSource final : public NeighborSource {
   explicit DistNeighborSource(Cluster& cluster, DistSampleOptions options = {});
   Result<SampledEdges> sample(std::span<const int64_t> seeds_global,
                               const SampleOptions& opt) override;
+  int64_t node_id_range() const override;
 
  private:
   // The prob tensor's local rows in CSC order (in `scratch` when reordered).

@@ -7,7 +7,7 @@
 
 namespace dgld {
 
-Result<Block> build_block(std::span<const int64_t> dst_nodes, const SampledEdges& edges) {
+Result<Block> build_block(std::span<const int64_t> dst_nodes, const SampledEdges& edges, int64_t node_id_range) {
   const size_t num_edges = edges.eid.size();
   if (edges.src.size() != num_edges || edges.dst.size() != num_edges) {
     return invalid_argument("sampled edges have src/dst/eid arrays of lengths " +
@@ -25,6 +25,7 @@ Result<Block> build_block(std::span<const int64_t> dst_nodes, const SampledEdges
   thread_local IdMap map;
   thread_local std::vector<int32_t> dst_local;
   map.clear();
+  map.set_direct_range(node_id_range);
   // Room for the dst nodes and a quarter of the edges as new sources: the
   // map grows when more come. Reserving one slot pair per edge cost a full
   // neighbourhood's block (2 M edges, 170 k distinct sources) a 134 MB table.
@@ -80,8 +81,13 @@ Result<Block> build_block(std::span<const int64_t> dst_nodes, const SampledEdges
   block.src_nodes = map.release_ids();
   // A block far larger than a training batch's (a full neighbourhood in
   // layer-wise inference) leaves no tens of MB of scratch in the thread.
+  // (The direct array, at most 8 MiB, is not counted: it is kept.)
   constexpr size_t kKeepScratchBytes = size_t{16} << 20;
-  if (map.memory_bytes() > kKeepScratchBytes) map = IdMap();
+  if (map.memory_bytes() - map.direct_bytes() > kKeepScratchBytes) {
+    const int64_t range = map.direct_range();
+    map = IdMap();
+    map.set_direct_range(range);
+  }
   if (dst_local.capacity() * sizeof(int32_t) > kKeepScratchBytes) std::vector<int32_t>().swap(dst_local);
   return block;
 }

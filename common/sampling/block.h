@@ -34,6 +34,11 @@ struct Block {
 // repeated dst node, an edge whose dst is not a dst node, or arrays of
 // different lengths. Keeps a per-thread scratch table between calls (about
 // 32 bytes per node and edge of the largest block built on that thread).
-Result<Block> build_block(std::span<const int64_t> dst_nodes, const SampledEdges& edges);
+// node_id_range > 0 says the ids lie in [0, node_id_range) (the graph's node
+// count): up to IdMap::kMaxDirectRange the relabelling reads an array indexed
+// by id instead of hashing (8 bytes per id, kept per thread); an id outside
+// the range is still relabelled, by the hash.
+Result<Block> build_block(std::span<const int64_t> dst_nodes, const SampledEdges& edges,
+                          int64_t node_id_range = 0);
 
 }  // namespace dgld

@@ -35,6 +35,9 @@ class NeighborSource {
   virtual ~NeighborSource() = default;
   virtual Result<SampledEdges> sample(std::span<const int64_t> seeds_global,
                                       const SampleOptions& opt) = 0;
+  // The global ids lie in [0, node_id_range()) (the graph's node count); 0:
+  // not known. Lets build_block relabel by direct lookup.
+  virtual int64_t node_id_range() const { return 0; }
 };
 
 // Samples from an adjacency view held in this process: the whole graph (rows
@@ -61,6 +64,8 @@ class LocalGraphSource final : public NeighborSource {
 
   Result<SampledEdges> sample(std::span<const int64_t> seeds_global,
                               const SampleOptions& opt) override;
+  // The view's rows when they are the global ids; not known otherwise.
+  int64_t node_id_range() const override { return local_to_global_.empty() ? adj_.num_rows() : 0; }
 
  private:
   AdjacencyView adj_;

@@ -97,5 +97,13 @@ TEST_CASE("build_block: random edges", "[block]") {
     Result<Block> r = build_block(dst, e);
     REQUIRE(r.is_ok());
     dgld::test::check_block(*r, dst, e);
+    // With a node id range (the ids in [0, 2500) looked up by array, the
+    // negative ones still hashed): the same block.
+    Result<Block> ranged = build_block(dst, e, 2500);
+    REQUIRE(ranged.is_ok());
+    CHECK(ranged->src_nodes == r->src_nodes);
+    CHECK(ranged->indptr == r->indptr);
+    CHECK(ranged->indices == r->indices);
+    CHECK(ranged->eids == r->eids);
   }
 }

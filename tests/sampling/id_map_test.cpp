@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <limits>
 #include <random>
+#include <stdexcept>
 #include <unordered_map>
 #include <vector>
 
@@ -101,4 +102,65 @@ TEST_CASE("id_map: reuse after clear with a smaller reservation", "[id_map]") {
     for (int64_t i = 0; i < 1000; ++i) REQUIRE(map.insert_or_find(i * 5 + round).first == int32_t(i));
     for (int64_t i = 0; i < 1000; ++i) REQUIRE(map.find(i * 5 + round) == int32_t(i));
   }
+}
+
+TEST_CASE("id_map: a direct range maps its ids by array, others by hash, in one order", "[id_map]") {
+  // Ids inside [0, 5000) take the array, the rest (negative, >= 5000) the
+  // hash; growth of the hash must not disturb the array's ids, and clear()
+  // must forget both, over many rounds (the stamps).
+  IdMap map;
+  map.set_direct_range(5000);
+  CHECK(map.direct_range() == 5000);
+  std::mt19937_64 rng(11);
+  for (int round = 0; round < 40; ++round) {
+    std::unordered_map<int64_t, int32_t> ref;
+    const int n = round % 4 == 0 ? 20000 : 300;
+    for (int i = 0; i < n; ++i) {
+      const int64_t id = static_cast<int64_t>(rng() % 12000) - 3000;
+      const auto [index, inserted] = map.insert_or_find(id);
+      const auto it = ref.find(id);
+      if (it == ref.end()) {
+        REQUIRE(inserted);
+        REQUIRE(index == int32_t(ref.size()));
+        ref.emplace(id, index);
+      } else {
+        REQUIRE_FALSE(inserted);
+        REQUIRE(index == it->second);
+      }
+    }
+    REQUIRE(map.size() == ref.size());
+    for (const auto& [id, index] : ref) REQUIRE(map.find(id) == index);
+    for (int64_t id = -3000; id < 9000; id += 7) {
+      if (!ref.count(id)) REQUIRE(map.find(id) == -1);
+    }
+    for (size_t i = 0; i < map.ids().size(); ++i) REQUIRE(map.find(map.ids()[i]) == int32_t(i));
+    if (round % 2) {
+      map.clear();
+    } else {
+      REQUIRE(map.release_ids().size() == ref.size());
+    }
+    REQUIRE(map.find(0) == -1);
+  }
+}
+
+TEST_CASE("id_map: direct range limits and changes", "[id_map]") {
+  IdMap map;
+  map.set_direct_range(IdMap::kMaxDirectRange + 1);  // too large: none
+  CHECK(map.direct_range() == 0);
+  map.set_direct_range(-5);
+  CHECK(map.direct_range() == 0);
+  map.set_direct_range(100);
+  CHECK(map.insert_or_find(99).first == 0);
+  CHECK(map.insert_or_find(100).first == 1);  // just outside: the hash
+  CHECK_THROWS_AS(map.set_direct_range(200), std::logic_error);
+  map.clear();
+  map.set_direct_range(200);  // a new array: nothing of the old range looks live
+  CHECK(map.find(99) == -1);
+  CHECK(map.insert_or_find(150).first == 0);
+  CHECK(map.find(150) == 0);
+  map.clear();
+  map.set_direct_range(0);
+  CHECK(map.find(150) == -1);
+  CHECK(map.insert_or_find(150).first == 0);
+  CHECK(map.direct_bytes() == 0);
 }
