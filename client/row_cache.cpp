@@ -11,8 +11,10 @@
 
 namespace dgld::client {
 
-RowCache::RowCache(size_t row_bytes, std::vector<int64_t> ids, std::unique_ptr<uint8_t[]> rows)
-    : row_bytes_(row_bytes), map_(ids.size()), rows_(std::move(rows)) {
+RowCache::RowCache(size_t row_bytes, std::vector<int64_t> ids, std::unique_ptr<uint8_t[]> rows, int64_t id_range)
+    : row_bytes_(row_bytes), rows_(std::move(rows)) {
+  if (!ids.empty()) map_.set_direct_range(id_range);  // an empty cache keeps no array
+  map_.reserve(ids.size());
   for (int64_t id : ids) map_.insert_or_find(id);
 }
 
@@ -59,7 +61,7 @@ Result<std::shared_ptr<const RowCache>> build_halo_row_cache(Cluster& cluster, c
   if (!chosen.empty()) {
     DGLD_RETURN_IF_ERROR(tensor.pull_into(chosen, rows.get()).with_context("filling the feature cache"));
   }
-  return std::make_shared<const RowCache>(rb, std::move(chosen), std::move(rows));
+  return std::make_shared<const RowCache>(rb, std::move(chosen), std::move(rows), cluster.config().num_nodes);
 }
 
 }  // namespace dgld::client

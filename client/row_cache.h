@@ -27,7 +27,9 @@ class DistTensor;
 class RowCache {
  public:
   // rows holds ids.size() rows of row_bytes each, in the order of ids.
-  RowCache(size_t row_bytes, std::vector<int64_t> ids, std::unique_ptr<uint8_t[]> rows);
+  // id_range > 0: the ids lie in [0, id_range) (the graph's node count), and
+  // up to IdMap::kMaxDirectRange find() looks them up by array, not hash.
+  RowCache(size_t row_bytes, std::vector<int64_t> ids, std::unique_ptr<uint8_t[]> rows, int64_t id_range = 0);
 
   // The cached row of `id`, or nullptr. Counts hits and misses.
   const uint8_t* find(int64_t id) const;

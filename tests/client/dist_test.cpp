@@ -700,3 +700,26 @@ TEST_CASE("hetero: sampling with a fanout per edge type through the servers", "[
     for (size_t k = 0; k < b.eids.size(); ++k) CHECK(d.etype_of.at(b.eids[k]) == b.etypes[k]);
   }
 }
+
+TEST_CASE("row cache: rows found by id with and without a direct id range", "[dist][cache]") {
+  // Ids below the range are looked up by array, the one above it by hash;
+  // both give the row stored for the id, and misses are counted the same.
+  for (const int64_t range : {int64_t{0}, int64_t{100}}) {
+    const std::vector<int64_t> ids = {5, 1000, 3, 99};
+    auto rows = std::make_unique<uint8_t[]>(ids.size() * 4);
+    for (size_t i = 0; i < ids.size() * 4; ++i) rows[i] = static_cast<uint8_t>(i);
+    const dgld::client::RowCache cache(4, ids, std::move(rows), range);
+    CAPTURE(range);
+    CHECK(cache.num_rows() == 4);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const uint8_t* r = cache.find(ids[i]);
+      REQUIRE(r != nullptr);
+      CHECK(r[0] == static_cast<uint8_t>(4 * i));
+    }
+    CHECK(cache.find(4) == nullptr);
+    CHECK(cache.find(100) == nullptr);
+    CHECK(cache.find(-1) == nullptr);
+    CHECK(cache.hits() == 4);
+    CHECK(cache.misses() == 3);
+  }
+}
