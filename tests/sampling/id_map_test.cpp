@@ -10,6 +10,23 @@
 
 using dgld::IdMap;
 
+namespace {
+// Inserts id into the map and into ref (id -> index), checking that the map
+// gives the index ref expects (the next one for a new id).
+void insert_and_check(IdMap& map, std::unordered_map<int64_t, int32_t>& ref, int64_t id) {
+  const auto [index, inserted] = map.insert_or_find(id);
+  const auto it = ref.find(id);
+  if (it == ref.end()) {
+    REQUIRE(inserted);
+    REQUIRE(index == int32_t(ref.size()));
+    ref.emplace(id, index);
+  } else {
+    REQUIRE_FALSE(inserted);
+    REQUIRE(index == it->second);
+  }
+}
+}  // namespace
+
 TEST_CASE("id_map: indices follow insertion order", "[id_map]") {
   IdMap map;
   CHECK(map.empty());
@@ -48,16 +65,7 @@ TEST_CASE("id_map: growth and rehash keep every mapping", "[id_map]") {
   std::mt19937_64 rng(7);
   for (int i = 0; i < 200000; ++i) {
     const int64_t id = (i % 3 == 0) ? int64_t(i) * 4096 : static_cast<int64_t>(rng() % 150000) - 75000;
-    const auto [index, inserted] = map.insert_or_find(id);
-    const auto it = ref.find(id);
-    if (it == ref.end()) {
-      REQUIRE(inserted);
-      REQUIRE(index == int32_t(ref.size()));
-      ref.emplace(id, index);
-    } else {
-      REQUIRE_FALSE(inserted);
-      REQUIRE(index == it->second);
-    }
+    insert_and_check(map, ref, id);
   }
   REQUIRE(map.size() == ref.size());
   for (const auto& [id, index] : ref) REQUIRE(map.find(id) == index);
@@ -117,16 +125,7 @@ TEST_CASE("id_map: a direct range maps its ids by array, others by hash, in one 
     const int n = round % 4 == 0 ? 20000 : 300;
     for (int i = 0; i < n; ++i) {
       const int64_t id = static_cast<int64_t>(rng() % 12000) - 3000;
-      const auto [index, inserted] = map.insert_or_find(id);
-      const auto it = ref.find(id);
-      if (it == ref.end()) {
-        REQUIRE(inserted);
-        REQUIRE(index == int32_t(ref.size()));
-        ref.emplace(id, index);
-      } else {
-        REQUIRE_FALSE(inserted);
-        REQUIRE(index == it->second);
-      }
+      insert_and_check(map, ref, id);
     }
     REQUIRE(map.size() == ref.size());
     for (const auto& [id, index] : ref) REQUIRE(map.find(id) == index);
