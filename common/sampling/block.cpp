@@ -81,13 +81,10 @@ Result<Block> build_block(std::span<const int64_t> dst_nodes, const SampledEdges
   block.src_nodes = map.release_ids();
   // A block far larger than a training batch's (a full neighbourhood in
   // layer-wise inference) leaves no tens of MB of scratch in the thread.
-  // (The direct array, at most 8 MiB, is not counted: it is kept.)
+  // (The direct array, at most 8 MiB, is not counted; a map dropped here
+  // gets it again from the next call's set_direct_range.)
   constexpr size_t kKeepScratchBytes = size_t{16} << 20;
-  if (map.memory_bytes() - map.direct_bytes() > kKeepScratchBytes) {
-    const int64_t range = map.direct_range();
-    map = IdMap();
-    map.set_direct_range(range);
-  }
+  if (map.memory_bytes() - map.direct_bytes() > kKeepScratchBytes) map = IdMap();
   if (dst_local.capacity() * sizeof(int32_t) > kKeepScratchBytes) std::vector<int32_t>().swap(dst_local);
   return block;
 }
