@@ -8,6 +8,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
+#include <c10/util/accumulate.h>
 #include <torch/autograd.h>
 
 #include "common/ops/vector_clones.h"
@@ -297,8 +298,7 @@ class DropoutFn : public torch::autograd::Function<DropoutFn> {
     ctx->saved_data["p"] = p;
     ctx->saved_data["relu"] = relu;
     ctx->saved_data["seed"] = seed;
-    ctx->saved_data["width"] = bias.numel();
-    ctx->saved_data["bias_shape"] = bias.sizes().vec();
+    ctx->saved_data["bias_shape"] = bias.sizes().vec();  // [0]: no bias
     // relu: the output says which elements passed (y > 0 exactly when
     // x (+ bias) > 0 and the element was kept, as the scale is at least 1).
     if (relu) ctx->save_for_backward({y});
@@ -308,9 +308,10 @@ class DropoutFn : public torch::autograd::Function<DropoutFn> {
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const bool relu = ctx->saved_data["relu"].toBool();
     const Tensor y = relu ? ctx->get_saved_variables()[0] : Tensor();
-    auto [gx, gbias] = run_backward(grads[0], y, ctx->saved_data["width"].toInt(), ctx->saved_data["p"].toDouble(),
+    const std::vector<int64_t> bias_shape = ctx->saved_data["bias_shape"].toIntVector();
+    auto [gx, gbias] = run_backward(grads[0], y, c10::multiply_integers(bias_shape), ctx->saved_data["p"].toDouble(),
                                     relu, static_cast<uint64_t>(ctx->saved_data["seed"].toInt()));
-    if (gbias.defined()) gbias = gbias.reshape(ctx->saved_data["bias_shape"].toIntVector());
+    if (gbias.defined()) gbias = gbias.reshape(bias_shape);
     return {gx, Tensor(), Tensor(), Tensor(), gbias};
   }
 };

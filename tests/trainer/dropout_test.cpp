@@ -164,3 +164,17 @@ TEST_CASE("the bias form gives the same output and bias gradient for any thread 
   // Summed in double per thread: equal to float32 rounding.
   CHECK(torch::allclose(grads[0], grads[1], 1e-6, 1e-6));
 }
+
+TEST_CASE("a 0-d bias (x of one column) gets its gradient back as 0-d") {
+  const Tensor x = torch::randn({64, 1}).set_requires_grad(true);
+  const Tensor b = torch::randn({}).set_requires_grad(true);
+  torch::manual_seed(3);
+  ops::dropout(x, 0.5, true, true, b).sum().backward();
+  REQUIRE(b.grad().defined());
+  CHECK(b.grad().dim() == 0);
+  const Tensor xr = x.detach().clone().set_requires_grad(true);
+  const Tensor br = b.detach().clone().set_requires_grad(true);
+  torch::manual_seed(3);
+  ops::dropout(xr + br, 0.5, true, true).sum().backward();
+  CHECK(torch::allclose(b.grad(), br.grad(), 1e-5, 1e-5));
+}
