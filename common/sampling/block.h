@@ -32,12 +32,18 @@ struct Block {
 // Builds the block for `dst_nodes` (unique global ids) from sampled edges in
 // global ids, whose dst must all be among dst_nodes. invalid_argument on a
 // repeated dst node, an edge whose dst is not a dst node, or arrays of
-// different lengths. Keeps a per-thread scratch table between calls (about
-// 32 bytes per node and edge of the largest block built on that thread).
+// different lengths. Keeps its relabelling table per thread between calls
+// (dropped after a block whose table grew past 16 MiB).
 // node_id_range > 0 says the ids lie in [0, node_id_range) (the graph's node
 // count): up to IdMap::kMaxDirectRange the relabelling reads an array indexed
 // by id instead of hashing (8 bytes per id, kept per thread); an id outside
 // the range is still relabelled, by the hash.
+// Edges already grouped by dst in dst_nodes' order (what the samplers emit)
+// are relabelled in place: the block takes over `edges`' arrays, so building
+// it needs no second copy of them. Otherwise they are sorted into CSR order
+// and `edges` is left as it was, as it is on an error.
+Result<Block> build_block(std::span<const int64_t> dst_nodes, SampledEdges&& edges, int64_t node_id_range = 0);
+// The same over a copy of `edges`.
 Result<Block> build_block(std::span<const int64_t> dst_nodes, const SampledEdges& edges,
                           int64_t node_id_range = 0);
 

@@ -79,7 +79,7 @@ Result<MiniBatch> MultiLayerNeighborSampler::sample(NeighborSource& source,
       e.dst.resize(kept);
       e.eid.resize(kept);
     }
-    Result<Block> block = build_block(layer_seeds, *edges, source.node_id_range());
+    Result<Block> block = build_block(layer_seeds, std::move(*edges), source.node_id_range());
     if (!block.is_ok()) return block.status().with_context(where);
     batch.blocks[layer] = std::move(block).value();
     layer_seeds = batch.blocks[layer].src_nodes;

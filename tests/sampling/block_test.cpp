@@ -107,3 +107,51 @@ TEST_CASE("build_block: random edges", "[block]") {
     CHECK(ranged->eids == r->eids);
   }
 }
+
+TEST_CASE("build_block: edges handed over are relabelled in place when grouped, kept when not", "[block]") {
+  std::mt19937_64 rng(5);
+  for (const bool grouped : {true, false}) {
+    std::vector<int64_t> dst;
+    for (int64_t v = 0; v < 200; ++v) dst.push_back(v * 7 % 200);
+    SampledEdges e;
+    for (int i = 0; i < 2000; ++i) {
+      e.dst.push_back(grouped ? dst[i / 10] : dst[rng() % dst.size()]);
+      e.src.push_back(int64_t(rng() % 1000));
+      e.eid.push_back(i);
+      e.etype.push_back(i % 3);
+    }
+    const SampledEdges given = e;
+    Result<Block> ref = build_block(dst, given, 1000);
+    REQUIRE(ref.is_ok());
+    const int64_t* src_data = e.src.data();
+    Result<Block> moved = build_block(dst, std::move(e), 1000);
+    REQUIRE(moved.is_ok());
+    CHECK(moved->src_nodes == ref->src_nodes);
+    CHECK(moved->indptr == ref->indptr);
+    CHECK(moved->indices == ref->indices);
+    CHECK(moved->eids == ref->eids);
+    CHECK(moved->etypes == ref->etypes);
+    dgld::test::check_block(*moved, dst, given);
+    if (grouped) {
+      CHECK(moved->indices.data() == src_data);  // the sampled array, not a copy
+      CHECK(e.src.empty());
+      CHECK(e.dst.empty());
+    } else {
+      CHECK(e.src == given.src);
+      CHECK(e.dst == given.dst);
+      CHECK(e.eid == given.eid);
+    }
+  }
+  // An error leaves the edges as they were.
+  SampledEdges bad;
+  bad.src = {1, 2};
+  bad.dst = {0, 9};
+  bad.eid = {5, 6};
+  const SampledEdges before = bad;
+  const std::vector<int64_t> only0 = {0};
+  Result<Block> r = build_block(only0, std::move(bad));
+  REQUIRE_FALSE(r.is_ok());
+  CHECK(r.status().message().find("edge 6 has dst 9") != std::string::npos);
+  CHECK(bad.src == before.src);
+  CHECK(bad.dst == before.dst);
+}
