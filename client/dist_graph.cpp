@@ -294,17 +294,27 @@ Result<SampledEdges> DistNeighborSource::sample(std::span<const int64_t> seeds,
   }
   DGLD_RETURN_IF_ERROR(first);
 
+  SampledEdges out;
+  std::vector<int64_t>& neighbours = options_.out_edges ? out.dst : out.src;
+  std::vector<int64_t>& own = options_.out_edges ? out.src : out.dst;
+  if (g.remote.empty()) {
+    // Every seed is this machine's: its edges are in seed order already and
+    // are handed on, not copied (a full neighbourhood's are tens of MB).
+    neighbours = std::move(local.src);
+    out.eid = std::move(local.eid);
+    out.etype = std::move(local.etype);
+    own.reserve(out.eid.size());
+    for (size_t k = 0; k < seeds.size(); ++k) own.insert(own.end(), static_cast<size_t>(local_counts[k]), seeds[k]);
+    return out;
+  }
   // Emit in seed order: seed k's run comes from its owner's next count.
   std::vector<int> owner_of(seeds.size());
   for (int m = 0; m < c.num_machines(); ++m) {
     for (size_t w : g.where[m]) owner_of[w] = m;
   }
-  SampledEdges out;
   size_t total = 0;
   for (const auto& part : parts) total += part.eid.size();
   out.reserve(total);
-  std::vector<int64_t>& neighbours = options_.out_edges ? out.dst : out.src;
-  std::vector<int64_t>& own = options_.out_edges ? out.src : out.dst;
   for (size_t k = 0; k < seeds.size(); ++k) {
     Part& part = parts[owner_of[k]];
     const auto n = static_cast<size_t>(part.counts[part.seed++]);

@@ -411,6 +411,13 @@ TEST_CASE("client: distributed sampling equals sampling the whole graph in one p
   auto t1 = job.trainer(1, 0);
   const auto& d = dataset();
   auto seeds = unique_ids(mixed_ids(600, 21));
+  // Also seeds of this machine only (their edges are handed on without the
+  // merge) and of the other machine only.
+  const IdRange mine = t1->partition_book().node_range(t1->machine_id());
+  std::vector<int64_t> local_seeds, remote_seeds;
+  for (int64_t s : seeds) (s >= mine.start && s < mine.end ? local_seeds : remote_seeds).push_back(s);
+  REQUIRE(!local_seeds.empty());
+  REQUIRE(!remote_seeds.empty());
   for (bool out_edges : {false, true}) {
     DistNeighborSource dist(*t1, DistSampleOptions{out_edges, "", nullptr});
     LocalGraphSource whole(out_edges ? d.out_view() : d.in_view());
@@ -418,6 +425,18 @@ TEST_CASE("client: distributed sampling equals sampling the whole graph in one p
       for (bool replace : {false, true}) {
         if (replace && fanout < 0) continue;
         INFO("out " << out_edges << " fanout " << fanout << " replace " << replace);
+        for (const auto* some : {&local_seeds, &remote_seeds}) {
+          INFO((some == &local_seeds ? "local seeds" : "remote seeds"));
+          SampleOptions opt{fanout, replace, 1234};
+          auto a = dist.sample(*some, opt);
+          auto b = whole.sample(*some, opt);
+          REQUIRE(a.is_ok());
+          REQUIRE(b.is_ok());
+          if (out_edges) std::swap(b->src, b->dst);
+          CHECK(a->eid == b->eid);
+          CHECK(a->src == b->src);
+          CHECK(a->dst == b->dst);
+        }
         SampleOptions opt{fanout, replace, 1234};
         auto a = dist.sample(seeds, opt);
         auto b = whole.sample(seeds, opt);
