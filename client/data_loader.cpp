@@ -36,6 +36,11 @@ namespace {
 // A full-neighbourhood batch above this (layer-wise inference's) is followed
 // by a heap trim in the thread that made it.
 constexpr size_t kTrimAfterBatchBytes = size_t{64} << 20;
+// The same between such a batch's sampling and its features, once its blocks
+// are this large: the sampled edges they were built from (more bytes than
+// the blocks) are freed, and their pages go back before the feature rows
+// are allocated, rather than adding to the rows at the batch's peak.
+constexpr size_t kTrimAfterSampleBytes = size_t{16} << 20;
 
 // Whether some layer takes every neighbour (fanout -1): batches whose size
 // no fanout bounds, as layer-wise inference's.
@@ -274,7 +279,11 @@ struct DistDataLoader::Impl {
     const bool trim_after_large = samples_every_neighbour(o.spec.sampling);
     Task t;
     while (take(-1, t)) {
-      auto b = builder->build(t.batch_id, seeds_of(t), batch_rng_seed(o.seed, t.epoch, t.batch_id));
+      auto b = builder->sample(t.batch_id, seeds_of(t), batch_rng_seed(o.seed, t.epoch, t.batch_id));
+      if (b.is_ok()) {
+        if (trim_after_large && batch_bytes(*b) > kTrimAfterSampleBytes) trim_heap();
+        if (Status st = builder->fetch(*b); !st.is_ok()) b = st;
+      }
       if (b.is_ok()) {
         if (trim_after_large && batch_bytes(*b) > kTrimAfterBatchBytes) trim_heap();
         complete(t, std::move(*b), -1);
