@@ -232,17 +232,6 @@ Status BatchBuilder::fetch_into(const Batch& batch, float* rows, int64_t* labels
   return Status::ok();
 }
 
-Result<Batch> BatchBuilder::build(int64_t batch_id, std::span<const int64_t> seeds,
-                                  uint64_t rng_seed, int skip_features_of) const {
-  if (skip_features_of >= cluster_->num_machines()) {
-    return invalid_argument("batch " + std::to_string(batch_id) + ": skip_features_of machine " +
-                            std::to_string(skip_features_of) + " does not exist");
-  }
-  DGLD_ASSIGN_OR_RETURN(Batch out, sample(batch_id, seeds, rng_seed));
-  DGLD_RETURN_IF_ERROR(fetch(out, skip_features_of));
-  return out;
-}
-
 std::pair<uint64_t, uint64_t> BatchBuilder::feature_cache_hits_misses() const {
   if (!feature_ || !feature_->row_cache()) return {0, 0};
   return {feature_->row_cache()->hits(), feature_->row_cache()->misses()};

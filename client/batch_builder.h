@@ -132,16 +132,14 @@ class BatchBuilder {
   static Result<std::unique_ptr<BatchBuilder>> create(Cluster& cluster, BatchSpec spec,
                                                       ThreadPool* pool = nullptr,
                                                       std::shared_ptr<BufferPool> buffers = nullptr);
-  // With skip_features_of >= 0, features holds only the rows of input nodes
-  // that machine does not own (features_skipped_machine says so).
-  Result<Batch> build(int64_t batch_id, std::span<const int64_t> seeds, uint64_t rng_seed,
-                      int skip_features_of = -1) const;
-  // build() in two halves, for a caller that places the rows itself: the
-  // blocks (timings.sample_s set), then the features and labels of those
-  // blocks, into a Batch's own buffers ...
+  // A batch in two halves (a caller may free memory or place the rows
+  // itself between them): the blocks (timings.sample_s set), then the
+  // features and labels of those blocks, into a Batch's own buffers ...
   // With `exclude`, edges between its pairs are left out of the blocks.
   Result<Batch> sample(int64_t batch_id, std::span<const int64_t> seeds, uint64_t rng_seed,
                        const EdgePairSet* exclude = nullptr) const;
+  // With skip_features_of >= 0, features holds only the rows of input nodes
+  // that machine does not own (features_skipped_machine says so).
   Status fetch(Batch& batch, int skip_features_of = -1) const;
   // ... or into `rows` (input nodes x feature_dim() floats) and `labels`
   // (one per seed), each ignored when the spec has no such tensor.

@@ -270,8 +270,9 @@ TEST_CASE("client: BatchBuilders given one shared feature cache read through it 
   for (int64_t v = mine.start; v < mine.end && seeds.size() < 200; v += 3) seeds.push_back(v);
   for (const auto* builder : {a->get(), b->get()}) {
     CHECK(builder->feature_cache_bytes() == 64 * 32);  // the shared one, not a 1 MiB one of its own
-    auto batch = builder->build(0, seeds, 7);
+    auto batch = builder->sample(0, seeds, 7);
     REQUIRE(batch.is_ok());
+    REQUIRE(builder->fetch(*batch).is_ok());
     const auto& in = batch->mini_batch.input_nodes;
     for (size_t k = 0; k < in.size(); ++k) {
       INFO("input node " << in[k]);
